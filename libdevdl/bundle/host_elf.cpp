@@ -1,0 +1,167 @@
+#include "bundle/host_elf.h"
+#include "support/error.h"
+
+#include <llvm/BinaryFormat/ELF.h>
+#include <llvm/MC/MCAsmBackend.h>
+#include <llvm/MC/MCAsmInfo.h>
+#include <llvm/MC/MCCodeEmitter.h>
+#include <llvm/MC/MCContext.h>
+#include <llvm/MC/MCInstrInfo.h>
+#include <llvm/MC/MCObjectFileInfo.h>
+#include <llvm/MC/MCObjectWriter.h>
+#include <llvm/MC/MCRegisterInfo.h>
+#include <llvm/MC/MCSectionELF.h>
+#include <llvm/MC/MCStreamer.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/MCTargetOptions.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/ObjCopy/ConfigManager.h>
+#include <llvm/ObjCopy/ObjCopy.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/TargetSelect.h>
+
+#include <cstring>
+#include <mutex>
+
+namespace devdl::bundle {
+
+namespace {
+
+template <typename ELFT>
+llvm::Expected<std::vector<Bytes>> bundlesOf(const llvm::object::ELFFile<ELFT> &elf, Bytes file) {
+  auto sections = elf.sections();
+  if (!sections) return sections.takeError();
+  std::vector<Bytes> bundles;
+  for (const auto &section : *sections) {
+    auto name = elf.getSectionName(section);
+    if (!name) return name.takeError();
+    if (section.sh_type != llvm::ELF::SHT_LLVM_OFFLOADING && *name != llvm::StringRef(kSectionName.data(), kSectionName.size())) continue;
+    if (section.sh_type == llvm::ELF::SHT_NOBITS) continue;
+    if (section.sh_offset > file.size() || section.sh_size > file.size() - section.sh_offset)
+      return fail(ErrorCode::BadFormat, "section " + *name + " runs past the end of the file");
+    bundles.push_back(file.subspan(section.sh_offset, section.sh_size));
+  }
+  return bundles;
+}
+
+void initializeTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargetMCs();
+  });
+}
+
+}  // namespace
+
+bool isElf(Bytes bytes) {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), "\x7f" "ELF", 4) == 0;
+}
+
+llvm::Expected<std::vector<Bytes>> findBundlesInElf(Bytes file) {
+  llvm::MemoryBufferRef ref(llvm::StringRef(asText(file)), "");
+  auto object = llvm::object::ObjectFile::createELFObjectFile(ref);
+  if (!object)
+    return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(object.takeError()));
+  llvm::Expected<std::vector<Bytes>> bundles = std::vector<Bytes>();
+  if (auto *o = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get()))
+    bundles = bundlesOf(o->getELFFile(), file);
+  else if (auto *o = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(object->get()))
+    bundles = bundlesOf(o->getELFFile(), file);
+  else if (auto *o = llvm::dyn_cast<llvm::object::ELF64BEObjectFile>(object->get()))
+    bundles = bundlesOf(o->getELFFile(), file);
+  else if (auto *o = llvm::dyn_cast<llvm::object::ELF32BEObjectFile>(object->get()))
+    bundles = bundlesOf(o->getELFFile(), file);
+  if (!bundles) return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(bundles.takeError()));
+  return bundles;
+}
+
+llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view tripleName,
+                                           std::string_view symbolName) {
+  initializeTargets();
+  const std::string tripleStr =
+      tripleName.empty() ? llvm::sys::getDefaultTargetTriple() : std::string(tripleName);
+  llvm::Triple triple(tripleStr);
+  if (!triple.isOSBinFormatELF())
+    return fail(ErrorCode::Unsupported, "target " + tripleStr + " does not use ELF objects");
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(tripleStr, error);
+  if (!target) return fail(ErrorCode::Unsupported, "target " + tripleStr + ": " + error);
+
+  llvm::MCTargetOptions options;
+  std::unique_ptr<llvm::MCRegisterInfo> regInfo(target->createMCRegInfo(tripleStr));
+  std::unique_ptr<llvm::MCAsmInfo> asmInfo(target->createMCAsmInfo(*regInfo, tripleStr, options));
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->createMCSubtargetInfo(tripleStr, "", ""));
+  std::unique_ptr<llvm::MCInstrInfo> instrInfo(target->createMCInstrInfo());
+  if (!regInfo || !asmInfo || !subtarget || !instrInfo)
+    return fail(ErrorCode::Unsupported, "target " + tripleStr + " has no object writer");
+  llvm::MCContext ctx(triple, asmInfo.get(), regInfo.get(), subtarget.get());
+  std::unique_ptr<llvm::MCObjectFileInfo> fileInfo(target->createMCObjectFileInfo(ctx, /*PIC=*/true));
+  ctx.setObjectFileInfo(fileInfo.get());
+
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  std::unique_ptr<llvm::MCAsmBackend> backend(target->createMCAsmBackend(*subtarget, *regInfo, options));
+  if (!backend) return fail(ErrorCode::Unsupported, "target " + tripleStr + " has no object writer");
+  auto writer = backend->createObjectWriter(os);
+  std::unique_ptr<llvm::MCStreamer> out(target->createMCObjectStreamer(
+      triple, ctx, std::move(backend), std::move(writer),
+      std::unique_ptr<llvm::MCCodeEmitter>(target->createMCCodeEmitter(*instrInfo, ctx)), *subtarget,
+      /*RelaxAll=*/false, /*IncrementalLinkerCompatible=*/false, /*DWARFMustBeAtTheEnd=*/false));
+  out->initSections(false, *subtarget);
+
+  // SHF_GNU_RETAIN keeps both sections under --gc-sections: nothing refers to them in code.
+  const unsigned flags = llvm::ELF::SHF_ALLOC | llvm::ELF::SHF_GNU_RETAIN;
+  out->switchSection(ctx.getELFSection(std::string(kSectionName), llvm::ELF::SHT_LLVM_OFFLOADING, flags));
+  out->emitValueToAlignment(8);
+  // The note refers to a local label: a PC-relative reference to the global symbol would need
+  // a dynamic relocation in a shared library, since the global could be interposed.
+  llvm::MCSymbol *start = ctx.createTempSymbol("devdl_bundle_start");
+  llvm::MCSymbol *global = ctx.getOrCreateSymbol(llvm::StringRef(symbolName.data(), symbolName.size()));
+  out->emitSymbolAttribute(global, llvm::MCSA_Global);
+  out->emitSymbolAttribute(global, llvm::MCSA_ELF_TypeObject);
+  out->emitLabel(start);
+  out->emitLabel(global);
+  out->emitBytes(llvm::StringRef(asText(bundle)));
+  out->emitELFSize(global, llvm::MCConstantExpr::create(bundle.size(), ctx));
+
+  out->switchSection(ctx.getELFSection(std::string(kNoteSectionName), llvm::ELF::SHT_NOTE, flags));
+  out->emitValueToAlignment(4);
+  out->emitIntValue(kNoteName.size() + 1, 4);
+  out->emitIntValue(kNoteDescSize, 4);
+  out->emitIntValue(kNoteTypeBundle, 4);
+  out->emitBytes(llvm::StringRef(kNoteName.data(), kNoteName.size()));
+  out->emitIntValue(0, 1);
+  out->emitValueToAlignment(4);
+  llvm::MCSymbol *desc = ctx.createTempSymbol("devdl_note_desc");
+  out->emitLabel(desc);
+  out->emitValue(llvm::MCBinaryExpr::createSub(llvm::MCSymbolRefExpr::create(start, ctx),
+                                               llvm::MCSymbolRefExpr::create(desc, ctx), ctx),
+                 8);
+  out->emitIntValue(bundle.size(), 8);
+  out->finish();
+  return std::string(buffer.str());
+}
+
+llvm::Expected<std::string> addBundleToElf(Bytes elf, Bytes bundle) {
+  llvm::MemoryBufferRef ref(llvm::StringRef(asText(elf)), "");
+  auto binary = llvm::object::createBinary(ref);
+  if (!binary) return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(binary.takeError()));
+  if (!llvm::isa<llvm::object::ELFObjectFileBase>(binary->get()))
+    return fail(ErrorCode::BadFormat, "not an ELF file");
+  llvm::objcopy::ConfigManager config;
+  config.Common.AddSection.emplace_back(
+      llvm::StringRef(kSectionName.data(), kSectionName.size()),
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(asText(bundle))));
+  config.Common.SetSectionType[llvm::StringRef(kSectionName.data(), kSectionName.size())] =
+      llvm::ELF::SHT_LLVM_OFFLOADING;
+  std::string result;
+  llvm::raw_string_ostream os(result);
+  if (llvm::Error err = llvm::objcopy::executeObjcopyOnBinary(config, **binary, os))
+    return fail(ErrorCode::BadFormat, "cannot add the bundle: " + llvm::toString(std::move(err)));
+  os.flush();
+  return result;
+}
+
+}  // namespace devdl::bundle

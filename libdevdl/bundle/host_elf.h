@@ -1,0 +1,54 @@
+// Host ELF files that carry bundles.
+//
+// devdl-pack's relocatable object holds the bundle in an allocated `.llvm.offloading` section
+// (type SHT_LLVM_OFFLOADING, so llvm-objdump --offloading lists it) and an allocated note
+// `.note.devdl` whose descriptor is the bundle's place relative to the note, resolved when the
+// object is linked. The linker turns the note into a PT_NOTE segment, so a process finds every
+// loaded object's bundles by walking program headers (dl_iterate_phdr), with no constructors.
+#pragma once
+
+#include "image/device_image.h"  // Bytes
+
+#include <llvm/Support/Error.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace devdl::bundle {
+
+inline constexpr std::string_view kSectionName = ".llvm.offloading";
+inline constexpr std::string_view kNoteSectionName = ".note.devdl";
+inline constexpr std::string_view kNoteName = "devdl";
+inline constexpr uint32_t kNoteTypeBundle = 1;
+inline constexpr uint32_t kNoteDescSize = 16;  // descriptor: i64 offset from itself, u64 size
+inline constexpr std::string_view kBundleSymbolPrefix = "__devdl_bundle_";
+
+/// True if `bytes` begins with the ELF magic.
+bool isElf(Bytes bytes);
+
+/// The bundles a host ELF file carries: the contents of its SHT_LLVM_OFFLOADING sections (or
+/// sections named .llvm.offloading), in section order. Empty if it carries none; BadFormat if
+/// the ELF itself is malformed.
+llvm::Expected<std::vector<Bytes>> findBundlesInElf(Bytes elf);
+
+/// A bundle in the memory of this process.
+struct LoadedBundle {
+  std::string object;  // the loaded object's path as the dynamic linker reports it ("" = main)
+  Bytes bytes;
+};
+
+/// Every bundle of every object loaded in this process, in link-map order (the executable,
+/// preloaded objects, libraries in load order, then objects opened with dlopen).
+std::vector<LoadedBundle> findLoadedBundles();
+
+/// A relocatable ELF object for `triple` (the host's when empty) carrying `bundle`, with a
+/// global symbol `symbol` at the bundle's start.
+llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view triple,
+                                           std::string_view symbol);
+
+/// A copy of the ELF file `elf` with `bundle` added as a .llvm.offloading section (readable
+/// from the file; not mapped into memory, since no segment is added).
+llvm::Expected<std::string> addBundleToElf(Bytes elf, Bytes bundle);
+
+}  // namespace devdl::bundle

@@ -1,0 +1,157 @@
+#include "image/device_image.h"
+
+#include <llvm/Demangle/Demangle.h>
+
+#include <algorithm>
+#include <array>
+
+namespace devdl {
+
+namespace {
+
+struct FormatInfo {
+  ImageFormat format;
+  std::string_view name;
+  LinkFamily family;
+};
+
+constexpr std::array kFormats = {
+    FormatInfo{ImageFormat::Unknown, "unknown", LinkFamily::None},
+    FormatInfo{ImageFormat::SpirV, "spirv", LinkFamily::Spirv},
+    FormatInfo{ImageFormat::SpirBitcode, "spir-bc", LinkFamily::Spirv},
+    FormatInfo{ImageFormat::Cubin, "cubin", LinkFamily::Cuda},
+    FormatInfo{ImageFormat::Ptx, "ptx", LinkFamily::Cuda},
+    FormatInfo{ImageFormat::Fatbin, "fatbin", LinkFamily::Cuda},
+    FormatInfo{ImageFormat::DeviceElf, "elf", LinkFamily::Amdgpu},
+};
+
+const FormatInfo &infoOf(ImageFormat format) {
+  for (const auto &info : kFormats)
+    if (info.format == format) return info;
+  return kFormats[0];
+}
+
+}  // namespace
+
+std::string_view formatName(ImageFormat format) { return infoOf(format).name; }
+
+std::optional<ImageFormat> formatFromName(std::string_view name) {
+  for (const auto &info : kFormats)
+    if (info.name == name) return info.format;
+  return std::nullopt;
+}
+
+LinkFamily linkFamily(ImageFormat format) { return infoOf(format).family; }
+
+char symbolLetter(SymbolKind kind) {
+  switch (kind) {
+    case SymbolKind::Kernel: return 'K';
+    case SymbolKind::Function: return 'T';
+    case SymbolKind::Variable: return 'D';
+    case SymbolKind::Import: return 'U';
+  }
+  return '?';
+}
+
+std::string_view symbolKindName(SymbolKind kind) {
+  switch (kind) {
+    case SymbolKind::Kernel: return "kernel";
+    case SymbolKind::Function: return "function";
+    case SymbolKind::Variable: return "variable";
+    case SymbolKind::Import: return "import";
+  }
+  return "?";
+}
+
+std::string_view propertyTypeName(PropertyType type) {
+  switch (type) {
+    case PropertyType::UInt32: return "u32";
+    case PropertyType::ByteArray: return "bytes";
+    case PropertyType::String: return "str";
+  }
+  return "?";
+}
+
+const Property *PropertySet::find(std::string_view property) const {
+  for (const auto &p : properties)
+    if (p.name == property) return &p;
+  return nullptr;
+}
+
+Bytes Storage::adopt(std::unique_ptr<llvm::MemoryBuffer> buffer) {
+  Bytes b = asBytes(std::string_view(buffer->getBufferStart(), buffer->getBufferSize()));
+  adopted_.push_back(std::move(buffer));
+  return b;
+}
+
+std::string DeviceImage::label(size_t index) const {
+  std::string s = "image " + std::to_string(index) + " (" + std::string(formatName(format));
+  if (!arch.empty()) s += " " + std::string(arch);
+  s += ")";
+  return s;
+}
+
+const PropertySet *DeviceImage::findSet(std::string_view name) const {
+  for (const auto &set : propertySets)
+    if (set.name == name) return &set;
+  return nullptr;
+}
+
+PropertySet &DeviceImage::getOrAddSet(std::string_view name) {
+  for (auto &set : propertySets)
+    if (set.name == name) return set;
+  propertySets.push_back({storage->save(name), {}});
+  return propertySets.back();
+}
+
+void DeviceImage::setProperty(std::string_view set, std::string_view name, uint32_t value) {
+  Property p{storage->save(name), PropertyType::UInt32, value, {}};
+  auto &props = getOrAddSet(set).properties;
+  auto it = std::find_if(props.begin(), props.end(), [&](const Property &q) { return q.name == name; });
+  if (it != props.end()) *it = p; else props.push_back(p);
+}
+
+void DeviceImage::setProperty(std::string_view set, std::string_view name, PropertyType type,
+                              std::string_view data) {
+  Property p{storage->save(name), type, 0, storage->save(data)};
+  auto &props = getOrAddSet(set).properties;
+  auto it = std::find_if(props.begin(), props.end(), [&](const Property &q) { return q.name == name; });
+  if (it != props.end()) *it = p; else props.push_back(p);
+}
+
+std::string_view DeviceImage::moduleId() const {
+  if (const PropertySet *set = findSet(kModuleSet))
+    if (const Property *id = set->find("id"); id && id->type == PropertyType::String) return id->data;
+  return {};
+}
+
+bool isImportableName(std::string_view name) {
+  if (name.empty()) return false;
+  if (name.starts_with("__") || name.starts_with("llvm.") || name.starts_with(".")) return false;
+  // Mangled builtins such as _Z18__spirv_ocl_printfPU3AS2ci: look at the demangled base name.
+  if (name.starts_with("_Z")) {
+    llvm::ItaniumPartialDemangler demangler;
+    std::string mangled(name);
+    if (!demangler.partialDemangle(mangled.c_str())) {
+      char *base = demangler.getFunctionBaseName(nullptr, nullptr);
+      bool reserved = base && std::string_view(base).starts_with("__");
+      std::free(base);
+      if (reserved) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<PropertySet> symbolPropertySets(const DeviceImage &image) {
+  PropertySet exported{kExportedSymbolsSet, {}};
+  PropertySet imported{kImportedSymbolsSet, {}};
+  for (const Symbol &s : image.symbols) {
+    if (s.kind == SymbolKind::Function || s.kind == SymbolKind::Variable)
+      exported.properties.push_back({s.name, PropertyType::UInt32, 1, {}});
+    else if (s.kind == SymbolKind::Import)
+      imported.properties.push_back({s.name, PropertyType::UInt32, 1, {}});
+  }
+  return {std::move(exported), std::move(imported)};
+}
+
+}  // namespace devdl

@@ -1,0 +1,139 @@
+// The device image model: one image of device code with its format, target, bytes and the
+// symbols and property sets derived from it or recorded by its producer.
+#pragma once
+
+#include <llvm/Support/Allocator.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/StringSaver.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace devdl {
+
+using Bytes = std::span<const uint8_t>;
+
+inline std::string_view asText(Bytes b) {
+  return {reinterpret_cast<const char *>(b.data()), b.size()};
+}
+inline Bytes asBytes(std::string_view s) {
+  return {reinterpret_cast<const uint8_t *>(s.data()), s.size()};
+}
+
+enum class ImageFormat : uint8_t {
+  Unknown,
+  SpirV,        // SPIR-V binary module
+  SpirBitcode,  // SPIR: LLVM bitcode for spir/spir64
+  Cubin,        // NVIDIA device ELF
+  Ptx,          // NVIDIA PTX text
+  Fatbin,       // NVIDIA fat binary holding cubins and PTX
+  DeviceElf,    // another device ELF object (AMDGPU, ...)
+};
+
+/// "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "unknown".
+std::string_view formatName(ImageFormat format);
+/// The inverse of formatName; nullopt for an unknown name.
+std::optional<ImageFormat> formatFromName(std::string_view name);
+
+/// Images of one family can be linked with each other; images of different families never are.
+enum class LinkFamily : uint8_t { None, Spirv, Cuda, Amdgpu };
+LinkFamily linkFamily(ImageFormat format);
+
+enum class SymbolKind : uint8_t { Kernel, Function, Variable, Import };
+
+/// nm's letter: K kernel, T function, D variable, U import.
+char symbolLetter(SymbolKind kind);
+std::string_view symbolKindName(SymbolKind kind);
+
+struct Symbol {
+  std::string_view name;
+  SymbolKind kind;
+};
+
+/// Property value types, numbered as the seed's `sycl_property_type`.
+enum class PropertyType : uint32_t { UInt32 = 1, ByteArray = 2, String = 3 };
+std::string_view propertyTypeName(PropertyType type);
+
+struct Property {
+  std::string_view name;
+  PropertyType type = PropertyType::UInt32;
+  uint32_t u32 = 0;       // UInt32
+  std::string_view data;  // ByteArray, String
+};
+
+struct PropertySet {
+  std::string_view name;
+  std::vector<Property> properties;
+
+  const Property *find(std::string_view property) const;
+};
+
+// Property set names (the seed's, and devdl's own).
+inline constexpr std::string_view kVirtualFunctionsSet = "SYCL/virtual functions";
+inline constexpr std::string_view kDeviceRequirementsSet = "SYCL/device requirements";
+inline constexpr std::string_view kSpecConstantsSet = "SYCL/specialization constants";
+inline constexpr std::string_view kExportedSymbolsSet = "SYCL/exported symbols";
+inline constexpr std::string_view kImportedSymbolsSet = "SYCL/imported symbols";
+inline constexpr std::string_view kModuleSet = "devdl/module";
+
+/// Owns what images point into: the input buffer (often an mmap) and strings made while
+/// reading or editing. Images read from one file share one Storage.
+class Storage {
+ public:
+  explicit Storage(std::unique_ptr<llvm::MemoryBuffer> buffer = nullptr)
+      : buffer_(std::move(buffer)) {}
+
+  Bytes bytes() const {
+    return buffer_ ? asBytes(std::string_view(buffer_->getBufferStart(), buffer_->getBufferSize()))
+                   : Bytes();
+  }
+  /// Copies `s` into storage that lives as long as this object.
+  std::string_view save(std::string_view s) { return saver_.save(llvm::StringRef(s.data(), s.size())); }
+  /// Keeps `buffer` alive as long as this object (decompressed or realigned copies).
+  Bytes adopt(std::unique_ptr<llvm::MemoryBuffer> buffer);
+
+ private:
+  std::unique_ptr<llvm::MemoryBuffer> buffer_;
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> adopted_;
+  llvm::BumpPtrAllocator alloc_;
+  llvm::StringSaver saver_{alloc_};
+};
+
+class DeviceImage {
+ public:
+  ImageFormat format = ImageFormat::Unknown;
+  std::string_view triple;  // e.g. spir64-unknown-unknown, nvptx64-nvidia-cuda
+  std::string_view arch;    // e.g. sm_90; empty where the format is target-independent
+  Bytes bytes;              // the image itself: a view into storage
+  std::vector<Symbol> symbols;
+  std::vector<PropertySet> propertySets;
+  std::shared_ptr<Storage> storage;
+
+  /// A label for messages and listings: "image 2 (spirv)".
+  std::string label(size_t index) const;
+
+  const PropertySet *findSet(std::string_view name) const;
+  PropertySet &getOrAddSet(std::string_view name);
+  /// Adds or replaces a property; strings are copied into storage.
+  void setProperty(std::string_view set, std::string_view name, uint32_t value);
+  void setProperty(std::string_view set, std::string_view name, PropertyType type,
+                   std::string_view data);
+
+  /// The module id (devdl/module id), empty if none was recorded.
+  std::string_view moduleId() const;
+};
+
+/// The seed's import filter: reserved names (`__` prefix, also after demangling), SPIR-V and
+/// OpenCL builtins, LLVM intrinsics and section-like names are not imports.
+bool isImportableName(std::string_view name);
+
+/// The seed's symbol property sets (exported, imported) built from an image's symbols, for
+/// listings and SYCL-compatible consumers.
+std::vector<PropertySet> symbolPropertySets(const DeviceImage &image);
+
+}  // namespace devdl

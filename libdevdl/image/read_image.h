@@ -1,0 +1,46 @@
+// Reading device images from anything that holds them: a raw image (SPIR-V, SPIR bitcode,
+// cubin, PTX, fatbin), a bundle, or a host ELF file that carries bundles.
+#pragma once
+
+#include "image/device_image.h"
+
+#include <llvm/Support/Error.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace devdl {
+
+/// What a file holds: its images in order. The images keep their storage alive themselves.
+struct ImageFile {
+  std::string name;
+  std::vector<DeviceImage> images;
+};
+
+/// The format of a raw device image by its first bytes; Unknown for bundles, host ELF files
+/// and anything else.
+ImageFormat sniffFormat(Bytes bytes);
+
+/// Reads the images of the file at `path` (mapped, not copied). Fails naming the file: missing
+/// or unreadable (NotFound, Io), empty, truncated or corrupt (BadFormat, also naming the image),
+/// an ELF file that is neither a device object nor carries a bundle (BadFormat).
+llvm::Expected<ImageFile> readImageFile(const std::string &path);
+
+/// Same for bytes in memory; `storage` owns them or they outlive every image returned.
+llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name,
+                                          std::shared_ptr<Storage> storage);
+
+/// One raw image of a known format, with symbols and properties derived from its bytes.
+llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format,
+                                         std::shared_ptr<Storage> storage);
+
+/// The images of one bundle. Envelopes with devdl's keys keep their recorded symbols and
+/// properties; others (e.g. from clang-offload-packager) are derived from their bytes.
+llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bundle,
+                                                          std::shared_ptr<Storage> storage);
+
+/// Packs images into bundle bytes: deterministic, one envelope per image.
+std::string packImages(const std::vector<DeviceImage> &images);
+
+}  // namespace devdl

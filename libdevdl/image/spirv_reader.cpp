@@ -1,0 +1,149 @@
+// SPIR-V: SPIRV-Tools validates the module and parses it; exports and imports come from
+// LinkageAttributes decorations, kernels from OpEntryPoint, spec constants from SpecId.
+#include "image/readers.h"
+#include "support/error.h"
+
+#include <spirv-tools/libspirv.h>
+
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace devdl::readers {
+
+namespace {
+
+// Opcodes, decorations and enumerants used below (SPIR-V 1.6 specification).
+constexpr uint16_t kOpName = 5, kOpMemoryModel = 14, kOpEntryPoint = 15, kOpFunction = 54,
+                   kOpVariable = 59, kOpDecorate = 71;
+constexpr uint32_t kDecorationSpecId = 1, kDecorationLinkageAttributes = 41;
+constexpr uint32_t kLinkageExport = 0, kLinkageImport = 1, kLinkageLinkOnceODR = 2;
+constexpr uint32_t kExecutionModelKernel = 6;
+constexpr uint32_t kAddressingPhysical32 = 1, kAddressingPhysical64 = 2;
+
+struct Linkage {
+  uint32_t id;
+  std::string_view name;
+  uint32_t type;
+};
+
+struct SpirvFacts {
+  const uint32_t *begin = nullptr;
+  size_t numWords = 0;
+  Storage *storage = nullptr;
+  uint32_t addressing = 0;
+  std::vector<Linkage> linkages;
+  std::vector<std::pair<uint32_t, std::string_view>> kernels;  // function id, name
+  std::unordered_set<uint32_t> variables;
+  std::unordered_map<uint32_t, std::string_view> names;
+  std::vector<std::pair<uint32_t, uint32_t>> specIds;  // target id, SpecId
+
+  // A literal string operand: NUL-terminated within its words (the parser checked that).
+  std::string_view literal(const spv_parsed_instruction_t *inst, uint16_t operand) const {
+    const spv_parsed_operand_t &op = inst->operands[operand];
+    const char *s = reinterpret_cast<const char *>(inst->words + op.offset);
+    std::string_view view(s, strnlen(s, op.num_words * 4u));
+    // Views stay valid only when the parser handed us our own words (native byte order).
+    if (inst->words >= begin && inst->words < begin + numWords) return view;
+    return storage->save(view);
+  }
+};
+
+spv_result_t onInstruction(void *user, const spv_parsed_instruction_t *inst) {
+  auto &f = *static_cast<SpirvFacts *>(user);
+  auto word = [&](uint16_t operand) { return inst->words[inst->operands[operand].offset]; };
+  switch (inst->opcode) {
+    case kOpName:
+      f.names.emplace(word(0), f.literal(inst, 1));
+      break;
+    case kOpMemoryModel:
+      f.addressing = word(0);
+      break;
+    case kOpEntryPoint:
+      if (word(0) == kExecutionModelKernel) f.kernels.emplace_back(word(1), f.literal(inst, 2));
+      break;
+    case kOpVariable:
+      f.variables.insert(inst->result_id);
+      break;
+    case kOpDecorate:
+      if (word(1) == kDecorationLinkageAttributes && inst->num_operands >= 4)
+        f.linkages.push_back({word(0), f.literal(inst, 2), word(3)});
+      else if (word(1) == kDecorationSpecId && inst->num_operands >= 3)
+        f.specIds.emplace_back(word(0), word(2));
+      break;
+    default:
+      break;
+  }
+  return SPV_SUCCESS;
+}
+
+std::string diagnosticText(spv_diagnostic diag) {
+  if (!diag) return "unknown error";
+  std::string text = diag->error ? diag->error : "unknown error";
+  if (!diag->isTextSource) text += " (at word " + std::to_string(diag->position.index) + ")";
+  return text;
+}
+
+struct Context {
+  spv_context ctx = spvContextCreate(SPV_ENV_UNIVERSAL_1_6);
+  ~Context() { spvContextDestroy(ctx); }
+};
+
+}  // namespace
+
+llvm::Error readSpirv(DeviceImage &image) {
+  if (image.bytes.size() < 20 || image.bytes.size() % 4 != 0)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(image.bytes.size()) +
+                                          " is not a whole module (5 header words and 4-byte words)");
+  // The parser reads 32-bit words; realign a copy if the caller's bytes are not aligned.
+  if (reinterpret_cast<uintptr_t>(image.bytes.data()) % 4 != 0)
+    image.bytes = image.storage->adopt(llvm::MemoryBuffer::getMemBufferCopy(asText(image.bytes)));
+
+  const auto *words = reinterpret_cast<const uint32_t *>(image.bytes.data());
+  const size_t numWords = image.bytes.size() / 4;
+  Context context;
+  spv_diagnostic diag = nullptr;
+
+  spv_const_binary_t binary{words, numWords};
+  if (spvValidate(context.ctx, &binary, &diag) != SPV_SUCCESS) {
+    std::string text = diagnosticText(diag);
+    spvDiagnosticDestroy(diag);
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + text);
+  }
+
+  SpirvFacts facts;
+  facts.begin = words;
+  facts.numWords = numWords;
+  facts.storage = image.storage.get();
+  if (spvBinaryParse(context.ctx, &facts, words, numWords, nullptr, onInstruction, &diag) !=
+      SPV_SUCCESS) {
+    std::string text = diagnosticText(diag);
+    spvDiagnosticDestroy(diag);
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + text);
+  }
+
+  image.triple = facts.addressing == kAddressingPhysical64   ? "spir64-unknown-unknown"
+                 : facts.addressing == kAddressingPhysical32 ? "spir-unknown-unknown"
+                                                             : "spirv-unknown-unknown";
+  std::unordered_set<uint32_t> kernelIds;
+  for (const auto &[id, name] : facts.kernels) {
+    kernelIds.insert(id);
+    image.symbols.push_back({name, SymbolKind::Kernel});
+  }
+  for (const Linkage &l : facts.linkages) {
+    if (l.type == kLinkageImport) {
+      if (isImportableName(l.name)) image.symbols.push_back({l.name, SymbolKind::Import});
+    } else if ((l.type == kLinkageExport || l.type == kLinkageLinkOnceODR) && !kernelIds.count(l.id)) {
+      image.symbols.push_back(
+          {l.name, facts.variables.count(l.id) ? SymbolKind::Variable : SymbolKind::Function});
+    }
+  }
+  for (const auto &[id, specId] : facts.specIds) {
+    auto name = facts.names.find(id);
+    std::string fallback = "SpecId " + std::to_string(specId);
+    image.setProperty(kSpecConstantsSet, name != facts.names.end() ? name->second : fallback, specId);
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace devdl::readers

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything devdl needs to build, test and run its demo on Debian 12 (bookworm).
+# Idempotent: apt-get skips what is already there. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config git file
+  # LLVM 15 (Object, BitReader) and the SPIRV-LLVM-Translator built on it: PoCL 3 uses the same LLVM
+  llvm-15 llvm-15-dev libllvmspirvlib-15-dev zlib1g-dev libzstd-dev libtinfo-dev libedit-dev libxml2-dev
+  # SPIR-V parsing, validation and linking
+  spirv-tools spirv-headers
+  # OpenCL: the ICD loader, headers, and PoCL's CPU device (the default backend here)
+  ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  # Level Zero loader
+  libze1 libze-dev
+  # hashing, tests, benchmarks
+  libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # compilers for test images: OpenCL C -> SPIR-V, and clang-14 for libFuzzer and sanitizers
+  clang-15 llvm-spirv-15 clang-14 libclang-rt-14-dev
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
