@@ -126,6 +126,9 @@ llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view triple
   out->emitBytes(llvm::StringRef(asText(bundle)));
   out->emitELFSize(global, llvm::MCConstantExpr::create(bundle.size(), ctx));
 
+  // Without this marker, linkers give whatever links the object an executable stack.
+  out->switchSection(asmInfo->getNonexecutableStackSection(ctx));
+
   out->switchSection(ctx.getELFSection(std::string(kNoteSectionName), llvm::ELF::SHT_NOTE, flags));
   out->emitValueToAlignment(4);
   out->emitIntValue(kNoteName.size() + 1, 4);

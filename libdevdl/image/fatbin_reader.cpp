@@ -8,8 +8,9 @@
 #include "image/readers.h"
 #include "support/error.h"
 
-#include <llvm/Support/Compression.h>
 #include <llvm/Support/Endian.h>
+
+#include <zstd.h>
 
 namespace devdl::readers {
 
@@ -19,7 +20,7 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr size_t kHeaderSize = 16, kEntryMinSize = 64;
 constexpr uint16_t kKindPtx = 1, kKindElf = 2;
 constexpr uint64_t kFlagLegacyCompressed = 0x2000, kFlagZstd = 0x8000;
-constexpr uint64_t kMaxDecompressed = uint64_t(1) << 32;  // refuse absurd sizes from hostile input
+constexpr uint64_t kMaxDecompressed = uint64_t(1) << 30;  // refuse absurd sizes from hostile input
 
 uint16_t u16(const uint8_t *p) { return llvm::support::endian::read16le(p); }
 uint32_t u32(const uint8_t *p) { return llvm::support::endian::read32le(p); }
@@ -63,19 +64,18 @@ llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storag
     Bytes payload(e + entrySize, payloadSize);
     if (flags & kFlagZstd) {
       m.compressed = true;
-      if (compressedSize > payloadSize || decompressedSize > kMaxDecompressed)
+      if (compressedSize > payloadSize || decompressedSize > kMaxDecompressed ||
+          ZSTD_getFrameContentSize(payload.data(), compressedSize) != decompressedSize)
         return fail(ErrorCode::BadFormat, "invalid fatbin: entry at offset " +
                                               llvm::Twine(headerSize + pos) + " has bad sizes");
-      if (llvm::compression::zstd::isAvailable()) {
-        llvm::SmallVector<uint8_t, 0> out;
-        if (llvm::Error err = llvm::compression::zstd::uncompress(
-                llvm::ArrayRef<uint8_t>(payload.data(), compressedSize), out, decompressedSize))
-          return fail(ErrorCode::BadFormat, "invalid fatbin: entry at offset " +
-                                                llvm::Twine(headerSize + pos) + ": " +
-                                                llvm::toString(std::move(err)));
-        m.payload = storage.adopt(llvm::MemoryBuffer::getMemBufferCopy(
-            llvm::StringRef(reinterpret_cast<const char *>(out.data()), out.size())));
-      }
+      // Decompress straight into storage: the payload is the image devdl reads and links.
+      auto out = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(decompressedSize);
+      const size_t got = ZSTD_decompress(out->getBufferStart(), decompressedSize, payload.data(), compressedSize);
+      if (ZSTD_isError(got) || got != decompressedSize)
+        return fail(ErrorCode::BadFormat, "invalid fatbin: entry at offset " +
+                                              llvm::Twine(headerSize + pos) + ": bad zstd data (" +
+                                              (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short") + ")");
+      m.payload = storage.adopt(std::move(out));
     } else if (flags & kFlagLegacyCompressed) {
       m.compressed = true;  // NVIDIA's own scheme: the driver reads it, devdl cannot
     } else {
@@ -104,7 +104,7 @@ llvm::Error readFatbin(DeviceImage &image) {
   if (members->empty()) return fail(ErrorCode::BadFormat, "invalid fatbin: no entries");
   if (!source)
     return fail(ErrorCode::Unsupported,
-                "fatbin holds no cubin or PTX devdl can read (legacy-compressed entries only)");
+                "fatbin holds no cubin or PTX devdl can read (only entries in NVIDIA's own compression)");
   DeviceImage member;
   member.format = source->format;
   member.bytes = source->payload;

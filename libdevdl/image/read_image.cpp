@@ -319,6 +319,7 @@ std::string packImages(const std::vector<DeviceImage> &images) {
 
 llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::shared_ptr<Storage> storage) {
   ImageFile file{std::move(name), {}};
+  if (!storage) storage = std::make_shared<Storage>();  // for what reading makes; bytes stay the caller's
   auto result = [&]() -> llvm::Expected<std::vector<DeviceImage>> {
     if (bytes.empty()) return fail(ErrorCode::BadFormat, "empty file");
     if (bundle::isBundle(bytes)) return readBundleImages(bytes, storage);

@@ -125,15 +125,17 @@ llvm::Error readSpirv(DeviceImage &image) {
   image.triple = facts.addressing == kAddressingPhysical64   ? "spir64-unknown-unknown"
                  : facts.addressing == kAddressingPhysical32 ? "spir-unknown-unknown"
                                                              : "spirv-unknown-unknown";
-  std::unordered_set<uint32_t> kernelIds;
+  // llvm-spirv emits a kernel as an entry-point wrapper around an exported function of the
+  // same name: list that name once, as the kernel.
+  std::unordered_set<std::string_view> kernelNames;
   for (const auto &[id, name] : facts.kernels) {
-    kernelIds.insert(id);
+    kernelNames.insert(name);
     image.symbols.push_back({name, SymbolKind::Kernel});
   }
   for (const Linkage &l : facts.linkages) {
     if (l.type == kLinkageImport) {
       if (isImportableName(l.name)) image.symbols.push_back({l.name, SymbolKind::Import});
-    } else if ((l.type == kLinkageExport || l.type == kLinkageLinkOnceODR) && !kernelIds.count(l.id)) {
+    } else if ((l.type == kLinkageExport || l.type == kLinkageLinkOnceODR) && !kernelNames.count(l.name)) {
       image.symbols.push_back(
           {l.name, facts.variables.count(l.id) ? SymbolKind::Variable : SymbolKind::Function});
     }

@@ -1,1 +1,179 @@
-int main(){}
+// devdl-nm: lists what device images export and import, nm-style.
+//
+//   K kernel   T exported function   D exported variable   U import
+//
+// Exit status as nm's: 0 when every file was read, 1 when any could not be (each is reported,
+// the others are still listed).
+#include "image/read_image.h"
+#include "support/error.h"
+
+#include <llvm/Demangle/Demangle.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace devdl;
+
+namespace {
+
+llvm::cl::OptionCategory category("devdl-nm options");
+llvm::cl::list<std::string> inputs(llvm::cl::Positional, llvm::cl::desc("FILE..."), llvm::cl::OneOrMore,
+                                   llvm::cl::cat(category));
+llvm::cl::opt<bool> undefinedOnly("undefined-only", llvm::cl::desc("List imports only"),
+                                  llvm::cl::cat(category));
+llvm::cl::alias undefinedOnlyShort("u", llvm::cl::aliasopt(undefinedOnly), llvm::cl::desc("Alias for --undefined-only"));
+llvm::cl::opt<bool> definedOnly("defined-only", llvm::cl::desc("List kernels and exports only"),
+                                llvm::cl::cat(category));
+llvm::cl::opt<bool> demangle("demangle", llvm::cl::desc("Demangle C++ names"), llvm::cl::cat(category));
+llvm::cl::alias demangleShort("C", llvm::cl::aliasopt(demangle), llvm::cl::desc("Alias for --demangle"));
+llvm::cl::opt<bool> json("json", llvm::cl::desc("Print JSON instead of nm lines"), llvm::cl::cat(category));
+llvm::cl::opt<bool> properties("properties",
+                               llvm::cl::desc("Also print every property set of every image"),
+                               llvm::cl::cat(category));
+
+bool selected(const Symbol &s) {
+  if (undefinedOnly) return s.kind == SymbolKind::Import;
+  if (definedOnly) return s.kind != SymbolKind::Import;
+  return true;
+}
+
+std::string displayName(std::string_view name) {
+  return demangle ? llvm::demangle(std::string(name)) : std::string(name);
+}
+
+// Symbols as nm shows them: sorted by name, then by kind.
+std::vector<Symbol> listed(const DeviceImage &image) {
+  std::vector<Symbol> symbols;
+  for (const Symbol &s : image.symbols)
+    if (selected(s)) symbols.push_back(s);
+  std::sort(symbols.begin(), symbols.end(), [](const Symbol &a, const Symbol &b) {
+    return a.name != b.name ? a.name < b.name : a.kind < b.kind;
+  });
+  return symbols;
+}
+
+// The recorded property sets and the seed's derived symbol sets, unless recorded already.
+std::vector<PropertySet> allPropertySets(const DeviceImage &image) {
+  std::vector<PropertySet> sets = image.propertySets;
+  for (PropertySet &derived : symbolPropertySets(image))
+    if (!image.findSet(derived.name) && !derived.properties.empty()) sets.push_back(std::move(derived));
+  return sets;
+}
+
+llvm::StringRef ref(std::string_view s) { return {s.data(), s.size()}; }
+
+std::string hex(std::string_view data) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : data) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+std::string target(const DeviceImage &image) {
+  std::string t(image.triple);
+  if (!image.arch.empty()) t += (t.empty() ? "" : " ") + std::string(image.arch);
+  return t;
+}
+
+void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
+  const bool manyImages = file.images.size() > 1;
+  for (size_t i = 0; i < file.images.size(); ++i) {
+    const DeviceImage &image = file.images[i];
+    // Headers as nm's for archive members: only where more than one thing is listed.
+    if (manyImages || properties) {
+      std::string what = std::string(ref(formatName(image.format)));
+      if (std::string t = target(image); !t.empty()) what += ", " + t;
+      os << "\n" << file.name << "(image " << i << ", " << what << "):\n";
+    } else if (manyFiles) {
+      os << "\n" << file.name << ":\n";
+    }
+    for (const Symbol &s : listed(image)) os << symbolLetter(s.kind) << ' ' << displayName(s.name) << '\n';
+    if (!properties) continue;
+    for (const PropertySet &set : allPropertySets(image)) {
+      os << "[" << set.name << "]\n";
+      for (const Property &p : set.properties) {
+        os << "  " << displayName(p.name) << " = ";
+        if (p.type == PropertyType::UInt32) os << p.u32 << '\n';
+        else if (p.type == PropertyType::String) os << '"' << llvm::StringRef(p.data.data(), p.data.size()) << "\"\n";
+        else os << "0x" << hex(p.data) << '\n';
+      }
+    }
+  }
+}
+
+void writeJson(llvm::json::OStream &j, const ImageFile &file) {
+  j.attribute("file", file.name);
+  j.attributeArray("images", [&] {
+    for (size_t i = 0; i < file.images.size(); ++i) {
+      const DeviceImage &image = file.images[i];
+      j.object([&] {
+        j.attribute("index", static_cast<int64_t>(i));
+        j.attribute("format", ref(formatName(image.format)));
+        j.attribute("triple", ref(image.triple));
+        j.attribute("arch", ref(image.arch));
+        j.attributeArray("symbols", [&] {
+          for (const Symbol &s : listed(image))
+            j.object([&] {
+              j.attribute("name", displayName(s.name));
+              j.attribute("kind", ref(symbolKindName(s.kind)));
+            });
+        });
+        if (!properties) return;
+        j.attributeObject("properties", [&] {
+          for (const PropertySet &set : allPropertySets(image))
+            j.attributeArray(ref(set.name), [&] {
+              for (const Property &p : set.properties)
+                j.object([&] {
+                  j.attribute("name", ref(p.name));
+                  j.attribute("type", ref(propertyTypeName(p.type)));
+                  if (p.type == PropertyType::UInt32) j.attribute("value", static_cast<int64_t>(p.u32));
+                  else if (p.type == PropertyType::String) j.attribute("value", ref(p.data));
+                  else j.attribute("value", hex(p.data));
+                });
+            });
+        });
+      });
+    }
+  });
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::ParseCommandLineOptions(argc, argv,
+                                    "devdl-nm: list the kernels (K), exported functions (T) and "
+                                    "variables (D) and imports (U) of device images, bundles and "
+                                    "host ELF files that carry them\n");
+  if (undefinedOnly && definedOnly) {
+    llvm::errs() << "devdl-nm: --undefined-only and --defined-only exclude each other\n";
+    return 1;
+  }
+  int status = 0;
+  std::vector<ImageFile> files;
+  for (const std::string &path : inputs) {
+    auto file = readImageFile(path);
+    if (!file) {
+      llvm::errs() << "devdl-nm: " << llvm::toString(file.takeError()) << '\n';
+      status = 1;
+      continue;
+    }
+    if (!json) printText(*file, inputs.size() > 1, llvm::outs());
+    else files.push_back(std::move(*file));
+  }
+  if (json) {
+    llvm::json::OStream j(llvm::outs(), 2);
+    j.array([&] {
+      for (const ImageFile &file : files) j.object([&] { writeJson(j, file); });
+    });
+    llvm::outs() << '\n';
+  }
+  return status;
+}

@@ -1,1 +1,301 @@
-int main(){}
+// devdl-pack: packs device images into a bundle, a relocatable host object, or a copy of an
+// existing ELF file; `--check` resolves every import over a list of files, like `ldd -r`.
+//
+// Image options apply to the input file that follows them (to every image of it, when it is a
+// bundle or host file), so that one command packs a library's images with their own settings.
+#include "bundle/host_elf.h"
+#include "image/read_image.h"
+#include "resolve/symbol_index.h"
+#include "support/error.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/ToolOutputFile.h>
+
+#include <xxhash.h>
+
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace devdl;
+
+namespace {
+
+constexpr const char *kUsage = R"(usage: devdl-pack [OUTPUT] [[IMAGE OPTION]... FILE]...
+       devdl-pack --check FILE...
+
+Packs the device images of each FILE (SPIR-V, SPIR bitcode, cubin, PTX, fatbin, a bundle, or a
+host ELF file carrying bundles) into one bundle. Exports, imports, kernels and the target are
+derived from each image; image options set or override properties of the FILE that follows them.
+
+Output (one of):
+  -o FILE                   write a bundle file (default: a.devdl)
+  --object -o FILE          write a relocatable host object to link into an executable or
+                            shared library; the process that loads it sees the images
+  --target TRIPLE           the object's target (default: this host's)
+  --symbol NAME             the object's global symbol at the bundle (default:
+                            __devdl_bundle_<hash of the bundle>)
+  --add-to ELF -o FILE      write a copy of ELF with the bundle added (readable from the file)
+
+Image options (for the next FILE):
+  --module-id ID            devdl/module id
+  --depends ID[,ID...]      devdl/module depends: module ids this image needs first
+  --vf-set NAME             SYCL/virtual functions virtual-functions-set
+  --calls-vf A[,B...]       SYCL/virtual functions calls-virtual-functions-set
+  --creates-vf A[,B...]     SYCL/virtual functions creates-virtual-functions-set
+  --dummy-image             SYCL/virtual functions dummy-image=1
+  --aspects N[,N...]        SYCL/device requirements aspects (SYCL aspect numbers)
+  --property SET:NAME=TYPE:VALUE
+                            any property; TYPE is u32, str or bytes (hex)
+
+Check:
+  --check FILE...           resolve every import of every image over the files in order;
+                            report each unresolved import and each duplicate definition;
+                            exit 1 if any import is unresolved
+)";
+
+[[noreturn]] void usageError(const std::string &message) {
+  llvm::errs() << "devdl-pack: " << message << "\n(devdl-pack --help shows the usage)\n";
+  std::exit(1);
+}
+
+void reportError(llvm::Error err) {
+  llvm::errs() << "devdl-pack: " << llvm::toString(std::move(err)) << '\n';
+}
+
+using Edit = std::function<llvm::Error(DeviceImage &)>;
+
+Edit setString(std::string set, std::string name, std::string value) {
+  return [=](DeviceImage &image) {
+    image.setProperty(set, name, PropertyType::String, value);
+    return llvm::Error::success();
+  };
+}
+
+// --property SET:NAME=TYPE:VALUE; the set name may itself contain ':' (never '='), so split at
+// the last ':' before '='.
+llvm::Expected<Edit> parseProperty(std::string_view spec) {
+  const size_t eq = spec.find('=');
+  const size_t colon = eq == std::string_view::npos ? eq : spec.rfind(':', eq);
+  const size_t typeEnd = eq == std::string_view::npos ? eq : spec.find(':', eq);
+  if (colon == std::string_view::npos || typeEnd == std::string_view::npos || colon == 0 ||
+      colon + 1 == eq)
+    return fail(ErrorCode::InvalidArgument,
+                "--property " + llvm::Twine(spec) + ": expected SET:NAME=TYPE:VALUE");
+  std::string set(spec.substr(0, colon)), name(spec.substr(colon + 1, eq - colon - 1));
+  std::string type(spec.substr(eq + 1, typeEnd - eq - 1)), value(spec.substr(typeEnd + 1));
+  if (type == "str") return setString(set, name, value);
+  if (type == "u32") {
+    unsigned long long v;
+    if (llvm::StringRef(value).getAsInteger(0, v) || v > UINT32_MAX)
+      return fail(ErrorCode::InvalidArgument, "--property " + llvm::Twine(spec) + ": bad u32 value");
+    return Edit([=](DeviceImage &image) {
+      image.setProperty(set, name, static_cast<uint32_t>(v));
+      return llvm::Error::success();
+    });
+  }
+  if (type == "bytes") {
+    std::string bytes;
+    for (size_t i = 0; i < value.size(); i += 2) {
+      unsigned v;
+      if (i + 1 == value.size() || llvm::StringRef(value).substr(i, 2).getAsInteger(16, v))
+        return fail(ErrorCode::InvalidArgument, "--property " + llvm::Twine(spec) + ": bad hex value");
+      bytes += static_cast<char>(v);
+    }
+    return Edit([=](DeviceImage &image) {
+      image.setProperty(set, name, PropertyType::ByteArray, bytes);
+      return llvm::Error::success();
+    });
+  }
+  return fail(ErrorCode::InvalidArgument,
+              "--property " + llvm::Twine(spec) + ": type must be u32, str or bytes");
+}
+
+// Aspects as the seed stores them: a byte array of little-endian uint32 values.
+llvm::Expected<Edit> parseAspects(std::string_view list) {
+  std::string bytes;
+  for (llvm::StringRef item : llvm::split(llvm::StringRef(list.data(), list.size()), ',')) {
+    unsigned v;
+    if (item.trim().getAsInteger(0, v))
+      return fail(ErrorCode::InvalidArgument,
+                  "--aspects " + llvm::Twine(list) + ": `" + item + "` is not an aspect number");
+    for (int shift = 0; shift < 32; shift += 8) bytes += static_cast<char>((v >> shift) & 0xff);
+  }
+  return Edit([=](DeviceImage &image) {
+    image.setProperty(kDeviceRequirementsSet, "aspects", PropertyType::ByteArray, bytes);
+    return llvm::Error::success();
+  });
+}
+
+llvm::Error writeOutput(const std::string &path, std::string_view data) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) return inFile(fail(ErrorCode::Io, ec.message()), path);
+  out.os() << llvm::StringRef(data.data(), data.size());
+  out.os().close();
+  if (out.os().has_error()) {
+    out.os().clear_error();
+    return inFile(fail(ErrorCode::Io, "write failed"), path);
+  }
+  out.keep();
+  return llvm::Error::success();
+}
+
+// --check: an `ldd -r` for device code.
+int check(const std::vector<std::string> &paths) {
+  if (paths.empty()) usageError("--check needs at least one FILE");
+  std::vector<ImageFile> files;
+  for (const std::string &path : paths) {
+    auto file = readImageFile(path);
+    if (!file) {
+      reportError(file.takeError());
+      return 1;
+    }
+    files.push_back(std::move(*file));
+  }
+  std::vector<const DeviceImage *> images;
+  std::vector<std::pair<const ImageFile *, size_t>> origin;  // file and index within it
+  for (const ImageFile &file : files)
+    for (size_t i = 0; i < file.images.size(); ++i) {
+      images.push_back(&file.images[i]);
+      origin.emplace_back(&file, i);
+    }
+  auto where = [&](uint32_t image) {
+    auto [file, index] = origin[image];
+    return file->name + ": " + images[image]->label(index);
+  };
+  const LinkCheck result = checkLinks(images);
+  for (const auto &d : result.duplicates)
+    llvm::errs() << "devdl-pack: warning: " << where(d.second) << ": duplicate definition of `"
+                 << d.symbol << "` (the one in " << where(d.first) << " is used)\n";
+  for (const auto &u : result.unresolved)
+    llvm::errs() << "devdl-pack: " << where(u.image) << ": undefined device symbol `" << u.symbol
+                 << "`\n";
+  if (!result.unresolved.empty()) return 1;
+  size_t imports = 0;
+  for (const DeviceImage *image : images)
+    for (const Symbol &s : image->symbols) imports += s.kind == SymbolKind::Import;
+  llvm::outs() << "devdl-pack: " << images.size() << " images in " << files.size() << " files: all "
+               << imports << " imports resolved\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) usageError("no input files");
+  if (args[0] == "--help" || args[0] == "-h") {
+    llvm::outs() << kUsage;
+    return 0;
+  }
+  if (args[0] == "--check") return check({args.begin() + 1, args.end()});
+
+  std::string output, addTo, targetTriple, symbol;
+  bool object = false;
+  std::vector<Edit> pending;
+  std::vector<std::pair<std::string, std::vector<Edit>>> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) usageError(arg + " needs a value");
+      return args[++i];
+    };
+    auto take = [&](llvm::Expected<Edit> edit) {
+      if (!edit) {
+        reportError(edit.takeError());
+        std::exit(1);
+      }
+      pending.push_back(std::move(*edit));
+    };
+    if (arg == "-o") output = value();
+    else if (arg == "--object") object = true;
+    else if (arg == "--target") targetTriple = value();
+    else if (arg == "--symbol") symbol = value();
+    else if (arg == "--add-to") addTo = value();
+    else if (arg == "--check") usageError("--check must come first");
+    else if (arg == "--module-id") pending.push_back(setString(std::string(kModuleSet), "id", value()));
+    else if (arg == "--depends") pending.push_back(setString(std::string(kModuleSet), "depends", value()));
+    else if (arg == "--vf-set")
+      pending.push_back(setString(std::string(kVirtualFunctionsSet), "virtual-functions-set", value()));
+    else if (arg == "--calls-vf")
+      pending.push_back(setString(std::string(kVirtualFunctionsSet), "calls-virtual-functions-set", value()));
+    else if (arg == "--creates-vf")
+      pending.push_back(setString(std::string(kVirtualFunctionsSet), "creates-virtual-functions-set", value()));
+    else if (arg == "--dummy-image")
+      take(parseProperty(std::string(kVirtualFunctionsSet) + ":dummy-image=u32:1"));
+    else if (arg == "--aspects") take(parseAspects(value()));
+    else if (arg == "--property") take(parseProperty(value()));
+    else if (arg.size() > 1 && arg[0] == '-') usageError("unknown option " + arg);
+    else inputs.emplace_back(arg, std::move(pending)), pending.clear();
+  }
+  if (inputs.empty()) usageError("no input files");
+  if (!pending.empty()) usageError("image options after the last input file apply to nothing");
+  if (object && !addTo.empty()) usageError("--object and --add-to exclude each other");
+  if ((!targetTriple.empty() || !symbol.empty()) && !object)
+    usageError("--target and --symbol apply to --object only");
+  if (output.empty()) {
+    if (object || !addTo.empty()) usageError("-o FILE is required with --object and --add-to");
+    output = "a.devdl";
+  }
+
+  std::vector<ImageFile> files;
+  std::vector<DeviceImage> images;
+  for (auto &[path, edits] : inputs) {
+    auto file = readImageFile(path);
+    if (!file) {
+      reportError(file.takeError());
+      return 1;
+    }
+    for (size_t i = 0; i < file->images.size(); ++i) {
+      DeviceImage &image = file->images[i];
+      for (const Edit &edit : edits)
+        if (llvm::Error err = edit(image)) {
+          reportError(inFile(inImage(std::move(err), image.label(i)), path));
+          return 1;
+        }
+      images.push_back(image);
+    }
+    files.push_back(std::move(*file));
+  }
+  const std::string bundle = packImages(images);
+
+  std::string data;
+  if (object) {
+    if (symbol.empty()) {
+      char hash[17];
+      std::snprintf(hash, sizeof hash, "%016llx",
+                    static_cast<unsigned long long>(XXH3_64bits(bundle.data(), bundle.size())));
+      symbol = std::string(bundle::kBundleSymbolPrefix) + hash;
+    }
+    auto made = bundle::makeHostObject(asBytes(bundle), targetTriple, symbol);
+    if (!made) {
+      reportError(made.takeError());
+      return 1;
+    }
+    data = std::move(*made);
+  } else if (!addTo.empty()) {
+    auto elf = llvm::MemoryBuffer::getFile(addTo, false, false);
+    if (!elf) {
+      reportError(inFile(fail(ErrorCode::Io, elf.getError().message()), addTo));
+      return 1;
+    }
+    auto made = bundle::addBundleToElf(asBytes(std::string_view((*elf)->getBufferStart(), (*elf)->getBufferSize())),
+                                       asBytes(bundle));
+    if (!made) {
+      reportError(inFile(made.takeError(), addTo));
+      return 1;
+    }
+    data = std::move(*made);
+  } else {
+    data = bundle;
+  }
+  if (llvm::Error err = writeOutput(output, data)) {
+    reportError(std::move(err));
+    return 1;
+  }
+  return 0;
+}

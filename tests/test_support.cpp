@@ -1,0 +1,99 @@
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+extern char **environ;
+
+namespace devdl::test {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ADD_FAILURE() << "cannot read " << path;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeFile(const std::string &path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) ADD_FAILURE() << "cannot write " << path;
+}
+
+std::string scratchDir() {
+  const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string dir = std::string(DEVDL_TEST_SCRATCH) + "/" + info->test_suite_name() + "." + info->name();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+ErrorCode errorCode(llvm::Error err) {
+  ErrorCode code = ErrorCode::InvalidArgument;
+  bool found = false;
+  llvm::handleAllErrors(std::move(err), [&](const Failure &f) {
+    if (!found) code = f.code();
+    found = true;
+  });
+  EXPECT_TRUE(found) << "expected a devdl::Failure";
+  return code;
+}
+
+std::vector<std::string> symbolLines(const DeviceImage &image) {
+  std::vector<std::string> lines;
+  for (const Symbol &s : image.symbols) lines.push_back(std::string(1, symbolLetter(s.kind)) + " " + std::string(s.name));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+namespace {
+
+std::string slurp(int fd) {
+  std::string data;
+  lseek(fd, 0, SEEK_SET);
+  char buffer[65536];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  return data;
+}
+
+}  // namespace
+
+CommandResult run(const std::vector<std::string> &argv) {
+  // Output goes to unlinked temporary files: no pipe can fill up and block the child.
+  char outPath[] = "/tmp/devdl-test-out-XXXXXX", errPath[] = "/tmp/devdl-test-err-XXXXXX";
+  int outFd = mkstemp(outPath), errFd = mkstemp(errPath);
+  unlink(outPath);
+  unlink(errPath);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, outFd, 1);
+  posix_spawn_file_actions_adddup2(&actions, errFd, 2);
+  std::vector<char *> args;
+  for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  CommandResult result;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
+    ADD_FAILURE() << "cannot run " << argv[0];
+  } else {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  result.out = slurp(outFd);
+  result.err = slurp(errFd);
+  return result;
+}
+
+}  // namespace devdl::test

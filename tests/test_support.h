@@ -1,0 +1,57 @@
+// Shared by the tests: where the test images are, reading files, running the tools.
+#pragma once
+
+#include "image/device_image.h"
+#include "support/error.h"
+
+#include <gtest/gtest.h>
+#include <llvm/Support/Error.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace devdl::test {
+
+/// A test image built from tests/data at build time.
+inline std::string image(const std::string &name) { return std::string(DEVDL_TEST_IMAGES) + "/" + name; }
+
+/// Skips the test where no CUDA toolkit built the CUDA images.
+#define DEVDL_REQUIRE_CUDA_IMAGES()                                                          \
+  do {                                                                                       \
+    if (!DEVDL_TEST_CUDA_IMAGES)                                                             \
+      GTEST_SKIP() << "nvcc was not found at build time (PATH, /usr/local/cuda/bin): no "    \
+                      "CUDA test images";                                                    \
+  } while (0)
+
+std::string readFile(const std::string &path);
+void writeFile(const std::string &path, std::string_view data);
+
+/// A fresh directory for one test's files.
+std::string scratchDir();
+
+/// The message of a failed Expected, consuming it; "" when it succeeded.
+template <typename T>
+std::string errorText(llvm::Expected<T> &value) {
+  return value ? std::string() : llvm::toString(value.takeError());
+}
+
+/// The code of the first Failure in `err`, consuming it.
+ErrorCode errorCode(llvm::Error err);
+
+/// "K name" lines of an image's symbols, sorted: what devdl-nm prints.
+std::vector<std::string> symbolLines(const DeviceImage &image);
+
+struct CommandResult {
+  int status = -1;  // exit status, or -1 if it did not exit normally (a crash)
+  std::string out, err;
+};
+
+/// Runs argv[0] with the arguments, without a shell, capturing stdout and stderr.
+CommandResult run(const std::vector<std::string> &argv);
+
+inline bool contains(const std::vector<std::string> &lines, const std::string &line) {
+  return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
+
+}  // namespace devdl::test

@@ -1,0 +1,110 @@
+// devdl-nm, run as a program on the test images.
+#include "test_support.h"
+
+#include <llvm/Support/JSON.h>
+
+namespace devdl::test {
+namespace {
+
+std::vector<std::string> lines(const std::string &text) {
+  std::vector<std::string> out;
+  for (llvm::StringRef line : llvm::split(llvm::StringRef(text), '\n'))
+    if (!line.empty()) out.push_back(line.str());
+  return out;
+}
+
+std::string field(const llvm::json::Object *object, llvm::StringRef key) {
+  auto value = object->getString(key);
+  return value ? value->str() : "<no " + key.str() + ">";
+}
+
+TEST(DevdlNm, SeedExampleExportAndImportWithoutBuiltins) {
+  CommandResult lib = run({DEVDL_NM, image("lib.spv")});
+  EXPECT_EQ(lib.status, 0) << lib.err;
+  EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+  CommandResult app = run({DEVDL_NM, image("app.spv")});
+  EXPECT_EQ(app.status, 0) << app.err;
+  EXPECT_EQ(lines(app.out), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"}));
+  EXPECT_EQ(app.out.find("__spirv"), std::string::npos);
+}
+
+TEST(DevdlNm, FilterAndDemangleOptions) {
+  CommandResult u = run({DEVDL_NM, "-u", image("app.spv")});
+  EXPECT_EQ(lines(u.out), std::vector<std::string>{"U LibDeviceFunc"});
+  CommandResult defined = run({DEVDL_NM, "--defined-only", image("app.spv")});
+  EXPECT_EQ(lines(defined.out), std::vector<std::string>{"K AppKernel"});
+  CommandResult demangled = run({DEVDL_NM, "-C", image("lib.spv")});
+  EXPECT_TRUE(contains(lines(demangled.out), "T LibScale(int)")) << demangled.out;
+  CommandResult both = run({DEVDL_NM, "-u", "--defined-only", image("app.spv")});
+  EXPECT_EQ(both.status, 1);
+}
+
+TEST(DevdlNm, SeveralFilesAreLabelledAndAFailureSetsTheStatus) {
+  CommandResult r = run({DEVDL_NM, image("lib.spv"), "/nonexistent.spv", image("app.spv")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "devdl-nm: /nonexistent.spv: No such file or directory\n");
+  EXPECT_NE(r.out.find("\n" + image("lib.spv") + ":\nD LibCounter\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n" + image("app.spv") + ":\nK AppKernel\nU LibDeviceFunc\n"), std::string::npos) << r.out;
+}
+
+TEST(DevdlNm, JsonListsImagesSymbolsAndProperties) {
+  CommandResult r = run({DEVDL_NM, "--json", "--properties", image("spec_constants.spv"), image("app.bc")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto parsed = llvm::json::parse(r.out);
+  ASSERT_TRUE(!!parsed) << llvm::toString(parsed.takeError());
+  const llvm::json::Array *files = parsed->getAsArray();
+  ASSERT_TRUE(files && files->size() == 2);
+  const llvm::json::Object *spec = (*files)[0].getAsObject();
+  EXPECT_EQ(field(spec, "file"), image("spec_constants.spv"));
+  const llvm::json::Object *img = (*spec->getArray("images"))[0].getAsObject();
+  EXPECT_EQ(field(img, "format"), "spirv");
+  const llvm::json::Array *symbols = img->getArray("symbols");
+  ASSERT_EQ(symbols->size(), 2u);
+  EXPECT_EQ(field((*symbols)[0].getAsObject(), "name"), "ScaleKernel");
+  EXPECT_EQ(field((*symbols)[0].getAsObject(), "kind"), "kernel");
+  const llvm::json::Array *specSet =
+      img->getObject("properties")->getArray("SYCL/specialization constants");
+  ASSERT_TRUE(specSet && specSet->size() == 2);
+  EXPECT_EQ((*specSet)[0].getAsObject()->getInteger("value").value_or(-1), 3);
+  const llvm::json::Object *bc = (*(*files)[1].getAsObject()->getArray("images"))[0].getAsObject();
+  EXPECT_EQ(field(bc, "format"), "spir-bc");
+}
+
+TEST(DevdlNm, CudaImages) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  for (const char *name : {"app.cubin", "app.ptx", "app.fatbin"}) {
+    CommandResult r = run({DEVDL_NM, image(name)});
+    EXPECT_EQ(r.status, 0) << name << ": " << r.err;
+    EXPECT_EQ(lines(r.out), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"})) << name;
+  }
+  CommandResult lib = run({DEVDL_NM, image("lib.cubin")});
+  EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
+}
+
+TEST(DevdlNm, SharedLibraryCarryingABundle) {
+  CommandResult r = run({DEVDL_NM, "--properties", DEVDL_TEST_LINKED});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(image 0, spirv, spir64-unknown-unknown):\nD LibCounter\nT LibDeviceFunc\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[devdl/module]\n  id = \"liblinked\"\n"), std::string::npos) << r.out;
+  CommandResult plain = run({DEVDL_NM, DEVDL_TEST_PLAIN});
+  EXPECT_EQ(plain.status, 1);
+  EXPECT_NE(plain.err.find("carries no device images"), std::string::npos);
+}
+
+TEST(DevdlNm, BadInputNeverCrashes) {
+  const std::string dir = scratchDir();
+  const std::string spirv = readFile(image("app.spv"));
+  writeFile(dir + "/empty", "");
+  writeFile(dir + "/cut.spv", spirv.substr(0, spirv.size() / 2));
+  writeFile(dir + "/magic.devdl", std::string("\x10\xff\x10\xad", 4) + std::string(60, '\x7f'));
+  for (const char *name : {"empty", "cut.spv", "magic.devdl"}) {
+    CommandResult r = run({DEVDL_NM, dir + "/" + name});
+    EXPECT_EQ(r.status, 1) << name;
+    EXPECT_EQ(r.err.rfind("devdl-nm: " + dir + "/" + name + ": ", 0), 0u) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace devdl::test

@@ -1,0 +1,136 @@
+// devdl-pack, run as a program: bundles, host objects, ELF copies, properties and --check.
+#include "test_support.h"
+
+#include <filesystem>
+
+namespace devdl::test {
+namespace {
+
+TEST(DevdlPack, BundleRoundTripGivesTheDerivedLists) {
+  const std::string dir = scratchDir();
+  const std::string out = dir + "/seed.devdl";
+  CommandResult pack = run({DEVDL_PACK, "-o", out, image("lib.spv"), image("app.spv")});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  CommandResult nm = run({DEVDL_NM, out});
+  ASSERT_EQ(nm.status, 0) << nm.err;
+  EXPECT_EQ(nm.out,
+            "\n" + out + "(image 0, spirv, spir64-unknown-unknown):\nD LibCounter\nT LibDeviceFunc\nT _Z8LibScalei\n"
+            "\n" + out + "(image 1, spirv, spir64-unknown-unknown):\nK AppKernel\nU LibDeviceFunc\n");
+  // Same input, same bytes.
+  CommandResult again = run({DEVDL_PACK, "-o", dir + "/again.devdl", image("lib.spv"), image("app.spv")});
+  ASSERT_EQ(again.status, 0);
+  EXPECT_EQ(readFile(out), readFile(dir + "/again.devdl"));
+}
+
+TEST(DevdlPack, ImageOptionsApplyToTheFollowingFile) {
+  const std::string dir = scratchDir();
+  const std::string out = dir + "/props.devdl";
+  CommandResult pack = run({DEVDL_PACK, "-o", out, "--module-id", "libseed", "--depends", "liba,libb",
+                            "--vf-set", "Base", "--dummy-image", "--aspects", "6,2",
+                            "--property", "vendor/x:tag=str:hello", image("lib.spv"), "--calls-vf",
+                            "Base", "--creates-vf", "Base", image("app.spv")});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  CommandResult nm = run({DEVDL_NM, "--properties", out});
+  ASSERT_EQ(nm.status, 0) << nm.err;
+  const std::string lib = nm.out.substr(0, nm.out.find("(image 1"));
+  const std::string app = nm.out.substr(nm.out.find("(image 1"));
+  for (const char *expected : {"[devdl/module]\n  id = \"libseed\"\n  depends = \"liba,libb\"\n",
+                               "  virtual-functions-set = \"Base\"\n", "  dummy-image = 1\n",
+                               "[SYCL/device requirements]\n  aspects = 0x0600000002000000\n",
+                               "[vendor/x]\n  tag = \"hello\"\n",
+                               "[SYCL/exported symbols]\n  LibCounter = 1\n"})
+    EXPECT_NE(lib.find(expected), std::string::npos) << expected << "\n" << lib;
+  EXPECT_NE(app.find("  calls-virtual-functions-set = \"Base\"\n  creates-virtual-functions-set = \"Base\"\n"),
+            std::string::npos)
+      << app;
+  EXPECT_EQ(app.find("libseed"), std::string::npos) << "options must not leak to the next file";
+}
+
+TEST(DevdlPack, BadOptionsAreRefused) {
+  const std::string dir = scratchDir();
+  struct Case {
+    std::vector<std::string> args;
+    const char *message;
+  } cases[] = {
+      {{"--frobnicate", image("lib.spv")}, "unknown option --frobnicate"},
+      {{"-o", dir + "/x", image("lib.spv"), "--module-id", "m"}, "apply to nothing"},
+      {{"--property", "broken", image("lib.spv")}, "expected SET:NAME=TYPE:VALUE"},
+      {{"--property", "s:n=u32:lots", image("lib.spv")}, "bad u32 value"},
+      {{"--property", "s:n=bytes:abc", image("lib.spv")}, "bad hex value"},
+      {{"--aspects", "fp64", image("lib.spv")}, "`fp64` is not an aspect number"},
+      {{"--object", image("lib.spv")}, "-o FILE is required"},
+      {{"-o", dir + "/x", "/nonexistent.spv"}, "/nonexistent.spv: No such file or directory"},
+      {{}, "no input files"},
+  };
+  for (const Case &c : cases) {
+    std::vector<std::string> argv{DEVDL_PACK};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    CommandResult r = run(argv);
+    EXPECT_EQ(r.status, 1) << c.message;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x")) << "a failed pack writes nothing";
+}
+
+TEST(DevdlPack, CheckNamesTheUnresolvedSymbolWhenTheLibraryIsLeftOut) {
+  CommandResult ok = run({DEVDL_PACK, "--check", image("app.spv"), image("lib.spv")});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out, "devdl-pack: 2 images in 2 files: all 1 imports resolved\n");
+
+  CommandResult missing = run({DEVDL_PACK, "--check", image("app.spv")});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.err, "devdl-pack: " + image("app.spv") +
+                             ": image 0 (spirv): undefined device symbol `LibDeviceFunc`\n");
+
+  CommandResult dup = run({DEVDL_PACK, "--check", image("app.spv"), image("lib.spv"), image("lib.spv")});
+  EXPECT_EQ(dup.status, 0);
+  EXPECT_NE(dup.err.find("warning: " + image("lib.spv") + ": image 0 (spirv): duplicate definition of "
+                         "`LibDeviceFunc` (the one in " + image("lib.spv") + ": image 0 (spirv) is used)"),
+            std::string::npos)
+      << dup.err;
+  // The SPIR bitcode app is not satisfied by a SPIR-V library? Both are SPIR: they link.
+  CommandResult bc = run({DEVDL_PACK, "--check", image("app.bc"), image("lib.spv")});
+  EXPECT_EQ(bc.status, 0) << bc.err;
+}
+
+TEST(DevdlPack, CheckOverHostLibraries) {
+  CommandResult ok = run({DEVDL_PACK, "--check", DEVDL_TEST_PLUGIN, DEVDL_TEST_LINKED});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  CommandResult missing = run({DEVDL_PACK, "--check", DEVDL_TEST_PLUGIN});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find(std::string(DEVDL_TEST_PLUGIN) + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`"),
+            std::string::npos)
+      << missing.err;
+}
+
+TEST(DevdlPack, CheckCudaImages) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  CommandResult ok = run({DEVDL_PACK, "--check", image("app.cubin"), image("lib.cubin")});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  // A SPIR-V library does not satisfy a cubin's import.
+  CommandResult mixed = run({DEVDL_PACK, "--check", image("app.ptx"), image("lib.spv")});
+  EXPECT_EQ(mixed.status, 1);
+  EXPECT_NE(mixed.err.find("app.ptx: image 0 (ptx sm_90): undefined device symbol `LibDeviceFunc`"),
+            std::string::npos)
+      << mixed.err;
+}
+
+TEST(DevdlPack, AddToAnExistingElfFile) {
+  const std::string dir = scratchDir();
+  const std::string out = dir + "/plain-with-bundle.so";
+  CommandResult pack = run({DEVDL_PACK, "--add-to", DEVDL_TEST_PLAIN, "-o", out, image("lib.spv")});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  CommandResult nm = run({DEVDL_NM, out});
+  EXPECT_EQ(nm.status, 0) << nm.err;
+  EXPECT_EQ(nm.out, "D LibCounter\nT LibDeviceFunc\nT _Z8LibScalei\n");
+}
+
+TEST(DevdlPack, LlvmObjdumpListsThePackedImages) {
+  if (std::string(DEVDL_LLVM_OBJDUMP).empty()) GTEST_SKIP() << "llvm-objdump-15 not found at build time";
+  CommandResult r = run({DEVDL_LLVM_OBJDUMP, "--offloading", DEVDL_TEST_LINKED});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("spir64-unknown-unknown"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace devdl::test

@@ -1,0 +1,220 @@
+// The packed format: round trips, determinism, alignment, interoperation with LLVM's own
+// OffloadBinary, and hostile envelopes.
+#include "bundle/offload_binary.h"
+#include "image/read_image.h"
+#include "test_support.h"
+
+#include <llvm/Object/OffloadBinary.h>
+#include <llvm/Support/Endian.h>
+
+namespace devdl::test {
+namespace {
+
+std::vector<DeviceImage> seedImages() {
+  std::vector<DeviceImage> images;
+  for (const char *name : {"lib.spv", "app.spv", "spec_constants.spv", "app.bc"}) {
+    auto file = readImageFile(image(name));
+    EXPECT_TRUE(!!file) << errorText(file);
+    if (file) images.push_back(std::move(file->images[0]));
+  }
+  return images;
+}
+
+TEST(Bundle, RoundTripKeepsEverything) {
+  std::vector<DeviceImage> images = seedImages();
+  images[0].setProperty(kModuleSet, "id", PropertyType::String, "libseed\twith\\odd\nchars");
+  images[0].setProperty(kDeviceRequirementsSet, "aspects", PropertyType::ByteArray,
+                        std::string_view("\x06\0\0\0\x00\xff", 6));
+  images[1].setProperty(kVirtualFunctionsSet, "dummy-image", 1);
+  const std::string packed = packImages(images);
+
+  auto file = readImageMemory(asBytes(packed), "seed.devdl", nullptr);
+  ASSERT_TRUE(!!file) << errorText(file);
+  ASSERT_EQ(file->images.size(), images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    const DeviceImage &a = images[i], &b = file->images[i];
+    EXPECT_EQ(a.format, b.format);
+    EXPECT_EQ(a.triple, b.triple);
+    EXPECT_EQ(a.arch, b.arch);
+    EXPECT_EQ(asText(a.bytes), asText(b.bytes));
+    EXPECT_EQ(symbolLines(a), symbolLines(b));
+    ASSERT_EQ(a.propertySets.size(), b.propertySets.size()) << i;
+    for (const PropertySet &set : a.propertySets) {
+      const PropertySet *other = b.findSet(set.name);
+      ASSERT_NE(other, nullptr) << set.name;
+      ASSERT_EQ(set.properties.size(), other->properties.size());
+      for (const Property &p : set.properties) {
+        const Property *q = other->find(p.name);
+        ASSERT_NE(q, nullptr) << p.name;
+        EXPECT_EQ(p.type, q->type);
+        EXPECT_EQ(p.u32, q->u32);
+        EXPECT_EQ(p.data, q->data);
+      }
+    }
+  }
+  EXPECT_EQ(file->images[0].moduleId(), "libseed\twith\\odd\nchars");
+}
+
+TEST(Bundle, OutputIsDeterministicAndAligned) {
+  const std::string a = packImages(seedImages()), b = packImages(seedImages());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.size() % 8, 0u);
+  auto entries = bundle::readBundle(asBytes(a));
+  ASSERT_TRUE(!!entries) << errorText(entries);
+  ASSERT_EQ(entries->size(), 4u);
+  for (const auto &e : *entries) {
+    EXPECT_EQ(e.offset % 8, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(e.image.data()) % 8,
+              reinterpret_cast<uintptr_t>(a.data()) % 8);
+    EXPECT_EQ(e.offloadKind, 0u);
+  }
+}
+
+TEST(Bundle, ReadsWhatLlvmWrites) {
+  const std::string spirv = readFile(image("lib.spv"));
+  llvm::object::OffloadBinary::OffloadingImage in;
+  in.TheImageKind = llvm::object::IMG_None;
+  in.TheOffloadKind = llvm::object::OFK_OpenMP;
+  in.Flags = 0;
+  in.StringData["triple"] = "spir64-unknown-unknown";
+  in.StringData["arch"] = "generic";
+  in.Image = llvm::MemoryBuffer::getMemBuffer(spirv, "", false);
+  std::string packed = llvm::object::OffloadBinary::write(in)->getBuffer().str();
+  packed += packed;  // two envelopes back to back, as a linker concatenates them
+
+  auto file = readImageMemory(asBytes(packed), "llvm.bin", nullptr);
+  ASSERT_TRUE(!!file) << errorText(file);
+  ASSERT_EQ(file->images.size(), 2u);
+  for (const DeviceImage &img : file->images) {
+    EXPECT_EQ(img.format, ImageFormat::SpirV);  // derived from the bytes: no devdl keys
+    EXPECT_EQ(img.arch, "generic");
+    EXPECT_EQ(symbolLines(img), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+  }
+}
+
+TEST(Bundle, LlvmReadsWhatDevdlWrites) {
+  std::vector<DeviceImage> images = seedImages();
+  const std::string packed = packImages(images);
+  auto entries = bundle::readBundle(asBytes(packed));
+  ASSERT_TRUE(!!entries) << errorText(entries);
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const auto &e = (*entries)[i];
+    const size_t size = llvm::support::endian::read64le(packed.data() + e.offset + 8);
+    auto binary = llvm::object::OffloadBinary::create(
+        llvm::MemoryBufferRef(llvm::StringRef(packed.data() + e.offset, size), ""));
+    ASSERT_TRUE(!!binary) << llvm::toString(binary.takeError());
+    EXPECT_EQ((*binary)->getImage().str(), asText(images[i].bytes));
+    EXPECT_EQ((*binary)->getTriple().str(), images[i].triple);
+    EXPECT_EQ((*binary)->getString("devdl.format").str(), formatName(images[i].format));
+  }
+}
+
+// Fields of the first envelope, by offset: header then entry.
+constexpr size_t kSizeField = 8, kEntryOffsetField = 16, kEntrySizeField = 24;
+constexpr size_t kEntry = 32, kStringOffsetField = kEntry + 8, kStringCountField = kEntry + 16,
+                 kImageOffsetField = kEntry + 24, kImageSizeField = kEntry + 32;
+
+TEST(Bundle, HostileEnvelopesAreRefusedWithTheProblem) {
+  const std::string good = packImages(seedImages());
+  struct Case {
+    const char *what;
+    size_t field;
+    uint64_t value;
+    const char *message;
+  } cases[] = {
+      {"size too small", kSizeField, 8, "does not fit"},
+      {"size past the end", kSizeField, good.size() + 8, "does not fit"},
+      {"entry offset out of range", kEntryOffsetField, uint64_t(1) << 40, "entry out of range"},
+      {"entry size too small", kEntrySizeField, 4, "entry out of range"},
+      {"image offset out of range", kImageOffsetField, uint64_t(1) << 40, "out of range"},
+      {"image size wraps", kImageSizeField, ~uint64_t(0), "out of range"},
+      {"string count out of range", kStringCountField, uint64_t(1) << 60, "strings at"},
+      {"string table out of range", kStringOffsetField, ~uint64_t(0) - 3, "out of range"},
+  };
+  for (const Case &c : cases) {
+    std::string bad = good;
+    llvm::support::endian::write64le(&bad[c.field], c.value);
+    auto file = readImageMemory(asBytes(bad), "hostile.devdl", nullptr);
+    ASSERT_FALSE(!!file) << c.what;
+    const std::string message = errorText(file);
+    EXPECT_NE(message.find("hostile.devdl: invalid bundle: envelope at offset 0: "), std::string::npos)
+        << c.what << ": " << message;
+    EXPECT_NE(message.find(c.message), std::string::npos) << c.what << ": " << message;
+  }
+}
+
+TEST(Bundle, WrongVersionAndMagicAreRefused) {
+  const std::string good = packImages(seedImages());
+  std::string version = good;
+  llvm::support::endian::write32le(&version[4], 2);
+  auto file = readImageMemory(asBytes(version), "v2.devdl", nullptr);
+  ASSERT_FALSE(!!file);
+  EXPECT_NE(errorText(file).find("version 2 (only 1 is known)"), std::string::npos);
+
+  // A second envelope with a broken magic: named by its offset.
+  auto entries = bundle::readBundle(asBytes(good));
+  ASSERT_TRUE(!!entries && entries->size() > 1);
+  std::string magic = good;
+  magic[(*entries)[1].offset] = 'X';
+  file = readImageMemory(asBytes(magic), "magic.devdl", nullptr);
+  ASSERT_FALSE(!!file);
+  EXPECT_NE(errorText(file).find("envelope at offset " + std::to_string((*entries)[1].offset) + ": bad magic"),
+            std::string::npos);
+}
+
+TEST(Bundle, StringOffsetsAreChecked) {
+  const std::string good = packImages(seedImages());
+  const uint64_t stringEntries = llvm::support::endian::read64le(good.data() + kStringOffsetField);
+  std::string bad = good;
+  llvm::support::endian::write64le(&bad[stringEntries], uint64_t(1) << 50);  // first key
+  auto file = readImageMemory(asBytes(bad), "strings.devdl", nullptr);
+  ASSERT_FALSE(!!file);
+  EXPECT_NE(errorText(file).find("string offset 1125899906842624 out of range"), std::string::npos);
+
+  // A string that runs to the end of the envelope without its NUL.
+  const uint64_t size = llvm::support::endian::read64le(good.data() + kSizeField);
+  bad = good;
+  const uint64_t imageOffset = llvm::support::endian::read64le(good.data() + kImageOffsetField);
+  llvm::support::endian::write64le(&bad[stringEntries + 8], imageOffset);
+  std::fill(bad.begin() + imageOffset, bad.begin() + size, 'x');
+  file = readImageMemory(asBytes(bad), "unterminated.devdl", nullptr);
+  ASSERT_FALSE(!!file);
+  EXPECT_NE(errorText(file).find("is not terminated"), std::string::npos);
+}
+
+TEST(Bundle, EveryTruncationFailsCleanly) {
+  std::vector<DeviceImage> images = seedImages();
+  images.resize(2);
+  const std::string good = packImages(images);
+  for (size_t size = 1; size < good.size(); ++size) {
+    auto entries = bundle::readBundle(asBytes(std::string_view(good).substr(0, size)));
+    if (!entries) {
+      llvm::consumeError(entries.takeError());
+      continue;
+    }
+    // Only a cut exactly between the envelopes reads, as a shorter bundle.
+    EXPECT_EQ(entries->size(), 1u) << size;
+  }
+}
+
+TEST(Bundle, BadPropertyRecordsAreRefused) {
+  std::vector<DeviceImage> images = seedImages();
+  images.resize(1);
+  images[0].setProperty(kModuleSet, "id", PropertyType::String, "m");
+  std::string good = packImages(images);
+  const size_t at = good.find("id\tstr\tm");
+  ASSERT_NE(at, std::string::npos);
+  for (auto [replacement, message] : {std::pair{"id\tu32\tm", "bad u32 value"},
+                                      std::pair{"id\tzzz\tm", "unknown type `zzz`"},
+                                      std::pair{"id\tstr\t\\", "ends inside an escape"},
+                                      std::pair{"id str m", "line is not name, type, value"}}) {
+    std::string bad = good;
+    bad.replace(at, 8, replacement);
+    auto file = readImageMemory(asBytes(bad), "props.devdl", nullptr);
+    ASSERT_FALSE(!!file) << replacement;
+    EXPECT_NE(errorText(file).find(message), std::string::npos) << replacement;
+  }
+}
+
+}  // namespace
+}  // namespace devdl::test

@@ -1,0 +1,47 @@
+// Files that are not there or hold nothing devdl can read: clear errors naming file and problem.
+#include "image/read_image.h"
+#include "test_support.h"
+
+#include <sys/stat.h>
+
+namespace devdl::test {
+namespace {
+
+TEST(ReadErrors, MissingFile) {
+  auto file = readImageFile("/nonexistent/lib.spv");
+  ASSERT_FALSE(!!file);
+  EXPECT_EQ(errorCode(file.takeError()), ErrorCode::NotFound);
+  file = readImageFile("/nonexistent/lib.spv");
+  EXPECT_EQ(errorText(file), "/nonexistent/lib.spv: No such file or directory");
+}
+
+TEST(ReadErrors, EmptyFileDirectoryAndUnknownFormat) {
+  const std::string dir = scratchDir();
+  writeFile(dir + "/empty.spv", "");
+  writeFile(dir + "/text.spv", "hello, world\n");
+  auto empty = readImageFile(dir + "/empty.spv");
+  EXPECT_EQ(errorText(empty), dir + "/empty.spv: empty file");
+  auto text = readImageFile(dir + "/text.spv");
+  EXPECT_EQ(errorText(text), dir + "/text.spv: not a device image, bundle or ELF file (unknown format)");
+  auto directory = readImageFile(dir);
+  ASSERT_FALSE(!!directory);
+  EXPECT_NE(errorText(directory).find(dir + ": "), std::string::npos);
+}
+
+TEST(ReadErrors, UnreadableFile) {
+  if (geteuid() == 0) GTEST_SKIP() << "running as root: file permissions do not stop reads";
+  const std::string dir = scratchDir();
+  writeFile(dir + "/secret.spv", readFile(image("lib.spv")));
+  ASSERT_EQ(chmod((dir + "/secret.spv").c_str(), 0), 0);
+  auto file = readImageFile(dir + "/secret.spv");
+  EXPECT_EQ(errorText(file), dir + "/secret.spv: Permission denied");
+}
+
+TEST(ReadErrors, NonDeviceElfIsRefused) {
+  auto file = readImageFile("/proc/self/exe");
+  ASSERT_FALSE(!!file);
+  EXPECT_EQ(errorText(file), "/proc/self/exe: host ELF file carries no device images (no .llvm.offloading section)");
+}
+
+}  // namespace
+}  // namespace devdl::test

@@ -1,0 +1,92 @@
+// SPIR-V images compiled from OpenCL C by clang-15 + llvm-spirv-15: exports, imports, kernels,
+// spec constants, and refusal of invalid modules.
+#include "image/read_image.h"
+#include "test_support.h"
+
+namespace devdl::test {
+namespace {
+
+DeviceImage readOne(const std::string &path) {
+  auto file = readImageFile(path);
+  EXPECT_TRUE(!!file) << errorText(file);
+  if (!file || file->images.size() != 1) {
+    ADD_FAILURE() << path << ": expected one image";
+    return {};
+  }
+  return std::move(file->images[0]);
+}
+
+TEST(SpirvReader, LibraryExportsFunctionsAndVariables) {
+  DeviceImage lib = readOne(image("lib.spv"));
+  EXPECT_EQ(lib.format, ImageFormat::SpirV);
+  EXPECT_EQ(lib.triple, "spir64-unknown-unknown");
+  EXPECT_EQ(symbolLines(lib),
+            (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+}
+
+TEST(SpirvReader, AppKernelImportsTheLibraryFunctionAndNoBuiltin) {
+  DeviceImage app = readOne(image("app.spv"));
+  // llvm-spirv also exports the kernel's body as a function of the same name: listed once, as K.
+  EXPECT_EQ(symbolLines(app), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"}));
+  const std::string bytes = readFile(image("app.spv"));
+  ASSERT_NE(bytes.find("__spirv_BuiltInGlobalInvocationId"), std::string::npos)
+      << "the image should import the builtin the filter removes";
+}
+
+TEST(SpirvReader, SpecIdsBecomeSpecConstantProperties) {
+  DeviceImage spec = readOne(image("spec_constants.spv"));
+  EXPECT_EQ(symbolLines(spec), (std::vector<std::string>{"K ScaleKernel", "T SpecHelper"}));
+  const PropertySet *set = spec.findSet(kSpecConstantsSet);
+  ASSERT_NE(set, nullptr);
+  ASSERT_EQ(set->properties.size(), 2u);
+  const Property *three = set->find("SpecId 3"), *seven = set->find("SpecId 7");
+  ASSERT_TRUE(three && seven);
+  EXPECT_EQ(three->u32, 3u);
+  EXPECT_EQ(seven->u32, 7u);
+}
+
+TEST(SpirvReader, ImageBytesAreAViewOfTheMappedFile) {
+  auto file = readImageFile(image("lib.spv"));
+  ASSERT_TRUE(!!file) << errorText(file);
+  const DeviceImage &lib = file->images[0];
+  const Bytes whole = lib.storage->bytes();
+  EXPECT_EQ(lib.bytes.data(), whole.data());
+  EXPECT_EQ(lib.bytes.size(), whole.size());
+}
+
+TEST(SpirvReader, InvalidModuleIsRefusedNamingFileAndProblem) {
+  std::string bytes = readFile(image("app.spv"));
+  // Point the first OpFunctionCall at an id that does not exist: structurally parseable,
+  // semantically invalid.
+  const uint32_t opFunctionCall = (5u << 16) | 57u;
+  bool patched = false;
+  for (size_t i = 20; i + 20 <= bytes.size(); i += 4) {
+    uint32_t word;
+    std::memcpy(&word, bytes.data() + i, 4);
+    if (word == opFunctionCall) {
+      const uint32_t bogus = 0x3fffff;
+      std::memcpy(bytes.data() + i + 12, &bogus, 4);
+      patched = true;
+      break;
+    }
+  }
+  ASSERT_TRUE(patched);
+  auto file = readImageMemory(asBytes(bytes), "broken.spv", nullptr);
+  ASSERT_FALSE(!!file);
+  const std::string message = errorText(file);
+  EXPECT_NE(message.find("broken.spv: image 0 (spirv): invalid SPIR-V"), std::string::npos) << message;
+}
+
+TEST(SpirvReader, TruncatedModulesFailCleanly) {
+  const std::string bytes = readFile(image("lib.spv"));
+  for (size_t size = 1; size < bytes.size(); size += 3) {
+    auto file = readImageMemory(asBytes(std::string_view(bytes).substr(0, size)), "cut.spv", nullptr);
+    EXPECT_FALSE(!!file) << "size " << size;
+    if (!file) {
+      EXPECT_NE(errorText(file).find("cut.spv"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace devdl::test
