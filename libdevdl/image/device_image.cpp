@@ -151,6 +151,9 @@ std::vector<PropertySet> symbolPropertySets(const DeviceImage &image) {
     else if (s.kind == SymbolKind::Import)
       imported.properties.push_back({s.name, PropertyType::UInt32, 1, {}});
   }
+  for (PropertySet *set : {&exported, &imported})
+    std::sort(set->properties.begin(), set->properties.end(),
+              [](const Property &a, const Property &b) { return a.name < b.name; });
   return {std::move(exported), std::move(imported)};
 }
 
