@@ -1,17 +1,20 @@
-// SPIR images (LLVM bitcode). The module is read lazily: declarations and linkage only, no
-// function bodies. LLVM's bitcode symbol table (irsymtab) would give names and linkage too, but
-// not the calling convention that tells a SPIR kernel from a function.
+// SPIR images (LLVM bitcode). The symbols come from the module's global value records and the
+// bitcode string table, read with LLVM's bitstream cursor: no IR is built. LLVM's IR reader is not
+// safe on hostile input (it crashes on fuzzed metadata), and the prebuilt symbol table (irsymtab)
+// does not tell a SPIR kernel (calling convention SPIR_KERNEL) from a function.
 #include "image/readers.h"
 #include "support/error.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/LLVMBitCodes.h>
+#include <llvm/Bitstream/BitstreamReader.h>
 #include <llvm/Demangle/Demangle.h>
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
+#include <llvm/IR/CallingConv.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <optional>
 
 namespace devdl::readers {
 
@@ -68,38 +71,149 @@ bool isOpenClBuiltin(llvm::StringRef name) {
 
 }  // namespace
 
-llvm::Error readBitcode(DeviceImage &image) {
-  llvm::LLVMContext context;
-  llvm::MemoryBufferRef ref(llvm::StringRef(asText(image.bytes)), "");
-  auto module = llvm::getLazyBitcodeModule(ref, context);
-  if (!module)
-    return fail(ErrorCode::BadFormat, "invalid LLVM bitcode: " + llvm::toString(module.takeError()));
-  llvm::Module &m = **module;
-  image.triple = image.storage->save(m.getTargetTriple());
+namespace {
 
-  // Names live in the module, which dies with this function: keep copies in storage.
-  auto add = [&](llvm::StringRef name, SymbolKind kind) {
-    image.symbols.push_back({image.storage->save(std::string_view(name.data(), name.size())), kind});
-  };
-  for (const llvm::Function &f : m.functions()) {
-    if (f.isIntrinsic() || f.hasLocalLinkage()) continue;
-    if (f.isDeclaration()) {
-      if (isImportableName(std::string_view(f.getName().data(), f.getName().size())) &&
-          !isOpenClBuiltin(f.getName()))
-        add(f.getName(), SymbolKind::Import);
-    } else {
-      add(f.getName(), f.getCallingConv() == llvm::CallingConv::SPIR_KERNEL ? SymbolKind::Kernel
-                                                                           : SymbolKind::Function);
+// A global value record: where its name is in the string table, and what it is.
+struct GlobalRecord {
+  uint64_t nameOffset, nameSize;
+  SymbolKind kind;  // Kernel, Function, Variable, or Import for declarations
+};
+
+// Linkage codes of the bitcode format (LLVM's getDecodedLinkage): internal and the private kinds.
+bool isLocalLinkage(uint64_t code) { return code == 3 || code == 9 || code == 13 || code == 14; }
+
+llvm::Error bad(const llvm::Twine &what) { return fail(ErrorCode::BadFormat, "invalid LLVM bitcode: " + what); }
+llvm::Error bad(llvm::Error err) { return bad(llvm::toString(std::move(err))); }
+
+class BitcodeScanner {
+ public:
+  explicit BitcodeScanner(llvm::ArrayRef<uint8_t> bytes) : stream_(bytes) {}
+
+  llvm::Error scan() {
+    if (llvm::Error err = stream_.JumpToBit(32)) return bad(std::move(err));  // past the magic
+    // Top-level blocks, 32-bit aligned; producers may leave padding after the last one.
+    while (stream_.getCurrentByteNo() + 4 <= stream_.getBitcodeBytes().size()) {
+      auto entry = stream_.advance();
+      if (!entry) return bad(entry.takeError());
+      if (entry->Kind != llvm::BitstreamEntry::SubBlock) return bad("expected a block at the top level");
+      llvm::Error err = llvm::Error::success();
+      if (entry->ID == llvm::bitc::MODULE_BLOCK_ID && !sawModule_) err = readModule();
+      else if (entry->ID == llvm::bitc::STRTAB_BLOCK_ID && sawModule_ && !sawStrtab_) err = readStrtab();
+      else if (entry->ID == llvm::bitc::BLOCKINFO_BLOCK_ID) err = readBlockInfo();
+      else err = stream_.SkipBlock();
+      if (err) return bad(std::move(err));
+      if (sawModule_ && sawStrtab_) break;
+    }
+    if (!sawModule_) return bad("no module");
+    if (version_ < 2) return bad("no string table (bitcode older than LLVM 5 is not supported)");
+    return llvm::Error::success();
+  }
+
+  std::string_view triple() const { return triple_; }
+  const std::vector<GlobalRecord> &globals() const { return globals_; }
+  /// The name of a record, or nullopt when it is not inside the string table.
+  std::optional<std::string_view> name(const GlobalRecord &g) const {
+    if (g.nameOffset > strtab_.size() || g.nameSize > strtab_.size() - g.nameOffset) return std::nullopt;
+    return std::string_view(strtab_.data() + g.nameOffset, g.nameSize);
+  }
+
+ private:
+  llvm::Error readBlockInfo() {
+    auto info = stream_.ReadBlockInfoBlock();
+    if (!info) return info.takeError();
+    if (!*info) return fail(ErrorCode::BadFormat, "malformed block info");
+    blockInfo_ = std::move(**info);
+    stream_.setBlockInfo(&blockInfo_);
+    return llvm::Error::success();
+  }
+
+  llvm::Error readModule() {
+    sawModule_ = true;
+    if (llvm::Error err = stream_.EnterSubBlock(llvm::bitc::MODULE_BLOCK_ID)) return err;
+    llvm::SmallVector<uint64_t, 64> record;
+    while (true) {
+      auto entry = stream_.advance();
+      if (!entry) return entry.takeError();
+      switch (entry->Kind) {
+        case llvm::BitstreamEntry::Error: return fail(ErrorCode::BadFormat, "malformed module block");
+        case llvm::BitstreamEntry::EndBlock: return llvm::Error::success();
+        case llvm::BitstreamEntry::SubBlock:  // function bodies, constants, metadata: not needed
+          if (llvm::Error err = entry->ID == llvm::bitc::BLOCKINFO_BLOCK_ID ? readBlockInfo() : stream_.SkipBlock())
+            return err;
+          continue;
+        case llvm::BitstreamEntry::Record: break;
+      }
+      record.clear();
+      auto code = stream_.readRecord(entry->ID, record);
+      if (!code) return code.takeError();
+      if (*code == llvm::bitc::MODULE_CODE_VERSION && !record.empty()) {
+        version_ = record[0];
+      } else if (*code == llvm::bitc::MODULE_CODE_TRIPLE) {
+        triple_.clear();
+        for (uint64_t c : record) triple_ += static_cast<char>(c);
+      } else if (*code == llvm::bitc::MODULE_CODE_FUNCTION && record.size() >= 6) {
+        // [strtab offset, strtab size, type, calling convention, isproto, linkage, ...]
+        if (isLocalLinkage(record[5])) continue;
+        const SymbolKind kind = record[4] ? SymbolKind::Import
+                                : record[3] == llvm::CallingConv::SPIR_KERNEL ? SymbolKind::Kernel
+                                                                              : SymbolKind::Function;
+        globals_.push_back({record[0], record[1], kind});
+      } else if (*code == llvm::bitc::MODULE_CODE_GLOBALVAR && record.size() >= 6) {
+        // [strtab offset, strtab size, type, isconst, initid (0: declaration), linkage, ...]
+        if (isLocalLinkage(record[5])) continue;
+        globals_.push_back({record[0], record[1], record[4] ? SymbolKind::Variable : SymbolKind::Import});
+      }
     }
   }
-  for (const llvm::GlobalVariable &g : m.globals()) {
-    if (g.hasLocalLinkage() || g.getName().startswith("llvm.")) continue;
-    if (g.isDeclaration()) {
-      if (isImportableName(std::string_view(g.getName().data(), g.getName().size())))
-        add(g.getName(), SymbolKind::Import);
-    } else {
-      add(g.getName(), SymbolKind::Variable);
+
+  llvm::Error readStrtab() {
+    sawStrtab_ = true;
+    if (llvm::Error err = stream_.EnterSubBlock(llvm::bitc::STRTAB_BLOCK_ID)) return err;
+    llvm::SmallVector<uint64_t, 1> record;
+    while (true) {
+      auto entry = stream_.advance();
+      if (!entry) return entry.takeError();
+      if (entry->Kind == llvm::BitstreamEntry::EndBlock) return llvm::Error::success();
+      if (entry->Kind == llvm::BitstreamEntry::SubBlock) {
+        if (llvm::Error err = stream_.SkipBlock()) return err;
+        continue;
+      }
+      if (entry->Kind != llvm::BitstreamEntry::Record) return fail(ErrorCode::BadFormat, "malformed string table");
+      llvm::StringRef blob;
+      record.clear();
+      auto code = stream_.readRecord(entry->ID, record, &blob);
+      if (!code) return code.takeError();
+      if (*code == llvm::bitc::STRTAB_BLOB) strtab_ = std::string_view(blob.data(), blob.size());
     }
+  }
+
+  llvm::BitstreamCursor stream_;
+  llvm::BitstreamBlockInfo blockInfo_;
+  bool sawModule_ = false, sawStrtab_ = false;
+  uint64_t version_ = 0;
+  std::string triple_;
+  std::vector<GlobalRecord> globals_;
+  std::string_view strtab_;  // a view into the image
+};
+
+}  // namespace
+
+llvm::Error readBitcode(DeviceImage &image) {
+  const unsigned char *begin = image.bytes.data(), *end = begin + image.bytes.size();
+  if (llvm::isBitcodeWrapper(begin, end) && llvm::SkipBitcodeWrapperHeader(begin, end, /*VerifyBufferSize=*/true))
+    return bad("truncated or inconsistent wrapper header");
+  if (!llvm::isRawBitcode(begin, end)) return bad("bad magic");
+  BitcodeScanner scanner(llvm::ArrayRef<uint8_t>(begin, end));
+  if (llvm::Error err = scanner.scan()) return err;
+  image.triple = image.storage->save(scanner.triple());
+  for (const GlobalRecord &g : scanner.globals()) {
+    auto name = scanner.name(g);
+    if (!name) return bad("symbol name outside the string table");
+    if (name->starts_with("llvm.")) continue;  // intrinsics and llvm.used-style arrays
+    if (g.kind == SymbolKind::Import &&
+        (!isImportableName(*name) || isOpenClBuiltin(llvm::StringRef(name->data(), name->size()))))
+      continue;
+    image.symbols.push_back({*name, g.kind});
   }
   return llvm::Error::success();
 }

@@ -48,7 +48,11 @@ llvm::Error readDeviceElf(DeviceImage &image) {
     auto raw = object->getSymbol(sym.getRawDataRefImpl());
     if (!raw) return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(raw.takeError()));
     const auto &s = **raw;
-    if (s.getBinding() == llvm::ELF::STB_LOCAL) continue;
+    const uint8_t type = s.getType();
+    // Section and file symbols are never exports or imports; LLVM 15 names a section symbol
+    // after its section without checking the section index, so they are not even named.
+    if (s.getBinding() == llvm::ELF::STB_LOCAL || type == llvm::ELF::STT_SECTION || type == llvm::ELF::STT_FILE)
+      continue;
     auto nameOrErr = sym.getName();
     if (!nameOrErr)
       return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(nameOrErr.takeError()));
@@ -57,7 +61,6 @@ llvm::Error readDeviceElf(DeviceImage &image) {
       if (isImportableName(name)) image.symbols.push_back({name, SymbolKind::Import});
       continue;
     }
-    const uint8_t type = s.getType();
     if (type == llvm::ELF::STT_FUNC)
       image.symbols.push_back(
           {name, machine == llvm::ELF::EM_CUDA && (s.st_other & kStoCudaEntry) ? SymbolKind::Kernel

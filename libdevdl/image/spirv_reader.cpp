@@ -4,6 +4,7 @@
 #include "support/error.h"
 
 #include <spirv-tools/libspirv.h>
+#include <spirv/unified1/spirv.h>
 
 #include <cstring>
 #include <unordered_map>
@@ -13,13 +14,6 @@ namespace devdl::readers {
 
 namespace {
 
-// Opcodes, decorations and enumerants used below (SPIR-V 1.6 specification).
-constexpr uint16_t kOpName = 5, kOpMemoryModel = 14, kOpEntryPoint = 15, kOpFunction = 54,
-                   kOpVariable = 59, kOpDecorate = 71;
-constexpr uint32_t kDecorationSpecId = 1, kDecorationLinkageAttributes = 41;
-constexpr uint32_t kLinkageExport = 0, kLinkageImport = 1, kLinkageLinkOnceODR = 2;
-constexpr uint32_t kExecutionModelKernel = 6;
-constexpr uint32_t kAddressingPhysical32 = 1, kAddressingPhysical64 = 2;
 
 struct Linkage {
   uint32_t id;
@@ -53,22 +47,22 @@ spv_result_t onInstruction(void *user, const spv_parsed_instruction_t *inst) {
   auto &f = *static_cast<SpirvFacts *>(user);
   auto word = [&](uint16_t operand) { return inst->words[inst->operands[operand].offset]; };
   switch (inst->opcode) {
-    case kOpName:
+    case SpvOpName:
       f.names.emplace(word(0), f.literal(inst, 1));
       break;
-    case kOpMemoryModel:
+    case SpvOpMemoryModel:
       f.addressing = word(0);
       break;
-    case kOpEntryPoint:
-      if (word(0) == kExecutionModelKernel) f.kernels.emplace_back(word(1), f.literal(inst, 2));
+    case SpvOpEntryPoint:
+      if (word(0) == SpvExecutionModelKernel) f.kernels.emplace_back(word(1), f.literal(inst, 2));
       break;
-    case kOpVariable:
+    case SpvOpVariable:
       f.variables.insert(inst->result_id);
       break;
-    case kOpDecorate:
-      if (word(1) == kDecorationLinkageAttributes && inst->num_operands >= 4)
+    case SpvOpDecorate:
+      if (word(1) == SpvDecorationLinkageAttributes && inst->num_operands >= 4)
         f.linkages.push_back({word(0), f.literal(inst, 2), word(3)});
-      else if (word(1) == kDecorationSpecId && inst->num_operands >= 3)
+      else if (word(1) == SpvDecorationSpecId && inst->num_operands >= 3)
         f.specIds.emplace_back(word(0), word(2));
       break;
     default:
@@ -122,8 +116,8 @@ llvm::Error readSpirv(DeviceImage &image) {
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + text);
   }
 
-  image.triple = facts.addressing == kAddressingPhysical64   ? "spir64-unknown-unknown"
-                 : facts.addressing == kAddressingPhysical32 ? "spir-unknown-unknown"
+  image.triple = facts.addressing == SpvAddressingModelPhysical64   ? "spir64-unknown-unknown"
+                 : facts.addressing == SpvAddressingModelPhysical32 ? "spir-unknown-unknown"
                                                              : "spirv-unknown-unknown";
   // llvm-spirv emits a kernel as an entry-point wrapper around an exported function of the
   // same name: list that name once, as the kernel.
@@ -133,9 +127,9 @@ llvm::Error readSpirv(DeviceImage &image) {
     image.symbols.push_back({name, SymbolKind::Kernel});
   }
   for (const Linkage &l : facts.linkages) {
-    if (l.type == kLinkageImport) {
+    if (l.type == SpvLinkageTypeImport) {
       if (isImportableName(l.name)) image.symbols.push_back({l.name, SymbolKind::Import});
-    } else if ((l.type == kLinkageExport || l.type == kLinkageLinkOnceODR) && !kernelNames.count(l.name)) {
+    } else if ((l.type == SpvLinkageTypeExport || l.type == SpvLinkageTypeLinkOnceODR) && !kernelNames.count(l.name)) {
       image.symbols.push_back(
           {l.name, facts.variables.count(l.id) ? SymbolKind::Variable : SymbolKind::Function});
     }

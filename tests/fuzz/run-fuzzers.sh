@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for a bounded time. Usage: run-fuzzers.sh FUZZ_BUILD TEST_BUILD [SECONDS]
+# Each target starts from the test images and host libraries of TEST_BUILD (a build with the
+# tests) and from the inputs that once crashed a parser (tests/data/fuzz-regressions). Inputs
+# that fail are left in FUZZ_BUILD/fuzz-artifacts.
+set -euo pipefail
+build=$1 tests=$2 seconds=${3:-30}
+here=$(cd "$(dirname "$0")" && pwd)
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+mkdir -p "$build/fuzz-artifacts"
+export LSAN_OPTIONS="suppressions=$here/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+status=0
+for target in "$build"/tests/fuzz/fuzz_*; do
+  name=$(basename "$target")
+  mkdir -p "$corpus/$name"
+  cp "$tests"/tests/images/* "$tests"/tests/*.so "$here"/../data/fuzz-regressions/* "$corpus/$name/"
+  if "$target" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+       -artifact_prefix="$build/fuzz-artifacts/$name-" "$corpus/$name" > "$corpus/$name.log" 2>&1; then
+    echo "fuzz: $name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$corpus/$name.log" | grep -o '[0-9]*$') inputs in ${seconds}s, no failure"
+  else
+    echo "fuzz: $name FAILED"
+    grep -E "ERROR|SUMMARY|^ +#[0-9]+ " "$corpus/$name.log" | head -n 40
+    status=1
+  fi
+done
+exit $status
