@@ -39,7 +39,7 @@ bool isPtx(Bytes b) {
   while (pos < text.size()) {
     if (std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
     else if (text.substr(pos, 2) == "//") pos = std::min(text.find('\n', pos), text.size());
-    else if (text.substr(pos, 2) == "/*") pos = std::min(text.find("*/", pos) + 2, text.size());
+    else if (text.substr(pos, 2) == "/*") pos = std::min(text.find("*/", pos + 2), text.size() - 2) + 2;
     else return text.substr(pos).starts_with(".version");
   }
   return false;

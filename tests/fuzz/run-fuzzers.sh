@@ -15,7 +15,7 @@ for target in "$build"/tests/fuzz/fuzz_*; do
   name=$(basename "$target")
   mkdir -p "$corpus/$name"
   cp "$tests"/tests/images/* "$tests"/tests/*.so "$here"/../data/fuzz-regressions/* "$corpus/$name/"
-  if "$target" -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+  if "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$build/fuzz-artifacts/$name-" "$corpus/$name" > "$corpus/$name.log" 2>&1; then
     echo "fuzz: $name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$corpus/$name.log" | grep -o '[0-9]*$') inputs in ${seconds}s, no failure"
   else

@@ -1,0 +1,47 @@
+# Rules that build device images from source with the real compilers, shared by the samples
+# and the tests.
+find_program(DEVDL_CLANG15 clang-15 REQUIRED)
+find_program(DEVDL_LLVM_SPIRV llvm-spirv-15 REQUIRED)
+find_program(DEVDL_NVCC nvcc HINTS /usr/local/cuda/bin)
+
+# OpenCL C `source` -> `dir`/NAME.bc (SPIR, LLVM bitcode) and `dir`/NAME.spv (SPIR-V), where
+# NAME is the source's name without extension. Appends both paths to the list `out_var`.
+function(devdl_opencl_images out_var source dir)
+  get_filename_component(name ${source} NAME_WE)
+  add_custom_command(
+    OUTPUT ${dir}/${name}.bc ${dir}/${name}.spv
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${DEVDL_CLANG15} -cl-std=CL2.0 -target spir64 -O1 -emit-llvm -c ${source} -o ${dir}/${name}.bc
+    COMMAND ${DEVDL_LLVM_SPIRV} ${dir}/${name}.bc -o ${dir}/${name}.spv
+    DEPENDS ${source}
+    COMMENT "Compiling ${name}.cl to SPIR and SPIR-V")
+  set(${out_var} ${${out_var}} ${dir}/${name}.bc ${dir}/${name}.spv PARENT_SCOPE)
+endfunction()
+
+# CUDA `source` -> relocatable (-rdc, so imports stay imports) `dir`/NAME.cubin for sm_90 and,
+# with PTX, NAME.ptx and NAME.fatbin (sm_90 cubin + compute_90 PTX). Needs DEVDL_NVCC.
+function(devdl_cuda_images out_var source dir)
+  get_filename_component(name ${source} NAME_WE)
+  set(outputs ${dir}/${name}.cubin ${dir}/${name}.ptx ${dir}/${name}.fatbin)
+  set(nvcc ${DEVDL_NVCC} -rdc=true)
+  add_custom_command(
+    OUTPUT ${outputs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${nvcc} -arch=sm_90 -cubin ${source} -o ${dir}/${name}.cubin
+    COMMAND ${nvcc} -arch=sm_90 -ptx ${source} -o ${dir}/${name}.ptx
+    COMMAND ${nvcc} -fatbin -gencode arch=compute_90,code=[sm_90,compute_90] ${source} -o ${dir}/${name}.fatbin
+    DEPENDS ${source}
+    COMMENT "Compiling ${name}.cu to cubin, PTX and fatbin")
+  set(${out_var} ${${out_var}} ${outputs} PARENT_SCOPE)
+endfunction()
+
+# A relocatable host object carrying `images` as one bundle, made by devdl-pack; extra
+# arguments go to devdl-pack before the images (e.g. --module-id NAME).
+function(devdl_bundle_object object)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "IMAGES;OPTIONS")
+  add_custom_command(
+    OUTPUT ${object}
+    COMMAND devdl-pack --object -o ${object} ${arg_OPTIONS} ${arg_IMAGES}
+    DEPENDS devdl-pack ${arg_IMAGES}
+    COMMENT "Packing device images into ${object}")
+endfunction()

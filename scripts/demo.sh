@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds devdl and its samples and shows the seeds' example: a library's device image exporting
+# LibDeviceFunc, an application kernel importing it, the library packed into a host shared
+# library, and devdl-pack --check resolving the application against it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build/demo
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVDL_BUILD_TESTS=OFF > /dev/null
+cmake --build "$build" -j "$(nproc)"
+
+nm=$build/tools/devdl-nm/devdl-nm
+pack=$build/tools/devdl-pack/devdl-pack
+seed=$build/samples/seed-example
+show() { echo; echo "\$ $*"; "$@"; }
+
+echo; echo "== The library's device image exports LibDeviceFunc; the application's kernel imports it"
+show "$nm" "$seed/lib.spv"
+show "$nm" "$seed/app.spv"
+echo; echo "== The host library libdevicelib.so carries the library's image"
+show "$nm" --properties "$seed/libdevicelib.so"
+echo; echo "== devdl-pack --check resolves the application's imports, like ldd -r"
+show "$pack" --check "$seed/app.spv" "$seed/libdevicelib.so"
+if show "$pack" --check "$seed/app.spv"; then
+  echo "demo: --check should have failed without the library" >&2
+  exit 1
+fi
+echo; echo "demo: done (device_dlopen comes with the runtime)"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds devdl with its tests and runs them.
+#   scripts/test.sh               the tests (build/test)
+#   scripts/test.sh --sanitize    the tests built with AddressSanitizer and UBSan (build/asan)
+#   scripts/test.sh --fuzz [S]    every parser's libFuzzer target for S seconds each (default 30;
+#                                 build/fuzz with clang-14), seeded from build/test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+configure() {  # DIR, then CMake options
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > /dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+case "${1:-}" in
+  "")
+    configure build/test -DDEVDL_BUILD_TESTS=ON
+    ctest --test-dir build/test --output-on-failure -j "$jobs"
+    ;;
+  --sanitize)
+    configure build/asan -DDEVDL_BUILD_TESTS=ON -DDEVDL_BUILD_BENCH=OFF -DDEVDL_BUILD_SAMPLES=OFF -DDEVDL_SANITIZE=ON
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build/asan --output-on-failure -j "$jobs"
+    ;;
+  --fuzz)
+    [ -d build/test/tests/images ] || configure build/test -DDEVDL_BUILD_TESTS=ON
+    configure build/fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DDEVDL_FUZZ=ON \
+      -DDEVDL_BUILD_TESTS=OFF -DDEVDL_BUILD_SAMPLES=OFF
+    tests/fuzz/run-fuzzers.sh build/fuzz build/test "${2:-30}"
+    ;;
+  *) echo "usage: scripts/test.sh [--sanitize | --fuzz [SECONDS]]" >&2; exit 2 ;;
+esac
