@@ -199,10 +199,12 @@ class BitcodeScanner {
 }  // namespace
 
 llvm::Error readBitcode(DeviceImage &image) {
+  // LLVM's magic checks read four bytes without looking at the end.
   const unsigned char *begin = image.bytes.data(), *end = begin + image.bytes.size();
+  if (end - begin < 4) return bad("truncated header");
   if (llvm::isBitcodeWrapper(begin, end) && llvm::SkipBitcodeWrapperHeader(begin, end, /*VerifyBufferSize=*/true))
     return bad("truncated or inconsistent wrapper header");
-  if (!llvm::isRawBitcode(begin, end)) return bad("bad magic");
+  if (end - begin < 4 || !llvm::isRawBitcode(begin, end)) return bad("bad magic");
   BitcodeScanner scanner(llvm::ArrayRef<uint8_t>(begin, end));
   if (llvm::Error err = scanner.scan()) return err;
   image.triple = image.storage->save(scanner.triple());

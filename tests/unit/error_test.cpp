@@ -45,6 +45,22 @@ TEST(ReadErrors, NonDeviceElfIsRefused) {
   EXPECT_EQ(errorText(file), "/proc/self/exe: host ELF file carries no device images (no .llvm.offloading section)");
 }
 
+// Every reader, given a few bytes of nothing, refuses them (the fuzzers call readers directly
+// too, past the format sniffing that would stop such input earlier).
+TEST(ReadErrors, EveryReaderRefusesTinyInput) {
+  for (ImageFormat format : {ImageFormat::SpirV, ImageFormat::SpirBitcode, ImageFormat::Cubin,
+                             ImageFormat::Ptx, ImageFormat::Fatbin}) {
+    for (char fill : {'\0', '\xff'}) {
+      for (size_t size = 1; size < 32; ++size) {
+        const std::string bytes(size, fill);
+        auto image = readRawImage(asBytes(bytes), format, std::make_shared<Storage>());
+        EXPECT_FALSE(!!image) << formatName(format) << " " << size;
+        llvm::consumeError(image.takeError());
+      }
+    }
+  }
+}
+
 // Inputs that once made a parser read out of bounds or crash (found by the fuzzers; the ASan
 // build catches a relapse): each is read or refused naming the file.
 TEST(ReadErrors, FuzzRegressions) {
