@@ -260,6 +260,7 @@ llvm::Error derive(DeviceImage &image) {
 }  // namespace readers
 
 llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format, std::shared_ptr<Storage> storage) {
+  if (!storage) storage = std::make_shared<Storage>();
   DeviceImage image;
   image.format = format;
   image.bytes = bytes;
@@ -270,6 +271,7 @@ llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format, std::s
 }
 
 llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shared_ptr<Storage> storage) {
+  if (!storage) storage = std::make_shared<Storage>();  // one for all the images
   auto entries = bundle::readBundle(bytes);
   if (!entries) return entries.takeError();
   std::vector<DeviceImage> images;
@@ -319,7 +321,7 @@ std::string packImages(const std::vector<DeviceImage> &images) {
 
 llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::shared_ptr<Storage> storage) {
   ImageFile file{std::move(name), {}};
-  if (!storage) storage = std::make_shared<Storage>();  // for what reading makes; bytes stay the caller's
+  if (!storage) storage = std::make_shared<Storage>();  // one for all the images
   auto result = [&]() -> llvm::Expected<std::vector<DeviceImage>> {
     if (bytes.empty()) return fail(ErrorCode::BadFormat, "empty file");
     if (bundle::isBundle(bytes)) return readBundleImages(bytes, storage);

@@ -27,7 +27,9 @@ ImageFormat sniffFormat(Bytes bytes);
 /// an ELF file that is neither a device object nor carries a bundle (BadFormat).
 llvm::Expected<ImageFile> readImageFile(const std::string &path);
 
-/// Same for bytes in memory; `storage` owns them, or (null) they outlive every image returned.
+/// Same for bytes in memory. `storage` owns them, or they outlive every image returned; in
+/// both cases what reading makes (decompressed members, unescaped strings) goes into `storage`,
+/// or into a new one where it is null. The same holds for the functions below.
 llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name,
                                           std::shared_ptr<Storage> storage);
 
