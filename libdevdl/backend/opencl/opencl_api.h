@@ -1,0 +1,36 @@
+// The OpenCL entry points devdl uses, taken from the ICD loader (libOpenCL.so.1) at run time:
+// one build of devdl runs where there is no OpenCL and says so instead of failing to load.
+#pragma once
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+
+#include <llvm/Support/Error.h>
+
+#include <string>
+
+namespace devdl::backend::opencl {
+
+#define DEVDL_OPENCL_FUNCTIONS(X)                                                             \
+  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo)               \
+  X(clCreateContext) X(clRetainContext) X(clReleaseContext) X(clGetContextInfo)               \
+  X(clCreateCommandQueueWithProperties) X(clReleaseCommandQueue) X(clFinish)                  \
+  X(clCreateProgramWithBinary) X(clCreateProgramWithIL) X(clBuildProgram) X(clCompileProgram) \
+  X(clLinkProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram)           \
+  X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel)            \
+  X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueReadBuffer)
+
+struct Api {
+#define DEVDL_DECLARE(name) decltype(&::name) name = nullptr;
+  DEVDL_OPENCL_FUNCTIONS(DEVDL_DECLARE)
+#undef DEVDL_DECLARE
+};
+
+/// The ICD loader's entry points, loaded on first use and kept for the life of the process.
+/// Fails with NotFound where libOpenCL.so.1 is missing or lacks an entry point.
+llvm::Expected<const Api &> api();
+
+/// "CL_BUILD_PROGRAM_FAILURE (-11)".
+std::string errorName(cl_int code);
+
+}  // namespace devdl::backend::opencl

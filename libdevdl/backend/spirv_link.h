@@ -1,0 +1,31 @@
+// The software link strategy for devices that take SPIR but not SPIR-V linking (PoCL 3): link
+// the plan's SPIR-V images into one module with SPIRV-Tools' linker, then translate it to SPIR
+// 1.2 bitcode with the SPIRV-LLVM-Translator for clBuildProgram("-x spir").
+#pragma once
+
+#include "image/device_image.h"
+
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace devdl::backend {
+
+/// Links SPIR-V images, in plan order, into one executable module. Inputs of different SPIR-V
+/// versions are raised to the highest (what newer SPIRV-Tools' --use-highest-version does).
+/// `labels` names each image in errors ("app.spv: image 0 (spirv)"), parallel to `images`.
+llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
+                                                std::span<const std::string> labels);
+
+/// A specialization constant: SpecId and value.
+using SpecConstant = std::pair<uint32_t, uint64_t>;
+
+/// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it.
+llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
+                                        std::span<const SpecConstant> specConstants = {});
+
+}  // namespace devdl::backend

@@ -1,0 +1,111 @@
+// The software link strategy end to end on a real OpenCL device (PoCL's CPU device here): the
+// seeds' example linked with SPIRV-Tools, translated to SPIR, built, and run.
+#include "backend/opencl/opencl_device.h"
+#include "backend/spirv_link.h"
+#include "image/read_image.h"
+#include "test_support.h"
+
+#include <cstring>
+
+namespace devdl::test {
+namespace {
+
+using backend::opencl::Device;
+
+class OpenClSoftwareLink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto device = Device::openDefault();
+    if (!device) GTEST_SKIP() << "no OpenCL device to run on: " << llvm::toString(device.takeError());
+    device_ = std::move(*device);
+    if (!device_->capabilities().spir)
+      GTEST_SKIP() << "OpenCL device " << device_->name() << " takes no SPIR (cl_khr_spir)";
+  }
+
+  DeviceImage read(const std::string &name) {
+    auto file = readImageFile(image(name));
+    EXPECT_TRUE(!!file) << errorText(file);
+    if (!file) return {};
+    files_.push_back(std::move(*file));
+    return files_.back().images[0];
+  }
+
+  // Runs `kernel(global int *out)` over n work-items and returns out.
+  std::vector<int> run(const backend::opencl::Program &program, const char *kernelName, size_t n) {
+    const auto &cl = device_->api();
+    auto kernel = program.createKernel(kernelName);
+    EXPECT_TRUE(!!kernel) << errorText(kernel);
+    if (!kernel) return {};
+    cl_int err = CL_SUCCESS;
+    cl_command_queue queue = cl.clCreateCommandQueueWithProperties(device_->context(), device_->id(), nullptr, &err);
+    EXPECT_EQ(err, CL_SUCCESS);
+    cl_mem out = cl.clCreateBuffer(device_->context(), CL_MEM_WRITE_ONLY, n * sizeof(int), nullptr, &err);
+    EXPECT_EQ(err, CL_SUCCESS);
+    EXPECT_EQ(cl.clSetKernelArg(*kernel, 0, sizeof out, &out), CL_SUCCESS);
+    EXPECT_EQ(cl.clEnqueueNDRangeKernel(queue, *kernel, 1, nullptr, &n, nullptr, 0, nullptr, nullptr), CL_SUCCESS);
+    std::vector<int> result(n, -1);
+    EXPECT_EQ(cl.clEnqueueReadBuffer(queue, out, CL_TRUE, 0, n * sizeof(int), result.data(), 0, nullptr, nullptr),
+              CL_SUCCESS);
+    cl.clReleaseMemObject(out);
+    cl.clReleaseKernel(*kernel);
+    cl.clReleaseCommandQueue(queue);
+    return result;
+  }
+
+  std::unique_ptr<Device> device_;
+  std::vector<ImageFile> files_;
+};
+
+TEST_F(OpenClSoftwareLink, SeedExampleRunsOnTheDevice) {
+  DeviceImage app = read("app.spv"), lib = read("lib.spv");
+  const DeviceImage *plan[] = {&app, &lib};
+  const std::string labels[] = {"app.spv: image 0 (spirv)", "lib.spv: image 0 (spirv)"};
+  auto linked = backend::linkSpirv(plan, labels);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  auto spir = backend::spirvToSpir(*linked);
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  auto program = device_->buildSpir(*spir);
+  ASSERT_TRUE(!!program) << errorText(program);
+
+  const std::vector<int> out = run(*program, "AppKernel", 16);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], 2 * i) << "work-item " << i;
+}
+
+TEST_F(OpenClSoftwareLink, MissingLibraryNamesTheSymbol) {
+  DeviceImage app = read("app.spv");
+  const DeviceImage *plan[] = {&app};
+  const std::string labels[] = {"app.spv: image 0 (spirv)"};
+  auto linked = backend::linkSpirv(plan, labels);
+  ASSERT_FALSE(!!linked);
+  const std::string message = errorText(linked);
+  EXPECT_NE(message.find("LibDeviceFunc"), std::string::npos) << message;
+  EXPECT_NE(message.find("app.spv: image 0 (spirv)"), std::string::npos) << message;
+}
+
+TEST_F(OpenClSoftwareLink, BadBinaryIsRefused) {
+  auto program = device_->buildSpir("this is not bitcode");
+  ASSERT_FALSE(!!program);
+  const std::string message = errorText(program);
+  EXPECT_NE(message.find("failed: CL_"), std::string::npos) << message;
+}
+
+// The application alone, translated without its library: the device compiler's own link fails,
+// and its log is in the error.
+TEST_F(OpenClSoftwareLink, UnresolvedCallFailsTheBuildWithItsLog) {
+  DeviceImage app = read("app.spv");
+  std::vector<uint32_t> words(app.bytes.size() / 4);
+  std::memcpy(words.data(), app.bytes.data(), app.bytes.size());
+  auto spir = backend::spirvToSpir(words);
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  auto program = device_->buildSpir(*spir);
+  ASSERT_FALSE(!!program);
+  const std::string message = errorText(program);
+  RecordProperty("message", message);
+  EXPECT_NE(message.find("clBuildProgram on " + device_->name() + " failed: CL_BUILD_PROGRAM_FAILURE"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("LibDeviceFunc"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace devdl::test
