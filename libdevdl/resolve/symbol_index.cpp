@@ -5,21 +5,21 @@ namespace devdl {
 void SymbolIndex::add(const DeviceImage &image, uint32_t position) {
   const LinkFamily family = linkFamily(image.format);
   for (const Symbol &s : image.symbols)
-    if (s.kind != SymbolKind::Import) map_[s.name].push_back({position, s.kind, family});
+    if (s.kind != SymbolKind::Import) map_[llvm::StringRef(s.name.data(), s.name.size())].push_back({position, s.kind, family});
 }
 
 const Definition *SymbolIndex::find(std::string_view name, LinkFamily family) const {
-  auto it = map_.find(name);
+  auto it = map_.find(llvm::StringRef(name.data(), name.size()));
   if (it == map_.end()) return nullptr;
-  for (const Definition &d : it->second)
+  for (const Definition &d : it->getValue())
     if (d.family == family) return &d;
   return nullptr;
 }
 
 std::span<const Definition> SymbolIndex::definitions(std::string_view name) const {
-  auto it = map_.find(name);
+  auto it = map_.find(llvm::StringRef(name.data(), name.size()));
   if (it == map_.end()) return {};
-  return {it->second.data(), it->second.size()};
+  return {it->getValue().data(), it->getValue().size()};
 }
 
 LinkCheck checkLinks(std::span<const DeviceImage *const> images) {
