@@ -2,6 +2,7 @@
 // seeds' example linked with SPIRV-Tools, translated to SPIR, built, and run.
 #include "backend/opencl/opencl_device.h"
 #include "backend/spirv_link.h"
+#include "e2e/opencl_run.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -30,26 +31,13 @@ class OpenClSoftwareLink : public ::testing::Test {
     return files_.back().images[0];
   }
 
-  // Runs `kernel(global int *out)` over n work-items and returns out.
   std::vector<int> run(const backend::opencl::Program &program, const char *kernelName, size_t n) {
-    const auto &cl = device_->api();
     auto kernel = program.createKernel(kernelName);
     EXPECT_TRUE(!!kernel) << errorText(kernel);
     if (!kernel) return {};
-    cl_int err = CL_SUCCESS;
-    cl_command_queue queue = cl.clCreateCommandQueueWithProperties(device_->context(), device_->id(), nullptr, &err);
-    EXPECT_EQ(err, CL_SUCCESS);
-    cl_mem out = cl.clCreateBuffer(device_->context(), CL_MEM_WRITE_ONLY, n * sizeof(int), nullptr, &err);
-    EXPECT_EQ(err, CL_SUCCESS);
-    EXPECT_EQ(cl.clSetKernelArg(*kernel, 0, sizeof out, &out), CL_SUCCESS);
-    EXPECT_EQ(cl.clEnqueueNDRangeKernel(queue, *kernel, 1, nullptr, &n, nullptr, 0, nullptr, nullptr), CL_SUCCESS);
-    std::vector<int> result(n, -1);
-    EXPECT_EQ(cl.clEnqueueReadBuffer(queue, out, CL_TRUE, 0, n * sizeof(int), result.data(), 0, nullptr, nullptr),
-              CL_SUCCESS);
-    cl.clReleaseMemObject(out);
-    cl.clReleaseKernel(*kernel);
-    cl.clReleaseCommandQueue(queue);
-    return result;
+    std::vector<int> out = runIntKernel(device_->context(), device_->id(), *kernel, n);
+    device_->api().clReleaseKernel(*kernel);
+    return out;
   }
 
   std::unique_ptr<Device> device_;

@@ -30,6 +30,7 @@ class Program {
     if (program_) api_->clReleaseProgram(program_);
   }
   cl_program get() const { return program_; }
+  const Api &api() const { return *api_; }
 
   /// A new kernel object (the caller releases it), or an error naming the kernel.
   llvm::Expected<cl_kernel> createKernel(std::string_view name) const;
@@ -46,6 +47,7 @@ class Device {
   ~Device();
 
   const Api &api() const { return api_; }
+  cl_platform_id platform() const { return platform_; }
   cl_device_id id() const { return device_; }
   cl_context context() const { return context_; }
   const std::string &name() const { return name_; }

@@ -1,0 +1,316 @@
+#include "loader/loader.h"
+
+#include "backend/spirv_link.h"
+#include "bundle/host_elf.h"
+#include "support/error.h"
+
+#include "devdl.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <dlfcn.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+namespace devdl {
+
+namespace {
+
+// What devdl-pack names the symbol at a bundle by default (tools/devdl-pack).
+std::string bundleSymbol(Bytes bundle) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(bundle.data(), bundle.size())));
+  return std::string(bundle::kBundleSymbolPrefix) + hash;
+}
+
+// A name without a slash is looked up in DEVDL_LIBRARY_PATH, then taken as it is. Like
+// LD_LIBRARY_PATH, the variable is ignored in secure-execution (setuid) processes.
+std::string findFile(const char *path) {
+  if (std::strchr(path, '/')) return path;
+  const char *list = getauxval(AT_SECURE) ? nullptr : std::getenv("DEVDL_LIBRARY_PATH");
+  for (llvm::StringRef rest = list ? list : ""; !rest.empty();) {
+    auto [dir, tail] = rest.split(':');
+    rest = tail;
+    if (dir.empty()) continue;
+    std::string candidate = dir.str() + "/" + path;
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return path;
+}
+
+}  // namespace
+
+LinkedProgram::~LinkedProgram() {
+  for (auto &[name, kernel] : kernels) program.api().clReleaseKernel(kernel);
+}
+
+Loader &Loader::instance() {
+  static Loader *loader = new Loader;  // never destroyed: handles may be used until exit
+  return *loader;
+}
+
+uint32_t Loader::addImage(DeviceImage image, std::string label, Handle *owner) {
+  images_.push_back(std::make_unique<LoadedImage>(LoadedImage{std::move(image), std::move(label), owner, false}));
+  return static_cast<uint32_t>(images_.size() - 1);
+}
+
+void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
+  for (uint32_t id : ids) {
+    if (images_[id]->global) continue;
+    images_[id]->global = true;
+    globalOrder_.push_back(id);
+    global_.add(images_[id]->image, id);
+  }
+}
+
+void Loader::rebuildGlobalIndex() {
+  global_ = SymbolIndex();
+  for (uint32_t id : globalOrder_) global_.add(images_[id]->image, id);
+}
+
+void Loader::dropImages(const std::vector<uint32_t> &ids) {
+  const std::set<uint32_t> dropped(ids.begin(), ids.end());
+  llvm::erase_if(programs_, [&](const std::unique_ptr<LinkedProgram> &p) {
+    return llvm::any_of(p->images, [&](uint32_t id) { return dropped.count(id); });
+  });
+  const size_t before = globalOrder_.size();
+  llvm::erase_if(globalOrder_, [&](uint32_t id) { return dropped.count(id); });
+  if (globalOrder_.size() != before) rebuildGlobalIndex();
+  for (uint32_t id : ids) images_[id].reset();
+}
+
+llvm::Error Loader::scanProcess() {
+  std::set<const uint8_t *> present;
+  for (const bundle::LoadedBundle &loaded : bundle::findLoadedBundles()) {
+    present.insert(loaded.bytes.data());
+    auto [it, isNew] = processBundles_.try_emplace(loaded.bytes.data());
+    ProcessBundle &pb = it->second;
+    if (isNew) {
+      pb.symbol = bundleSymbol(loaded.bytes);
+      pb.main = loaded.object.empty();
+      const std::string file = loaded.object.empty() ? "(main program)" : loaded.object;
+      auto images = readBundleImages(loaded.bytes, nullptr);
+      if (!images) {
+        // A broken bundle in some loaded object must not stop the others from loading.
+        llvm::consumeError(images.takeError());
+        continue;
+      }
+      for (size_t i = 0; i < images->size(); ++i) {
+        std::string label = file + ": " + (*images)[i].label(i);
+        pb.images.push_back(addImage(std::move((*images)[i]), std::move(label), nullptr));
+      }
+    }
+    // An object opened RTLD_LOCAL joins the global scope when the host promotes it.
+    if (!pb.global && (pb.main || dlsym(RTLD_DEFAULT, pb.symbol.c_str()))) {
+      pb.global = true;
+      joinGlobalScope(pb.images);
+    }
+  }
+  // Objects the host has unloaded: their bundles are gone from memory.
+  for (auto it = processBundles_.begin(); it != processBundles_.end();) {
+    if (present.count(it->first)) {
+      ++it;
+      continue;
+    }
+    dropImages(it->second.images);
+    it = processBundles_.erase(it);
+  }
+  return llvm::Error::success();
+}
+
+std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer) const {
+  const LoadedImage &image = *images_[importer];
+  const LinkFamily family = linkFamily(image.image.format);
+  auto inGlobal = [&]() -> std::optional<uint32_t> {
+    if (const Definition *d = global_.find(symbol, family)) return d->image;
+    return std::nullopt;
+  };
+  auto inLocal = [&]() -> std::optional<uint32_t> {
+    if (image.owner)
+      if (const Definition *d = image.owner->local.find(symbol, family)) return d->image;
+    return std::nullopt;
+  };
+  if (image.owner && image.owner->deepbind) {
+    if (auto local = inLocal()) return local;
+    return inGlobal();
+  }
+  if (auto global = inGlobal()) return global;
+  return inLocal();
+}
+
+llvm::Expected<backend::opencl::Device *> Loader::device() {
+  if (!device_) {
+    auto opened = backend::opencl::Device::openDefault();
+    if (!opened) return opened.takeError();
+    device_ = std::move(*opened);
+  }
+  return device_.get();
+}
+
+llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
+  std::vector<const DeviceImage *> pointers(images_.size(), nullptr);
+  for (size_t id = 0; id < images_.size(); ++id)
+    if (images_[id]) pointers[id] = &images_[id]->image;
+  const uint32_t roots[] = {root};
+  LinkPlan plan = computeLinkPlan(roots, pointers, [&](std::string_view symbol, uint32_t importer) {
+    return resolve(symbol, importer);
+  });
+  if (!plan.unresolved.empty()) {
+    std::string message;
+    for (const auto &u : plan.unresolved)
+      message += (message.empty() ? "" : "\n") + images_[u.importer]->label + ": undefined device symbol `" +
+                 std::string(u.symbol) + "`";
+    return fail(ErrorCode::Unresolved, message);
+  }
+  std::vector<uint32_t> key = plan.images;
+  std::sort(key.begin(), key.end());
+  for (const auto &program : programs_)
+    if (program->images == key) return program.get();
+
+  auto dev = device();
+  if (!dev) return dev.takeError();
+  std::vector<const DeviceImage *> inputs;
+  std::vector<std::string> labels;
+  for (uint32_t id : plan.images) {
+    const LoadedImage &image = *images_[id];
+    if (image.image.format != ImageFormat::SpirV)
+      return fail(ErrorCode::Unsupported, image.label + ": " + std::string(formatName(image.image.format)) +
+                                              " images cannot be linked on OpenCL device " + (*dev)->name());
+    inputs.push_back(&image.image);
+    labels.push_back(image.label);
+  }
+  auto linked = backend::linkSpirv(inputs, labels);
+  if (!linked) return linked.takeError();
+  auto spir = backend::spirvToSpir(*linked);
+  if (!spir) return spir.takeError();
+  auto built = (*dev)->buildSpir(*spir);
+  if (!built) return built.takeError();
+  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(*built), {}}));
+  return programs_.back().get();
+}
+
+llvm::Expected<void *> Loader::open(const char *path, int flags) {
+  std::lock_guard lock(mutex_);
+  if (llvm::Error err = scanProcess()) return err;
+  if (!path) return globalHandle();
+  if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
+    return fail(ErrorCode::InvalidArgument, "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");
+
+  const std::string file = findFile(path);
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0) return inFile(fail(ErrorCode::NotFound, std::strerror(errno)), file);
+  for (const auto &h : handles_) {
+    if (h->device != st.st_dev || h->inode != st.st_ino) continue;
+    ++h->references;
+    h->nodelete |= (flags & DEVDL_NODELETE) != 0;
+    if ((flags & DEVDL_GLOBAL) && !h->global) {
+      h->global = true;
+      joinGlobalScope(h->images);
+    }
+    return h.get();
+  }
+  if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, file + ": not loaded (DEVDL_NOLOAD)");
+
+  auto read = readImageFile(file);
+  if (!read) return read.takeError();
+  auto handle = std::make_unique<Handle>();
+  handle->path = file;
+  handle->device = st.st_dev;
+  handle->inode = st.st_ino;
+  handle->references = 1;
+  handle->nodelete = (flags & DEVDL_NODELETE) != 0;
+  handle->deepbind = (flags & DEVDL_DEEPBIND) != 0;
+  for (size_t i = 0; i < read->images.size(); ++i) {
+    std::string label = file + ": " + read->images[i].label(i);
+    const uint32_t id = addImage(std::move(read->images[i]), std::move(label), handle.get());
+    handle->images.push_back(id);
+    handle->local.add(images_[id]->image, id);
+  }
+  if (flags & DEVDL_GLOBAL) {
+    handle->global = true;
+    joinGlobalScope(handle->images);
+  }
+  if (flags & DEVDL_NOW) {
+    // Every import must resolve now; kernels are linked now. On failure the loader is left
+    // as it was before this call.
+    for (uint32_t id : handle->images) {
+      const bool hasKernel = llvm::any_of(images_[id]->image.symbols,
+                                          [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
+      if (!hasKernel) continue;
+      auto program = programFor(id);
+      if (!program) {
+        dropImages(handle->images);
+        return program.takeError();
+      }
+    }
+  }
+  handles_.push_back(std::move(handle));
+  return handles_.back().get();
+}
+
+llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
+  std::lock_guard lock(mutex_);
+  if (llvm::Error err = scanProcess()) return err;
+  const Definition *definition = nullptr;
+  std::string scope;
+  if (handlePtr == globalHandle()) {
+    for (const Definition &d : global_.definitions(name))
+      if (d.family == LinkFamily::Spirv) {
+        definition = &d;
+        break;
+      }
+    scope = "the global scope";
+  } else {
+    auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
+    if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlsym: invalid handle");
+    auto defs = (*it)->local.definitions(name);
+    if (!defs.empty()) definition = &defs.front();
+    scope = (*it)->path;
+  }
+  if (!definition)
+    return fail(ErrorCode::NotFound, scope + ": undefined device symbol `" + std::string(name) + "`");
+  if (definition->kind != SymbolKind::Kernel)
+    return fail(ErrorCode::Unsupported,
+                images_[definition->image]->label + ": `" + std::string(name) + "` is a device " +
+                    (definition->kind == SymbolKind::Variable ? "variable" : "function") +
+                    ": the OpenCL backend has no device addresses for it");
+  auto program = programFor(definition->image);
+  if (!program) return program.takeError();
+  auto &kernels = (*program)->kernels;
+  if (auto it = kernels.find(name); it != kernels.end()) return it->second;
+  auto kernel = (*program)->program.createKernel(name);
+  if (!kernel) return inImage(kernel.takeError(), images_[definition->image]->label);
+  kernels.emplace(std::string(name), *kernel);
+  return *kernel;
+}
+
+llvm::Error Loader::close(void *handlePtr) {
+  std::lock_guard lock(mutex_);
+  if (handlePtr == globalHandle()) return llvm::Error::success();
+  auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
+  if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlclose: invalid handle");
+  Handle &handle = **it;
+  if (--handle.references > 0 || handle.nodelete) return llvm::Error::success();
+  dropImages(handle.images);
+  handles_.erase(it);
+  return llvm::Error::success();
+}
+
+llvm::Error Loader::native(devdl_native &out) {
+  std::lock_guard lock(mutex_);
+  auto dev = device();
+  if (!dev) return dev.takeError();
+  out.backend = DEVDL_BACKEND_OPENCL;
+  out.platform = (*dev)->platform();
+  out.device = (*dev)->id();
+  out.context = (*dev)->context();
+  return llvm::Error::success();
+}
+
+}  // namespace devdl

@@ -1,0 +1,98 @@
+// The loader: handles, reference counts and flags, the global scope in the host loader's order,
+// resolution of imports over the scopes, and programs built through the backend.
+//
+// Global scope, in search order: the device images carried by the objects of the running
+// process that are in the host's global scope (link-map order: executable, LD_PRELOAD, libraries
+// in load order, later RTLD_GLOBAL objects), then the images of handles opened DEVDL_GLOBAL, in
+// the order they joined. A handle's local scope is its own images.
+#pragma once
+
+#include "backend/opencl/opencl_device.h"
+#include "image/read_image.h"
+#include "resolve/link_plan.h"
+#include "resolve/symbol_index.h"
+
+#include <llvm/Support/Error.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+struct devdl_native;
+
+namespace devdl {
+
+class Handle;
+
+/// One image known to the loader, with where it came from.
+struct LoadedImage {
+  DeviceImage image;
+  std::string label;      // "app.spv: image 0 (spirv)"
+  Handle *owner;          // the handle it was opened with; null for the process's own images
+  bool global;            // in the global scope
+};
+
+/// A program built from one link plan, and the kernels handed out from it.
+struct LinkedProgram {
+  std::vector<uint32_t> images;  // sorted ids: the cache key
+  backend::opencl::Program program;
+  std::map<std::string, cl_kernel, std::less<>> kernels;
+  ~LinkedProgram();
+};
+
+class Handle {
+ public:
+  std::string path;
+  dev_t device = 0;
+  ino_t inode = 0;
+  unsigned references = 0;
+  bool global = false;
+  bool nodelete = false;
+  bool deepbind = false;
+  std::vector<uint32_t> images;  // ids, in file order
+  SymbolIndex local;
+};
+
+class Loader {
+ public:
+  static Loader &instance();
+
+  llvm::Expected<void *> open(const char *path, int flags);
+  llvm::Expected<void *> symbol(void *handle, std::string_view name);
+  llvm::Error close(void *handle);
+  llvm::Error native(devdl_native &out);
+
+ private:
+  // All private members are called with mutex_ held.
+  Handle *globalHandle() { return reinterpret_cast<Handle *>(&globalScopeTag_); }
+  llvm::Error scanProcess();
+  void rebuildGlobalIndex();
+  uint32_t addImage(DeviceImage image, std::string label, Handle *owner);
+  std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer) const;
+  llvm::Expected<LinkedProgram *> programFor(uint32_t root);
+  llvm::Expected<backend::opencl::Device *> device();
+  void joinGlobalScope(const std::vector<uint32_t> &ids);
+  void dropImages(const std::vector<uint32_t> &ids);
+
+  std::mutex mutex_;
+  char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
+  std::vector<std::unique_ptr<LoadedImage>> images_;  // by id; null once unloaded
+  std::vector<uint32_t> globalOrder_;                // ids in global search order
+  SymbolIndex global_;
+  std::vector<std::unique_ptr<Handle>> handles_;
+  // A loaded host object's bundle, by its address in memory.
+  struct ProcessBundle {
+    std::string symbol;  // devdl-pack's symbol for it: found by dlsym(RTLD_DEFAULT) when global
+    bool main = false;   // the executable: global whatever its dynamic symbol table says
+    bool global = false;
+    std::vector<uint32_t> images;
+  };
+  std::map<const uint8_t *, ProcessBundle> processBundles_;
+  std::unique_ptr<backend::opencl::Device> device_;
+  std::vector<std::unique_ptr<LinkedProgram>> programs_;
+};
+
+}  // namespace devdl

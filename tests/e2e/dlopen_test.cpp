@@ -1,0 +1,148 @@
+// device_dlopen / dlsym / dlclose / dlerror through the shared library's C API, end to end on
+// the default OpenCL device (PoCL here). Each test runs in its own process (ctest), so the
+// global scope starts empty, but for the host libraries this program loads.
+#include "devdl.h"
+#include "e2e/opencl_run.h"
+#include "test_support.h"
+
+#include <dlfcn.h>
+
+#include <thread>
+
+namespace devdl::test {
+namespace {
+
+class DeviceDlopen : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    devdl_native native{};
+    native.size = sizeof native;
+    if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
+    context_ = static_cast<cl_context>(native.context);
+    device_ = static_cast<cl_device_id>(native.device);
+  }
+
+  std::vector<int> run(void *kernel, size_t n) {
+    return runIntKernel(context_, device_, static_cast<cl_kernel>(kernel), n);
+  }
+
+  static std::string error() {
+    const char *e = device_dlerror();
+    return e ? e : "";
+  }
+
+  cl_context context_ = nullptr;
+  cl_device_id device_ = nullptr;
+};
+
+TEST_F(DeviceDlopen, SeedExampleLinksAcrossHandlesAndRuns) {
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(device_dlsym(app, "AppKernel"), kernel) << "the same kernel object for the same name";
+  const std::vector<int> out = run(kernel, 8);
+  EXPECT_EQ(out, (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
+  EXPECT_EQ(device_dlclose(app), 0) << error();
+  EXPECT_EQ(device_dlclose(lib), 0) << error();
+}
+
+TEST_F(DeviceDlopen, NowFailsNamingSymbolImageAndFile) {
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_EQ(error(), image("app.spv") + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`");
+  EXPECT_EQ(device_dlerror(), nullptr) << "cleared on read";
+  // The failed open left nothing behind: NOLOAD does not find it.
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW | DEVDL_NOLOAD), nullptr);
+}
+
+TEST_F(DeviceDlopen, LazyFailsAtTheFirstSymbolThatNeedsTheLink) {
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_LAZY);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(device_dlsym(app, "AppKernel"), nullptr);
+  EXPECT_NE(error().find("undefined device symbol `LibDeviceFunc`"), std::string::npos);
+  // Once the library is in the global scope, the same handle links.
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{0, 2, 4, 6}));
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
+TEST_F(DeviceDlopen, LocalLibraryIsNotInTheGlobalScopeUntilPromoted) {
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_LOCAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_NE(error().find("LibDeviceFunc"), std::string::npos);
+  EXPECT_EQ(device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL), lib) << "promoted, same handle";
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  device_dlclose(app);
+  device_dlclose(lib);
+  device_dlclose(lib);
+}
+
+TEST_F(DeviceDlopen, ReferenceCountsNoloadAndClose) {
+  const std::string path = image("lib.spv");
+  EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), nullptr);
+  EXPECT_NE(error().find("not loaded"), std::string::npos);
+  void *first = device_dlopen(path.c_str(), DEVDL_LAZY);
+  ASSERT_NE(first, nullptr) << error();
+  EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY), first);
+  EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), first);
+  EXPECT_EQ(device_dlclose(first), 0);
+  EXPECT_EQ(device_dlclose(first), 0);
+  EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), first) << "one reference left";
+  EXPECT_EQ(device_dlclose(first), 0);
+  EXPECT_EQ(device_dlclose(first), 0);
+  EXPECT_NE(device_dlclose(first), 0) << "closed at zero: no longer a handle";
+  EXPECT_EQ(error(), "device_dlclose: invalid handle");
+  EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), nullptr);
+}
+
+TEST_F(DeviceDlopen, ErrorsAreClearAndPerThread) {
+  EXPECT_EQ(device_dlopen("/nonexistent/lib.spv", DEVDL_NOW), nullptr);
+  std::string other = "unset";
+  std::thread([&] {
+    const char *e = device_dlerror();
+    other = e ? e : "";
+  }).join();
+  EXPECT_EQ(other, "") << "another thread sees no error";
+  EXPECT_EQ(error(), "/nonexistent/lib.spv: No such file or directory");
+
+  EXPECT_EQ(device_dlopen(image("lib.spv").c_str(), 0), nullptr);
+  EXPECT_EQ(error(), "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY);
+  EXPECT_EQ(device_dlsym(lib, "NoSuchSymbol"), nullptr);
+  EXPECT_EQ(error(), image("lib.spv") + ": undefined device symbol `NoSuchSymbol`");
+  EXPECT_EQ(device_dlsym(lib, "LibCounter"), nullptr);
+  EXPECT_NE(error().find("`LibCounter` is a device variable"), std::string::npos);
+  device_dlclose(lib);
+}
+
+TEST_F(DeviceDlopen, HostLibraryLoadedLocalIsInvisibleUntilPromotedGlobal) {
+  // devdl_test_linked carries lib.spv (packed by devdl-pack --object).
+  void *host = dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_NE(error().find("LibDeviceFunc"), std::string::npos);
+
+  ASSERT_EQ(dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL), host);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 3), (std::vector<int>{0, 2, 4}));
+  // The global scope itself finds the kernel too.
+  void *global = device_dlopen(nullptr, DEVDL_LAZY);
+  EXPECT_EQ(device_dlsym(global, "AppKernel"), nullptr) << "app.spv was opened LOCAL";
+  device_dlclose(app);
+  dlclose(host);
+  dlclose(host);
+}
+
+}  // namespace
+}  // namespace devdl::test

@@ -1,0 +1,36 @@
+// Running a `kernel(global int *out)` on an OpenCL device and reading `out` back, for the
+// end-to-end tests.
+#pragma once
+
+#include "backend/opencl/opencl_api.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace devdl::test {
+
+inline std::vector<int> runIntKernel(cl_context context, cl_device_id device, cl_kernel kernel, size_t n) {
+  auto api = backend::opencl::api();
+  EXPECT_TRUE(!!api);
+  if (!api) {
+    llvm::consumeError(api.takeError());
+    return {};
+  }
+  const backend::opencl::Api &cl = *api;
+  cl_int err = CL_SUCCESS;
+  cl_command_queue queue = cl.clCreateCommandQueueWithProperties(context, device, nullptr, &err);
+  EXPECT_EQ(err, CL_SUCCESS);
+  cl_mem out = cl.clCreateBuffer(context, CL_MEM_WRITE_ONLY, n * sizeof(int), nullptr, &err);
+  EXPECT_EQ(err, CL_SUCCESS);
+  EXPECT_EQ(cl.clSetKernelArg(kernel, 0, sizeof out, &out), CL_SUCCESS);
+  EXPECT_EQ(cl.clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &n, nullptr, 0, nullptr, nullptr), CL_SUCCESS);
+  std::vector<int> result(n, -1);
+  EXPECT_EQ(cl.clEnqueueReadBuffer(queue, out, CL_TRUE, 0, n * sizeof(int), result.data(), 0, nullptr, nullptr),
+            CL_SUCCESS);
+  cl.clReleaseMemObject(out);
+  cl.clReleaseCommandQueue(queue);
+  return result;
+}
+
+}  // namespace devdl::test
