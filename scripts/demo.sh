@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds devdl and its samples and shows the seeds' example: a library's device image exporting
 # LibDeviceFunc, an application kernel importing it, the library packed into a host shared
-# library, and devdl-pack --check resolving the application against it.
+# library, devdl-pack --check resolving the application against it, and the application
+# running through device_dlopen on the default OpenCL device (PoCL's CPU device here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/demo
@@ -24,4 +25,7 @@ if show "$pack" --check "$seed/app.spv"; then
   echo "demo: --check should have failed without the library" >&2
   exit 1
 fi
-echo; echo "demo: done (device_dlopen comes with the runtime)"
+echo; echo "== device_dlopen: the application opens the library's image and its own, links, runs"
+show "$seed/seed-dlopen" "$seed"
+echo; echo "== The application linked with libdevicelib.so opens only its own image"
+show "$seed/seed-linked" "$seed"
