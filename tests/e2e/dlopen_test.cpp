@@ -7,7 +7,9 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <thread>
+#include <tuple>
 
 namespace devdl::test {
 namespace {
@@ -142,6 +144,104 @@ TEST_F(DeviceDlopen, HostLibraryLoadedLocalIsInvisibleUntilPromotedGlobal) {
   device_dlclose(app);
   dlclose(host);
   dlclose(host);
+}
+
+// Opens `names` (test images) with `flags`, in order; the handles are closed by the caller.
+std::vector<void *> openAll(std::initializer_list<const char *> names, int flags) {
+  std::vector<void *> handles;
+  for (const char *name : names) {
+    void *h = device_dlopen(image(name).c_str(), flags);
+    const char *e = h ? nullptr : device_dlerror();
+    EXPECT_NE(h, nullptr) << name << ": " << (e ? e : "");
+    handles.push_back(h);
+  }
+  return handles;
+}
+
+void closeAll(const std::vector<void *> &handles) {
+  for (void *h : handles)
+    if (h) {
+      EXPECT_EQ(device_dlclose(h), 0);
+    }
+}
+
+TEST_F(DeviceDlopen, ChainOfImages) {
+  auto libs = openAll({"chain_base.spv", "chain_mid.spv"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *top = device_dlopen(image("chain_top.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(top, nullptr) << error();
+  void *kernel = device_dlsym(top, "ChainKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{7, 9, 11, 13}));  // (i + 3) * 2 + 1
+  device_dlclose(top);
+  closeAll(libs);
+}
+
+TEST_F(DeviceDlopen, DiamondLinksTheSharedBaseOnce) {
+  auto libs = openAll({"diamond_left.spv", "diamond_right.spv", "diamond_base.spv"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *top = device_dlopen(image("diamond_top.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(top, nullptr) << error();
+  void *kernel = device_dlsym(top, "DiamondKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{3, 23, 43, 63}));  // 10i + 1 + 10i + 2
+  device_dlclose(top);
+  closeAll(libs);
+}
+
+TEST_F(DeviceDlopen, ImagesThatImportFromEachOther) {
+  auto pong = openAll({"cycle_pong.spv"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *ping = device_dlopen(image("cycle_ping.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(ping, nullptr) << error();
+  void *kernel = device_dlsym(ping, "CycleKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{1, 4, 7, 10}));  // 3i + 1
+  device_dlclose(ping);
+  closeAll(pong);
+}
+
+TEST_F(DeviceDlopen, FirstDefinitionInSearchOrderWins) {
+  for (auto [first, second, expected] : {std::tuple{"value_one.spv", "value_two.spv", 1},
+                                         std::tuple{"value_two.spv", "value_one.spv", 2}}) {
+    auto libs = openAll({first, second}, DEVDL_LAZY | DEVDL_GLOBAL);
+    void *user = device_dlopen(image("value_user.spv").c_str(), DEVDL_NOW);
+    ASSERT_NE(user, nullptr) << error();
+    void *kernel = device_dlsym(user, "ValueKernel");
+    ASSERT_NE(kernel, nullptr) << error();
+    EXPECT_EQ(run(kernel, 2), (std::vector<int>{expected, expected})) << first << " first";
+    device_dlclose(user);
+    closeAll(libs);
+  }
+}
+
+TEST_F(DeviceDlopen, DeepbindPrefersTheHandlesOwnDefinition) {
+  // A bundle holding the user and value_two: with DEEPBIND its own DupValue wins over the
+  // global value_one.
+  const std::string dir = scratchDir();
+  const std::string bundle = dir + "/user-with-two.devdl";
+  CommandResult pack = devdl::test::run({DEVDL_PACK, "-o", bundle, image("value_user.spv"), image("value_two.spv")});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  auto one = openAll({"value_one.spv"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  for (auto [flags, expected] : {std::pair{DEVDL_NOW, 1}, std::pair{DEVDL_NOW | DEVDL_DEEPBIND, 2}}) {
+    void *user = device_dlopen(bundle.c_str(), flags);
+    ASSERT_NE(user, nullptr) << error();
+    void *kernel = device_dlsym(user, "ValueKernel");
+    ASSERT_NE(kernel, nullptr) << error();
+    EXPECT_EQ(run(kernel, 1), std::vector<int>{expected}) << "flags " << flags;
+    device_dlclose(user);
+  }
+  closeAll(one);
+}
+
+TEST_F(DeviceDlopen, LdPreloadInterposesADeviceDefinition) {
+  // The probe is linked with the host library carrying DupValue = 1.
+  CommandResult plain = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(plain.out, "DupValue 1\n");
+
+  setenv("LD_PRELOAD", DEVDL_TEST_VALUE_TWO, 1);
+  CommandResult preloaded = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
+  unsetenv("LD_PRELOAD");
+  ASSERT_EQ(preloaded.status, 0) << preloaded.err;
+  EXPECT_EQ(preloaded.out, "DupValue 2\n") << "the preloaded object comes first in link-map order";
 }
 
 }  // namespace

@@ -1,0 +1,1 @@
+int ChainBase(int x) { return x + 3; }

@@ -1,0 +1,1 @@
+int DiamondBase(int x) { return 10 * x; }

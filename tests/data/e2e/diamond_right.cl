@@ -1,0 +1,2 @@
+int DiamondBase(int x);
+int DiamondRight(int x) { return DiamondBase(x) + 2; }

@@ -1,0 +1,1 @@
+int DupValue(void) { return 2; }
