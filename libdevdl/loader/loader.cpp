@@ -1,4 +1,5 @@
 #include "loader/loader.h"
+#include "loader/debug.h"
 
 #include "backend/spirv_link.h"
 #include "bundle/host_elf.h"
@@ -14,6 +15,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <set>
 
@@ -56,16 +58,29 @@ Loader &Loader::instance() {
 }
 
 uint32_t Loader::addImage(DeviceImage image, std::string label, Handle *owner) {
+  if (Debug::get().on(Debug::Libs))
+    Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
+                       std::to_string(images_.size()) + ")");
   images_.push_back(std::make_unique<LoadedImage>(LoadedImage{std::move(image), std::move(label), owner, false}));
   return static_cast<uint32_t>(images_.size() - 1);
 }
 
 void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
+  programOfRoot_.clear();  // resolution may now bind differently
   for (uint32_t id : ids) {
     if (images_[id]->global) continue;
     images_[id]->global = true;
     globalOrder_.push_back(id);
     global_.add(images_[id]->image, id);
+    if (Debug::get().on(Debug::Libs)) Debug::get().print("global scope += " + images_[id]->label);
+    if (Debug::get().on(Debug::Symbols))
+      for (const Symbol &s : images_[id]->image.symbols) {
+        if (s.kind == SymbolKind::Import) continue;
+        const Definition *first = global_.find(s.name, linkFamily(images_[id]->image.format));
+        if (first && first->image != id)
+          Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id]->label +
+                             " (the one in " + images_[first->image]->label + " is used)");
+      }
   }
 }
 
@@ -75,6 +90,7 @@ void Loader::rebuildGlobalIndex() {
 }
 
 void Loader::dropImages(const std::vector<uint32_t> &ids) {
+  programOfRoot_.clear();
   const std::set<uint32_t> dropped(ids.begin(), ids.end());
   llvm::erase_if(programs_, [&](const std::unique_ptr<LinkedProgram> &p) {
     return llvm::any_of(p->images, [&](uint32_t id) { return dropped.count(id); });
@@ -82,7 +98,10 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   const size_t before = globalOrder_.size();
   llvm::erase_if(globalOrder_, [&](uint32_t id) { return dropped.count(id); });
   if (globalOrder_.size() != before) rebuildGlobalIndex();
-  for (uint32_t id : ids) images_[id].reset();
+  for (uint32_t id : ids) {
+    if (Debug::get().on(Debug::Libs)) Debug::get().print("unloaded " + images_[id]->label);
+    images_[id].reset();
+  }
 }
 
 llvm::Error Loader::scanProcess() {
@@ -154,6 +173,7 @@ llvm::Expected<backend::opencl::Device *> Loader::device() {
 }
 
 llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
+  if (auto it = programOfRoot_.find(root); it != programOfRoot_.end()) return it->second;
   std::vector<const DeviceImage *> pointers(images_.size(), nullptr);
   for (size_t id = 0; id < images_.size(); ++id)
     if (images_[id]) pointers[id] = &images_[id]->image;
@@ -171,7 +191,18 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
   std::vector<uint32_t> key = plan.images;
   std::sort(key.begin(), key.end());
   for (const auto &program : programs_)
-    if (program->images == key) return program.get();
+    if (program->images == key) {
+      if (Debug::get().on(Debug::Statistics))
+        Debug::get().print("program for " + images_[root]->label + ": in memory (" +
+                           std::to_string(key.size()) + " images)");
+      programOfRoot_[root] = program.get();
+      return program.get();
+    }
+  if (Debug::get().on(Debug::Bindings))
+    for (const Binding &b : plan.bindings)
+      Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer]->label + " -> " +
+                         images_[b.definer]->label);
+  const auto start = std::chrono::steady_clock::now();
 
   auto dev = device();
   if (!dev) return dev.takeError();
@@ -191,7 +222,14 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
   if (!spir) return spir.takeError();
   auto built = (*dev)->buildSpir(*spir);
   if (!built) return built.takeError();
+  if (Debug::get().on(Debug::Statistics)) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    Debug::get().print("program for " + images_[root]->label + ": linked " + std::to_string(plan.images.size()) +
+                       " images, " + std::to_string(plan.bindings.size()) + " bindings, built in " +
+                       std::to_string(static_cast<long>(ms)) + " ms on " + (*dev)->name());
+  }
   programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(*built), {}}));
+  programOfRoot_[root] = programs_.back().get();
   return programs_.back().get();
 }
 

@@ -93,6 +93,8 @@ class Loader {
   std::map<const uint8_t *, ProcessBundle> processBundles_;
   std::unique_ptr<backend::opencl::Device> device_;
   std::vector<std::unique_ptr<LinkedProgram>> programs_;
+  // The program each root image was linked into, while the scopes stay as they were.
+  std::map<uint32_t, LinkedProgram *> programOfRoot_;
 };
 
 }  // namespace devdl

@@ -238,13 +238,23 @@ TEST_F(DeviceDlopen, LdPreloadInterposesADeviceDefinition) {
   EXPECT_EQ(plain.out, "DupValue 1\n");
 
   setenv("LD_PRELOAD", DEVDL_TEST_VALUE_TWO, 1);
+  setenv("DEVDL_DEBUG", "symbols,bindings", 1);
   // Under AddressSanitizer the preloaded object would come before its runtime, which it refuses.
   const char *asan = std::getenv("ASAN_OPTIONS");
   setenv("ASAN_OPTIONS", (std::string(asan ? asan : "") + ":verify_asan_link_order=0").c_str(), 1);
   CommandResult preloaded = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
   unsetenv("LD_PRELOAD");
+  unsetenv("DEVDL_DEBUG");
   ASSERT_EQ(preloaded.status, 0) << preloaded.err;
   EXPECT_EQ(preloaded.out, "DupValue 2\n") << "the preloaded object comes first in link-map order";
+  // DEVDL_DEBUG reports the ODR violation and the binding that resolved it.
+  EXPECT_NE(preloaded.err.find("devdl: duplicate definition of `DupValue` in "), std::string::npos) << preloaded.err;
+  EXPECT_NE(preloaded.err.find("libdevdl_test_value_two.so: image 0 (spirv) is used)"), std::string::npos)
+      << preloaded.err;
+  EXPECT_NE(preloaded.err.find("devdl: binding `DupValue`: " + image("value_user.spv") +
+                               ": image 0 (spirv) -> " + DEVDL_TEST_VALUE_TWO + ": image 0 (spirv)"),
+            std::string::npos)
+      << preloaded.err;
 }
 
 }  // namespace

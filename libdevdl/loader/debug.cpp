@@ -1,0 +1,58 @@
+#include "loader/debug.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace devdl {
+
+namespace {
+
+constexpr const char *kHelp =
+    "Valid options for the DEVDL_DEBUG environment variable are:\n"
+    "  libs        images as they are found, loaded and unloaded\n"
+    "  symbols     duplicate definitions in the global scope\n"
+    "  bindings    each import and the definition it binds to\n"
+    "  statistics  link plans and build times\n"
+    "  all         all of the above\n"
+    "  help        this list\n"
+    "DEVDL_DEBUG_OUTPUT=FILE writes to FILE.PID instead of stderr.\n";
+
+}  // namespace
+
+Debug &Debug::get() {
+  static Debug debug;
+  return debug;
+}
+
+Debug::Debug() {
+  const char *value = std::getenv("DEVDL_DEBUG");
+  if (!value) return;
+  for (llvm::StringRef rest = value; !rest.empty();) {
+    auto [item, tail] = rest.split(',');
+    rest = tail;
+    if (item == "libs") categories_ |= Libs;
+    else if (item == "symbols") categories_ |= Symbols;
+    else if (item == "bindings") categories_ |= Bindings;
+    else if (item == "statistics") categories_ |= Statistics;
+    else if (item == "all") categories_ |= Libs | Symbols | Bindings | Statistics;
+    else if (item == "help") std::fputs(kHelp, stderr);
+    else if (!item.empty()) std::fprintf(stderr, "devdl: DEVDL_DEBUG: unknown option `%s` (try help)\n", item.str().c_str());
+  }
+  // As LD_DEBUG_OUTPUT: not in secure-execution processes, and suffixed with the process id.
+  const char *output = getauxval(AT_SECURE) ? nullptr : std::getenv("DEVDL_DEBUG_OUTPUT");
+  if (categories_ && output && *output) {
+    const std::string path = std::string(output) + "." + std::to_string(getpid());
+    if (std::FILE *f = std::fopen(path.c_str(), "a")) out_ = f;
+  }
+}
+
+void Debug::print(const std::string &text) {
+  std::fprintf(out_, "devdl: %s\n", text.c_str());
+  std::fflush(out_);
+}
+
+}  // namespace devdl

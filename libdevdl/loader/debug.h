@@ -1,0 +1,34 @@
+// DEVDL_DEBUG, like LD_DEBUG: a comma-separated list of what to trace, written to stderr or to
+// the file DEVDL_DEBUG_OUTPUT names (appended, with the process id).
+//   libs        images as they are found and loaded, and unloaded
+//   symbols     duplicate definitions in the global scope (ODR violations)
+//   bindings    each import and the definition it binds to
+//   statistics  link plans and build times
+//   help        print this list
+#pragma once
+
+#include <llvm/Support/Format.h>
+
+#include <cstdio>
+#include <string>
+
+namespace devdl {
+
+class Debug {
+ public:
+  enum Category : unsigned { Libs = 1, Symbols = 2, Bindings = 4, Statistics = 8 };
+
+  /// The settings of this process, read from the environment once.
+  static Debug &get();
+
+  bool on(Category c) const { return (categories_ & c) != 0; }
+  /// Writes one line "devdl: <text>".
+  void print(const std::string &text);
+
+ private:
+  Debug();
+  unsigned categories_ = 0;
+  std::FILE *out_ = stderr;
+};
+
+}  // namespace devdl
