@@ -42,6 +42,10 @@ struct LoadedBundle {
 /// preloaded objects, libraries in load order, then objects opened with dlopen).
 std::vector<LoadedBundle> findLoadedBundles();
 
+/// A number that changes whenever the host loader loads or unloads an object (glibc's
+/// dlpi_adds + dlpi_subs): a rescan for bundles is needed only when it moved. O(1).
+uint64_t loadedObjectsGeneration();
+
 /// A relocatable ELF object for `triple` (the host's when empty) carrying `bundle`, with a
 /// global symbol `symbol` at the bundle's start.
 llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view triple,

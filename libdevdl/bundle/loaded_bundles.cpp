@@ -4,6 +4,7 @@
 
 #include <link.h>
 
+#include <cstddef>
 #include <cstring>
 
 namespace devdl::bundle {
@@ -65,6 +66,19 @@ std::vector<LoadedBundle> findLoadedBundles() {
   std::vector<LoadedBundle> out;
   dl_iterate_phdr(collectNotes, &out);
   return out;
+}
+
+uint64_t loadedObjectsGeneration() {
+  uint64_t generation = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t size, void *data) -> int {
+        // The counters are the same in every entry: read the first and stop.
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+          *static_cast<uint64_t *>(data) = info->dlpi_adds + info->dlpi_subs;
+        return 1;
+      },
+      &generation);
+  return generation;
 }
 
 }  // namespace devdl::bundle

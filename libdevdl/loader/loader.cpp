@@ -105,6 +105,18 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
 }
 
 llvm::Error Loader::scanProcess() {
+  const uint64_t generation = bundle::loadedObjectsGeneration();
+  if (generation == scannedGeneration_) {
+    // Nothing loaded or unloaded; only a promotion to the global scope (a second dlopen with
+    // RTLD_GLOBAL) can have changed what is global, and that counts as neither.
+    for (auto &[address, pb] : processBundles_)
+      if (!pb.global && dlsym(RTLD_DEFAULT, pb.symbol.c_str())) {
+        pb.global = true;
+        joinGlobalScope(pb.images);
+      }
+    return llvm::Error::success();
+  }
+  scannedGeneration_ = generation;
   std::set<const uint8_t *> present;
   for (const bundle::LoadedBundle &loaded : bundle::findLoadedBundles()) {
     present.insert(loaded.bytes.data());
@@ -173,7 +185,11 @@ llvm::Expected<backend::opencl::Device *> Loader::device() {
 }
 
 llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
+  // Like the host loader's bindings, a program stays as it was linked while its images are
+  // loaded; a new link sees the process as it is now.
   if (auto it = programOfRoot_.find(root); it != programOfRoot_.end()) return it->second;
+  if (llvm::Error err = scanProcess()) return err;
+  if (!images_[root]) return fail(ErrorCode::NotFound, "the image was unloaded with its host object");
   std::vector<const DeviceImage *> pointers(images_.size(), nullptr);
   for (size_t id = 0; id < images_.size(); ++id)
     if (images_[id]) pointers[id] = &images_[id]->image;
@@ -294,10 +310,10 @@ llvm::Expected<void *> Loader::open(const char *path, int flags) {
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   std::lock_guard lock(mutex_);
-  if (llvm::Error err = scanProcess()) return err;
   const Definition *definition = nullptr;
   std::string scope;
   if (handlePtr == globalHandle()) {
+    if (llvm::Error err = scanProcess()) return err;
     for (const Definition &d : global_.definitions(name))
       if (d.family == LinkFamily::Spirv) {
         definition = &d;

@@ -91,6 +91,7 @@ class Loader {
     std::vector<uint32_t> images;
   };
   std::map<const uint8_t *, ProcessBundle> processBundles_;
+  uint64_t scannedGeneration_ = ~uint64_t(0);
   std::unique_ptr<backend::opencl::Device> device_;
   std::vector<std::unique_ptr<LinkedProgram>> programs_;
   // The program each root image was linked into, while the scopes stay as they were.
