@@ -311,24 +311,31 @@ llvm::Expected<void *> Loader::open(const char *path, int flags) {
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   std::lock_guard lock(mutex_);
   const Definition *definition = nullptr;
-  std::string scope;
+  const Handle *handle = nullptr;  // null: the global scope
   if (handlePtr == globalHandle()) {
-    if (llvm::Error err = scanProcess()) return err;
-    for (const Definition &d : global_.definitions(name))
-      if (d.family == LinkFamily::Spirv) {
-        definition = &d;
-        break;
-      }
-    scope = "the global scope";
+    auto findGlobal = [&]() -> const Definition * {
+      for (const Definition &d : global_.definitions(name))
+        if (d.family == LinkFamily::Spirv) return &d;
+      return nullptr;
+    };
+    // Objects the host loads later come later in search order and cannot shadow what is found
+    // now; only a definition from a host object, which may have been unloaded since, or none at
+    // all needs a look at the process first.
+    definition = findGlobal();
+    if (!definition || !images_[definition->image]->owner) {
+      if (llvm::Error err = scanProcess()) return err;
+      definition = findGlobal();
+    }
   } else {
     auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
     if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlsym: invalid handle");
-    auto defs = (*it)->local.definitions(name);
+    handle = it->get();
+    auto defs = handle->local.definitions(name);
     if (!defs.empty()) definition = &defs.front();
-    scope = (*it)->path;
   }
   if (!definition)
-    return fail(ErrorCode::NotFound, scope + ": undefined device symbol `" + std::string(name) + "`");
+    return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
+                                         ": undefined device symbol `" + std::string(name) + "`");
   if (definition->kind != SymbolKind::Kernel)
     return fail(ErrorCode::Unsupported,
                 images_[definition->image]->label + ": `" + std::string(name) + "` is a device " +
