@@ -1,0 +1,152 @@
+// Time to first kernel (issue 3, benchmark c): devdl against hand-written OpenCL doing the same
+// link and build, in one run, with PoCL's kernel cache off for both (POCL_KERNEL_CACHE=0). The
+// kernel is run once on one work-item, as PoCL compiles the work-group function at the first
+// launch.
+//
+// devdl: device_dlopen(lib.spv, GLOBAL), device_dlopen(app.spv, NOW), device_dlsym(AppKernel),
+// then both closed, so that no program survives into the next iteration.
+// By hand: read both files, SPIRV-Tools' linker (versions raised to the highest, as on PoCL
+// nothing else links), SPIRV-LLVM-Translator to SPIR 1.2, clCreateProgramWithBinary,
+// clBuildProgram("-x spir"), clCreateKernel. Both use the same context, made once.
+//
+// Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
+#include "backend/opencl/opencl_api.h"
+#include "devdl.h"
+
+#include <LLVMSPIRVLib/LLVMSPIRVLib.h>
+#include <benchmark/benchmark.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+#include <spirv-tools/linker.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+std::string image(const char *name) {
+  const char *dir = std::getenv("DEVDL_TEST_IMAGES");
+  return std::string(dir ? dir : "tests/images") + "/" + name;
+}
+
+// Runs `kernel` once on one work-item (the queue and buffer are made once).
+bool launchOnce(cl_kernel kernel) {
+  static cl_command_queue queue = nullptr;
+  static cl_mem buffer = nullptr;
+  auto api = devdl::backend::opencl::api();
+  if (!api) {
+    llvm::consumeError(api.takeError());
+    return false;
+  }
+  const auto &cl = *api;
+  if (!queue) {
+    devdl_native native{};
+    native.size = sizeof native;
+    if (device_dlnative(&native) != 0) return false;
+    auto context = static_cast<cl_context>(native.context);
+    queue = cl.clCreateCommandQueueWithProperties(context, static_cast<cl_device_id>(native.device), nullptr, nullptr);
+    buffer = cl.clCreateBuffer(context, CL_MEM_WRITE_ONLY, sizeof(int), nullptr, nullptr);
+  }
+  const size_t one = 1;
+  return cl.clSetKernelArg(kernel, 0, sizeof buffer, &buffer) == CL_SUCCESS &&
+         cl.clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &one, nullptr, 0, nullptr, nullptr) == CL_SUCCESS &&
+         cl.clFinish(queue) == CL_SUCCESS;
+}
+
+void BM_DevdlFirstKernel(benchmark::State &state) {
+  const std::string lib = image("lib.spv"), app = image("app.spv");
+  for (auto _ : state) {
+    void *l = device_dlopen(lib.c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+    void *a = l ? device_dlopen(app.c_str(), DEVDL_NOW) : nullptr;
+    void *kernel = a ? device_dlsym(a, "AppKernel") : nullptr;
+    if (!kernel) {
+      state.SkipWithError(device_dlerror());
+      return;
+    }
+    if (!launchOnce(static_cast<cl_kernel>(kernel))) {
+      state.SkipWithError("launch failed");
+      return;
+    }
+    device_dlclose(a);
+    device_dlclose(l);
+  }
+}
+
+std::vector<uint32_t> readWords(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  return words;
+}
+
+void BM_ByHandFirstKernel(benchmark::State &state) {
+  devdl_native native{};
+  native.size = sizeof native;
+  auto api = devdl::backend::opencl::api();
+  if (device_dlnative(&native) != 0 || !api) {
+    if (!api) llvm::consumeError(api.takeError());
+    state.SkipWithError("no OpenCL device");
+    return;
+  }
+  const auto &cl = *api;
+  auto context = static_cast<cl_context>(native.context);
+  auto device = static_cast<cl_device_id>(native.device);
+  const std::string lib = image("lib.spv"), app = image("app.spv");
+  for (auto _ : state) {
+    std::vector<std::vector<uint32_t>> modules{readWords(app), readWords(lib)};
+    const uint32_t version = std::max(modules[0][1], modules[1][1]);
+    for (auto &m : modules) m[1] = version;
+    spvtools::Context spv(SPV_ENV_UNIVERSAL_1_6);
+    std::vector<uint32_t> linked;
+    if (spvtools::Link(spv, modules, &linked) != SPV_SUCCESS) {
+      state.SkipWithError("link failed");
+      return;
+    }
+    SPIRV::TranslatorOpts options;
+    options.enableAllExtensions();
+    options.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::OpenCL12);
+    std::istringstream in(std::string(reinterpret_cast<const char *>(linked.data()), linked.size() * 4));
+    llvm::LLVMContext llvmContext;
+    llvm::Module *module = nullptr;
+    std::string error, bitcode;
+    if (!llvm::readSpirv(llvmContext, options, in, module, error)) {
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    {
+      llvm::raw_string_ostream os(bitcode);
+      llvm::WriteBitcodeToFile(*module, os);
+    }
+    delete module;
+    const auto *bytes = reinterpret_cast<const unsigned char *>(bitcode.data());
+    const size_t size = bitcode.size();
+    cl_int err = CL_SUCCESS;
+    cl_program program = cl.clCreateProgramWithBinary(context, 1, &device, &size, &bytes, nullptr, &err);
+    if (err == CL_SUCCESS) err = cl.clBuildProgram(program, 1, &device, "-x spir -spir-std=1.2", nullptr, nullptr);
+    cl_kernel kernel = err == CL_SUCCESS ? cl.clCreateKernel(program, "AppKernel", &err) : nullptr;
+    if (err != CL_SUCCESS || !launchOnce(kernel)) {
+      state.SkipWithError("OpenCL build or launch failed");
+      return;
+    }
+    cl.clReleaseKernel(kernel);
+    cl.clReleaseProgram(program);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  setenv("POCL_KERNEL_CACHE", "0", 1);  // before OpenCL starts: every build is a real build
+  benchmark::Initialize(&argc, argv);
+  // Alternating, so that drift on a shared machine falls on both.
+  for (int round = 0; round < 7; ++round) {  // the first round warms up
+    benchmark::RegisterBenchmark("BM_DevdlFirstKernel", BM_DevdlFirstKernel)->Iterations(10)->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_ByHandFirstKernel", BM_ByHandFirstKernel)->Iterations(10)->UseRealTime()->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
