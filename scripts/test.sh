@@ -2,6 +2,8 @@
 # Builds devdl with its tests and runs them.
 #   scripts/test.sh               the tests (build/test)
 #   scripts/test.sh --sanitize    the tests built with AddressSanitizer and UBSan (build/asan)
+#   scripts/test.sh --tsan        the loader's tests, threads included, under ThreadSanitizer
+#                                 (build/tsan)
 #   scripts/test.sh --fuzz [S]    every parser's libFuzzer target for S seconds each (default 30;
 #                                 build/fuzz with clang-14), seeded from build/test
 set -euo pipefail
@@ -22,11 +24,17 @@ case "${1:-}" in
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build/asan --output-on-failure -j "$jobs"
     ;;
+  --tsan)
+    cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVDL_BUILD_TESTS=ON \
+      -DDEVDL_BUILD_BENCH=OFF -DDEVDL_BUILD_SAMPLES=OFF -DDEVDL_TSAN=ON
+    cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests
+    TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" -R '^(Threads|DeviceDlopen)\.'
+    ;;
   --fuzz)
     [ -d build/test/tests/images ] || configure build/test -DDEVDL_BUILD_TESTS=ON
     configure build/fuzz -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DDEVDL_FUZZ=ON \
       -DDEVDL_BUILD_TESTS=OFF -DDEVDL_BUILD_SAMPLES=OFF
     tests/fuzz/run-fuzzers.sh build/fuzz build/test "${2:-30}"
     ;;
-  *) echo "usage: scripts/test.sh [--sanitize | --fuzz [SECONDS]]" >&2; exit 2 ;;
+  *) echo "usage: scripts/test.sh [--sanitize | --tsan | --fuzz [SECONDS]]" >&2; exit 2 ;;
 esac

@@ -8,6 +8,7 @@
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 
 #include <dlfcn.h>
 #include <sys/auxv.h>
@@ -44,6 +45,15 @@ std::string findFile(const char *path) {
     if (access(candidate.c_str(), R_OK) == 0) return candidate;
   }
   return path;
+}
+
+// The items of a list separated by spaces or colons, as LD_PRELOAD's.
+std::vector<std::string> preloadList(const char *list) {
+  std::vector<std::string> items;
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  llvm::SplitString(list ? list : "", parts, " :");
+  for (llvm::StringRef part : parts) items.push_back(part.str());
+  return items;
 }
 
 }  // namespace
@@ -125,6 +135,7 @@ llvm::Error Loader::scanProcess() {
     if (isNew) {
       pb.symbol = bundleSymbol(loaded.bytes);
       pb.main = loaded.object.empty();
+      pb.object = loaded.object;
       const std::string file = loaded.object.empty() ? "(main program)" : loaded.object;
       auto images = readBundleImages(loaded.bytes, nullptr);
       if (!images) {
@@ -142,6 +153,10 @@ llvm::Error Loader::scanProcess() {
       pb.global = true;
       joinGlobalScope(pb.images);
     }
+  }
+  if (!preloaded_) {
+    preloaded_ = true;
+    loadPreloads();
   }
   // Objects the host has unloaded: their bundles are gone from memory.
   for (auto it = processBundles_.begin(); it != processBundles_.end();) {
@@ -255,8 +270,41 @@ llvm::Expected<void *> Loader::open(const char *path, int flags) {
   if (!path) return globalHandle();
   if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
     return fail(ErrorCode::InvalidArgument, "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");
+  auto handle = openFile(findFile(path), flags);
+  if (!handle) return handle.takeError();
+  return *handle;
+}
 
-  const std::string file = findFile(path);
+void Loader::loadPreloads() {
+  const char *list = getauxval(AT_SECURE) ? nullptr : std::getenv("DEVDL_PRELOAD");
+  if (!list || !*list) return;
+  // Right after the executable and the LD_PRELOAD objects, before the libraries: the images
+  // of those objects are the first in the global scope at this point.
+  std::set<std::string> hostPreloads;
+  for (const std::string &item : preloadList(std::getenv("LD_PRELOAD"))) hostPreloads.insert(item);
+  size_t position = 0;
+  for (const auto &[address, pb] : processBundles_)
+    if (pb.main || hostPreloads.count(pb.object))
+      for (uint32_t id : pb.images)
+        position = std::max<size_t>(position, llvm::find(globalOrder_, id) - globalOrder_.begin() + 1);
+  // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.
+  for (const std::string &item : preloadList(list)) {
+    auto handle = openFile(findFile(item.c_str()), DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE);
+    if (!handle) {
+      std::fprintf(stderr, "devdl: DEVDL_PRELOAD: %s: ignored\n", llvm::toString(handle.takeError()).c_str());
+      continue;
+    }
+    // openFile appended the images to the global scope: move them to their place.
+    const std::vector<uint32_t> &ids = (*handle)->images;
+    llvm::erase_if(globalOrder_, [&](uint32_t id) { return llvm::is_contained(ids, id); });
+    globalOrder_.insert(globalOrder_.begin() + std::min(position, globalOrder_.size()), ids.begin(), ids.end());
+    position += ids.size();
+    if (Debug::get().on(Debug::Libs)) Debug::get().print("preloaded " + (*handle)->path);
+  }
+  rebuildGlobalIndex();
+}
+
+llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
   struct stat st {};
   if (stat(file.c_str(), &st) != 0) return inFile(fail(ErrorCode::NotFound, std::strerror(errno)), file);
   for (const auto &h : handles_) {

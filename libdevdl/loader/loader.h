@@ -69,6 +69,8 @@ class Loader {
   // All private members are called with mutex_ held.
   Handle *globalHandle() { return reinterpret_cast<Handle *>(&globalScopeTag_); }
   llvm::Error scanProcess();
+  void loadPreloads();
+  llvm::Expected<Handle *> openFile(const std::string &file, int flags);
   void rebuildGlobalIndex();
   uint32_t addImage(DeviceImage image, std::string label, Handle *owner);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer) const;
@@ -86,12 +88,14 @@ class Loader {
   // A loaded host object's bundle, by its address in memory.
   struct ProcessBundle {
     std::string symbol;  // devdl-pack's symbol for it: found by dlsym(RTLD_DEFAULT) when global
+    std::string object;  // its path as the host loader reports it
     bool main = false;   // the executable: global whatever its dynamic symbol table says
     bool global = false;
     std::vector<uint32_t> images;
   };
   std::map<const uint8_t *, ProcessBundle> processBundles_;
   uint64_t scannedGeneration_ = ~uint64_t(0);
+  bool preloaded_ = false;
   std::unique_ptr<backend::opencl::Device> device_;
   std::vector<std::unique_ptr<LinkedProgram>> programs_;
   // The program each root image was linked into, while the scopes stay as they were.

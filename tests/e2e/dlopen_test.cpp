@@ -257,5 +257,16 @@ TEST_F(DeviceDlopen, LdPreloadInterposesADeviceDefinition) {
       << preloaded.err;
 }
 
+TEST_F(DeviceDlopen, DevdlPreloadComesBeforeTheLibraries) {
+  // The probe is linked with the host library carrying DupValue = 1; the preloaded image's
+  // DupValue = 2 comes first, as an LD_PRELOAD object would.
+  setenv("DEVDL_PRELOAD", ("/nonexistent/missing.spv:" + image("value_two.spv")).c_str(), 1);
+  CommandResult preloaded = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
+  unsetenv("DEVDL_PRELOAD");
+  ASSERT_EQ(preloaded.status, 0) << preloaded.err;
+  EXPECT_EQ(preloaded.out, "DupValue 2\n");
+  EXPECT_EQ(preloaded.err, "devdl: DEVDL_PRELOAD: /nonexistent/missing.spv: No such file or directory: ignored\n");
+}
+
 }  // namespace
 }  // namespace devdl::test
