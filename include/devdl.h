@@ -55,6 +55,51 @@ DEVDL_API int device_dlclose(void *handle);
 /* The last error of this thread, or NULL if none since the last call. */
 DEVDL_API const char *device_dlerror(void);
 
+/* Opens the device images in memory (`size` bytes at `data`: any format device_dlopen reads),
+ * labelled `name` in errors and listings. The memory must stay valid until the handle is
+ * closed. The same `data` opened again returns the same handle with one more reference. */
+DEVDL_API void *device_dlopen_mem(const void *data, size_t size, const char *name, int flags);
+
+/* Symbol kinds. */
+#define DEVDL_SYMBOL_KERNEL 1
+#define DEVDL_SYMBOL_FUNCTION 2
+#define DEVDL_SYMBOL_VARIABLE 3
+
+/* Where a symbol is defined. The strings belong to devdl and live as long as the image. */
+typedef struct devdl_symbol_info {
+  size_t size;       /* set by the caller to sizeof(devdl_symbol_info) */
+  int kind;          /* DEVDL_SYMBOL_... */
+  const char *file;  /* the file (or memory name) of the defining image */
+  unsigned image;    /* the image's position in that file */
+  const char *format; /* "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf" */
+} devdl_symbol_info;
+
+/* Describes the definition `name` binds to in the scope of `handle` (NULL's global scope with
+ * device_dlopen(NULL, ...)'s handle). Returns 0, or non-zero with an error for device_dlerror. */
+DEVDL_API int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info *info);
+
+/* The link plan of kernel `name` in the scope of `handle`, as text: the kernel's image, then
+ * one line per import and the image it binds to. NULL with an error for device_dlerror when
+ * an import does not resolve. The text is valid until this thread's next call. */
+DEVDL_API const char *device_dlplan(void *handle, const char *name);
+
+/* One image, as device_dliterate reports it. */
+typedef struct devdl_image_info {
+  size_t size;        /* sizeof(devdl_image_info) as devdl fills it: the struct may grow */
+  const char *file;   /* the file (or memory name) it came from; "" for the executable */
+  unsigned index;     /* its position in that file */
+  const char *format; /* "spirv", ... */
+  const char *target; /* e.g. spir64-unknown-unknown, nvptx64-nvidia-cuda */
+  int global;         /* non-zero when in the global scope */
+  size_t symbols;     /* kernels, exports and imports */
+} devdl_image_info;
+
+/* Calls `callback` for each loaded image: the global scope in search order, then the others in
+ * load order, as dl_iterate_phdr does for host objects. Stops when the callback returns
+ * non-zero and returns that value; 0 when every image was reported. The callback may call
+ * devdl; the strings are valid during the call. */
+DEVDL_API int device_dliterate(int (*callback)(const devdl_image_info *info, void *data), void *data);
+
 /* Backends. */
 #define DEVDL_BACKEND_OPENCL 1
 #define DEVDL_BACKEND_LEVEL_ZERO 2
@@ -72,6 +117,16 @@ typedef struct devdl_native {
 /* Fills `native` for the device devdl uses (choosing it on first use). Returns 0, or non-zero
  * with an error for device_dlerror. */
 DEVDL_API int device_dlnative(devdl_native *native);
+
+/* Makes devdl link for the program's own device and context (OpenCL: `device` and `context`;
+ * `platform` may be NULL) instead of choosing one. devdl keeps a reference to the context.
+ * Only before the first program is linked, or again with the same device. Returns 0, or
+ * non-zero with an error for device_dlerror.
+ *
+ * Without it, devdl takes the first device that has a compiler, or the one DEVDL_DEVICE names
+ * (its index among those devices, or a part of its name), on the backend DEVDL_BACKEND names
+ * (`opencl`, the default). */
+DEVDL_API int device_dlattach(const devdl_native *native);
 
 #ifdef __cplusplus
 }

@@ -70,4 +70,57 @@ int device_dlnative(devdl_native *native) {
   return 0;
 }
 
+int device_dlattach(const devdl_native *native) {
+  if (!native || native->size < sizeof(devdl_native)) {
+    lastError = {"device_dlattach: native is NULL or its size is not set", true};
+    return -1;
+  }
+  if (llvm::Error err = devdl::Loader::instance().attach(*native)) {
+    setError(std::move(err));
+    return -1;
+  }
+  return 0;
+}
+
+void *device_dlopen_mem(const void *data, size_t size, const char *name, int flags) {
+  return orError(devdl::Loader::instance().openMemory(data, size, name, flags));
+}
+
+int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info *info) {
+  if (!name || !info || info->size < sizeof(devdl_symbol_info)) {
+    lastError = {"device_dlsyminfo: name or info is NULL, or info's size is not set", true};
+    return -1;
+  }
+  if (llvm::Error err = devdl::Loader::instance().symbolInfo(handle, name, *info)) {
+    setError(std::move(err));
+    return -1;
+  }
+  return 0;
+}
+
+const char *device_dlplan(void *handle, const char *name) {
+  thread_local std::string text;
+  if (!name) {
+    lastError = {"device_dlplan: name is NULL", true};
+    return nullptr;
+  }
+  auto plan = devdl::Loader::instance().planText(handle, name);
+  if (!plan) {
+    setError(plan.takeError());
+    return nullptr;
+  }
+  text = std::move(*plan);
+  return text.c_str();
+}
+
+int device_dliterate(int (*callback)(const devdl_image_info *info, void *data), void *data) {
+  if (!callback) return 0;
+  for (const auto &image : devdl::Loader::instance().snapshot()) {
+    devdl_image_info info{sizeof info,  image.file.c_str(), image.index, image.format.c_str(),
+                          image.target.c_str(), image.global, image.symbols};
+    if (int stop = callback(&info, data)) return stop;
+  }
+  return 0;
+}
+
 }  // extern "C"

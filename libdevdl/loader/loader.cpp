@@ -67,11 +67,13 @@ Loader &Loader::instance() {
   return *loader;
 }
 
-uint32_t Loader::addImage(DeviceImage image, std::string label, Handle *owner) {
+uint32_t Loader::addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner) {
+  std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
                        std::to_string(images_.size()) + ")");
-  images_.push_back(std::make_unique<LoadedImage>(LoadedImage{std::move(image), std::move(label), owner, false}));
+  images_.push_back(
+      std::make_unique<LoadedImage>(LoadedImage{std::move(image), std::move(label), file, index, owner, false}));
   return static_cast<uint32_t>(images_.size() - 1);
 }
 
@@ -136,17 +138,14 @@ llvm::Error Loader::scanProcess() {
       pb.symbol = bundleSymbol(loaded.bytes);
       pb.main = loaded.object.empty();
       pb.object = loaded.object;
-      const std::string file = loaded.object.empty() ? "(main program)" : loaded.object;
       auto images = readBundleImages(loaded.bytes, nullptr);
       if (!images) {
         // A broken bundle in some loaded object must not stop the others from loading.
         llvm::consumeError(images.takeError());
         continue;
       }
-      for (size_t i = 0; i < images->size(); ++i) {
-        std::string label = file + ": " + (*images)[i].label(i);
-        pb.images.push_back(addImage(std::move((*images)[i]), std::move(label), nullptr));
-      }
+      for (size_t i = 0; i < images->size(); ++i)
+        pb.images.push_back(addImage(std::move((*images)[i]), loaded.object, static_cast<unsigned>(i), nullptr));
     }
     // An object opened RTLD_LOCAL joins the global scope when the host promotes it.
     if (!pb.global && (pb.main || dlsym(RTLD_DEFAULT, pb.symbol.c_str()))) {
@@ -192,6 +191,9 @@ std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t import
 
 llvm::Expected<backend::opencl::Device *> Loader::device() {
   if (!device_) {
+    if (const char *backend = std::getenv("DEVDL_BACKEND"); backend && *backend && std::strcmp(backend, "opencl") != 0)
+      return fail(ErrorCode::Unsupported, "DEVDL_BACKEND=" + std::string(backend) +
+                                              ": no such backend in this build (opencl is)");
     auto opened = backend::opencl::Device::openDefault();
     if (!opened) return opened.takeError();
     device_ = std::move(*opened);
@@ -304,11 +306,9 @@ void Loader::loadPreloads() {
   rebuildGlobalIndex();
 }
 
-llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
-  struct stat st {};
-  if (stat(file.c_str(), &st) != 0) return inFile(fail(ErrorCode::NotFound, std::strerror(errno)), file);
+Handle *Loader::reopen(const Handle::Identity &identity, int flags) {
   for (const auto &h : handles_) {
-    if (h->device != st.st_dev || h->inode != st.st_ino) continue;
+    if (!(h->identity == identity)) continue;
     ++h->references;
     h->nodelete |= (flags & DEVDL_NODELETE) != 0;
     if ((flags & DEVDL_GLOBAL) && !h->global) {
@@ -317,20 +317,38 @@ llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
     }
     return h.get();
   }
-  if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, file + ": not loaded (DEVDL_NOLOAD)");
+  return nullptr;
+}
 
+llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0) return inFile(fail(ErrorCode::NotFound, std::strerror(errno)), file);
+  const Handle::Identity identity{st.st_dev, st.st_ino, nullptr};
+  if (Handle *h = reopen(identity, flags)) return h;
+  if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, file + ": not loaded (DEVDL_NOLOAD)");
   auto read = readImageFile(file);
   if (!read) return read.takeError();
+  return addHandle(std::move(*read), identity, flags);
+}
+
+llvm::Expected<Handle *> Loader::openMemory(Bytes bytes, std::string name, int flags) {
+  const Handle::Identity identity{0, 0, bytes.data()};
+  if (Handle *h = reopen(identity, flags)) return h;
+  if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, name + ": not loaded (DEVDL_NOLOAD)");
+  auto read = readImageMemory(bytes, std::move(name), nullptr);
+  if (!read) return read.takeError();
+  return addHandle(std::move(*read), identity, flags);
+}
+
+llvm::Expected<Handle *> Loader::addHandle(ImageFile read, const Handle::Identity &identity, int flags) {
   auto handle = std::make_unique<Handle>();
-  handle->path = file;
-  handle->device = st.st_dev;
-  handle->inode = st.st_ino;
+  handle->path = read.name;
+  handle->identity = identity;
   handle->references = 1;
   handle->nodelete = (flags & DEVDL_NODELETE) != 0;
   handle->deepbind = (flags & DEVDL_DEEPBIND) != 0;
-  for (size_t i = 0; i < read->images.size(); ++i) {
-    std::string label = file + ": " + read->images[i].label(i);
-    const uint32_t id = addImage(std::move(read->images[i]), std::move(label), handle.get());
+  for (size_t i = 0; i < read.images.size(); ++i) {
+    const uint32_t id = addImage(std::move(read.images[i]), read.name, static_cast<unsigned>(i), handle.get());
     handle->images.push_back(id);
     handle->local.add(images_[id]->image, id);
   }
@@ -356,8 +374,18 @@ llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
   return handles_.back().get();
 }
 
-llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
+llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const char *name, int flags) {
   std::lock_guard lock(mutex_);
+  if (llvm::Error err = scanProcess()) return err;
+  if (!data || !size) return fail(ErrorCode::InvalidArgument, "device_dlopen_mem: no data");
+  if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
+    return fail(ErrorCode::InvalidArgument, "device_dlopen_mem: flags must include DEVDL_LAZY or DEVDL_NOW");
+  auto handle = openMemory(Bytes(static_cast<const uint8_t *>(data), size), name ? name : "(memory)", flags);
+  if (!handle) return handle.takeError();
+  return *handle;
+}
+
+llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_view name) {
   const Definition *definition = nullptr;
   const Handle *handle = nullptr;  // null: the global scope
   if (handlePtr == globalHandle()) {
@@ -376,7 +404,7 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
     }
   } else {
     auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
-    if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlsym: invalid handle");
+    if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "invalid handle");
     handle = it->get();
     auto defs = handle->local.definitions(name);
     if (!defs.empty()) definition = &defs.front();
@@ -384,6 +412,14 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   if (!definition)
     return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
                                          ": undefined device symbol `" + std::string(name) + "`");
+  return definition;
+}
+
+llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
+  std::lock_guard lock(mutex_);
+  auto found = lookup(handlePtr, name);
+  if (!found) return found.takeError();
+  const Definition *definition = *found;
   if (definition->kind != SymbolKind::Kernel)
     return fail(ErrorCode::Unsupported,
                 images_[definition->image]->label + ": `" + std::string(name) + "` is a device " +
@@ -397,6 +433,74 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   if (!kernel) return inImage(kernel.takeError(), images_[definition->image]->label);
   kernels.emplace(std::string(name), *kernel);
   return *kernel;
+}
+
+llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
+  std::lock_guard lock(mutex_);
+  auto found = lookup(handlePtr, name);
+  if (!found) return found.takeError();
+  const LoadedImage &image = *images_[(*found)->image];
+  out.kind = (*found)->kind == SymbolKind::Kernel     ? DEVDL_SYMBOL_KERNEL
+             : (*found)->kind == SymbolKind::Variable ? DEVDL_SYMBOL_VARIABLE
+                                                      : DEVDL_SYMBOL_FUNCTION;
+  out.file = image.file.c_str();
+  out.image = image.index;
+  out.format = formatName(image.image.format).data();  // the names are NUL-terminated literals
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {
+  std::lock_guard lock(mutex_);
+  auto found = lookup(handlePtr, name);
+  if (!found) return found.takeError();
+  if ((*found)->kind != SymbolKind::Kernel)
+    return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
+  if (llvm::Error err = scanProcess()) return err;
+  std::vector<const DeviceImage *> pointers(images_.size(), nullptr);
+  for (size_t id = 0; id < images_.size(); ++id)
+    if (images_[id]) pointers[id] = &images_[id]->image;
+  const uint32_t roots[] = {(*found)->image};
+  const LinkPlan plan = computeLinkPlan(roots, pointers, [&](std::string_view symbol, uint32_t importer) {
+    return resolve(symbol, importer);
+  });
+  std::string text = std::string(name) + ": " + images_[roots[0]]->label + "\n";
+  for (const Binding &b : plan.bindings)
+    text += "  " + std::string(b.symbol) + " (" + images_[b.importer]->label + ") -> " + images_[b.definer]->label + "\n";
+  for (const auto &u : plan.unresolved)
+    text += "  " + std::string(u.symbol) + " (" + images_[u.importer]->label + ") -> undefined\n";
+  if (!plan.unresolved.empty()) return fail(ErrorCode::Unresolved, text);
+  return text;
+}
+
+std::vector<Loader::ImageSnapshot> Loader::snapshot() {
+  std::lock_guard lock(mutex_);
+  llvm::consumeError(scanProcess());
+  std::vector<ImageSnapshot> list;
+  auto add = [&](uint32_t id) {
+    const LoadedImage &image = *images_[id];
+    list.push_back({image.file, image.index, std::string(formatName(image.image.format)),
+                    std::string(image.image.triple), image.global, image.image.symbols.size()});
+  };
+  for (uint32_t id : globalOrder_) add(id);
+  for (uint32_t id = 0; id < images_.size(); ++id)
+    if (images_[id] && !images_[id]->global) add(id);
+  return list;
+}
+
+llvm::Error Loader::attach(const devdl_native &native) {
+  std::lock_guard lock(mutex_);
+  if (native.backend != DEVDL_BACKEND_OPENCL)
+    return fail(ErrorCode::Unsupported, "device_dlattach: only the OpenCL backend is available");
+  auto device = static_cast<cl_device_id>(native.device);
+  auto context = static_cast<cl_context>(native.context);
+  if (device_ && device_->id() == device && device_->context() == context) return llvm::Error::success();
+  if (!programs_.empty())
+    return fail(ErrorCode::InvalidArgument, "device_dlattach: programs are already linked for " +
+                                                (device_ ? device_->name() : std::string("another device")));
+  auto attached = backend::opencl::Device::attach(device, context);
+  if (!attached) return attached.takeError();
+  device_ = std::move(*attached);
+  return llvm::Error::success();
 }
 
 llvm::Error Loader::close(void *handlePtr) {

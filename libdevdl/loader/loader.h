@@ -22,6 +22,7 @@
 #include <vector>
 
 struct devdl_native;
+struct devdl_symbol_info;
 
 namespace devdl {
 
@@ -31,6 +32,8 @@ class Handle;
 struct LoadedImage {
   DeviceImage image;
   std::string label;      // "app.spv: image 0 (spirv)"
+  std::string file;       // the file or memory name; "" for the executable
+  unsigned index;         // the image's position in it
   Handle *owner;          // the handle it was opened with; null for the process's own images
   bool global;            // in the global scope
 };
@@ -45,9 +48,15 @@ struct LinkedProgram {
 
 class Handle {
  public:
-  std::string path;
-  dev_t device = 0;
-  ino_t inode = 0;
+  /// What makes a second open the same: the file, or the memory.
+  struct Identity {
+    dev_t device;
+    ino_t inode;
+    const void *memory;
+    bool operator==(const Identity &) const = default;
+  };
+  std::string path;  // the file, or the name given with the memory
+  Identity identity{};
   unsigned references = 0;
   bool global = false;
   bool nodelete = false;
@@ -61,18 +70,36 @@ class Loader {
   static Loader &instance();
 
   llvm::Expected<void *> open(const char *path, int flags);
+  llvm::Expected<void *> openMemory(const void *data, size_t size, const char *name, int flags);
   llvm::Expected<void *> symbol(void *handle, std::string_view name);
   llvm::Error close(void *handle);
   llvm::Error native(devdl_native &out);
+  llvm::Error attach(const devdl_native &native);
+  llvm::Error symbolInfo(void *handle, std::string_view name, devdl_symbol_info &out);
+  llvm::Expected<std::string> planText(void *handle, std::string_view name);
+
+  /// One image as device_dliterate reports it: copied, so callbacks run without the lock.
+  struct ImageSnapshot {
+    std::string file;
+    unsigned index;
+    std::string format, target;
+    bool global;
+    size_t symbols;
+  };
+  std::vector<ImageSnapshot> snapshot();
 
  private:
   // All private members are called with mutex_ held.
   Handle *globalHandle() { return reinterpret_cast<Handle *>(&globalScopeTag_); }
   llvm::Error scanProcess();
+  llvm::Expected<const Definition *> lookup(void *handle, std::string_view name);
   void loadPreloads();
   llvm::Expected<Handle *> openFile(const std::string &file, int flags);
+  llvm::Expected<Handle *> openMemory(Bytes bytes, std::string name, int flags);
+  Handle *reopen(const Handle::Identity &identity, int flags);
+  llvm::Expected<Handle *> addHandle(ImageFile read, const Handle::Identity &identity, int flags);
   void rebuildGlobalIndex();
-  uint32_t addImage(DeviceImage image, std::string label, Handle *owner);
+  uint32_t addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer) const;
   llvm::Expected<LinkedProgram *> programFor(uint32_t root);
   llvm::Expected<backend::opencl::Device *> device();

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 #include <tuple>
 
@@ -266,6 +267,127 @@ TEST_F(DeviceDlopen, DevdlPreloadComesBeforeTheLibraries) {
   ASSERT_EQ(preloaded.status, 0) << preloaded.err;
   EXPECT_EQ(preloaded.out, "DupValue 2\n");
   EXPECT_EQ(preloaded.err, "devdl: DEVDL_PRELOAD: /nonexistent/missing.spv: No such file or directory: ignored\n");
+}
+
+TEST_F(DeviceDlopen, OpenFromMemoryAndDescribeSymbols) {
+  const std::string bytes = readFile(image("lib.spv"));
+  void *lib = device_dlopen_mem(bytes.data(), bytes.size(), "lib-in-memory", DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlopen_mem(bytes.data(), bytes.size(), "again", DEVDL_LAZY), lib) << "same memory, same handle";
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(device_dlopen(nullptr, DEVDL_LAZY), "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(info.kind, DEVDL_SYMBOL_FUNCTION);
+  EXPECT_STREQ(info.file, "lib-in-memory");
+  EXPECT_EQ(info.image, 0u);
+  EXPECT_STREQ(info.format, "spirv");
+  ASSERT_EQ(device_dlsyminfo(lib, "LibCounter", &info), 0) << error();
+  EXPECT_EQ(info.kind, DEVDL_SYMBOL_VARIABLE);
+  EXPECT_NE(device_dlsyminfo(lib, "Nothing", &info), 0);
+  EXPECT_EQ(error(), "lib-in-memory: undefined device symbol `Nothing`");
+
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 3), (std::vector<int>{0, 2, 4}));
+  device_dlclose(app);
+  device_dlclose(lib);
+  device_dlclose(lib);
+  const std::string bad = "\x03\x02\x23\x07 not really SPIR-V";
+  EXPECT_EQ(device_dlopen_mem(bad.data(), bad.size(), "junk", DEVDL_LAZY), nullptr);
+  EXPECT_NE(error().find("junk: image 0 (spirv): invalid SPIR-V"), std::string::npos);
+}
+
+TEST_F(DeviceDlopen, LinkPlanOfAKernel) {
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_LAZY);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(device_dlplan(app, "AppKernel"), nullptr);
+  EXPECT_EQ(error(), "AppKernel: " + image("app.spv") + ": image 0 (spirv)\n  LibDeviceFunc (" + image("app.spv") +
+                         ": image 0 (spirv)) -> undefined\n");
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  const char *plan = device_dlplan(app, "AppKernel");
+  ASSERT_NE(plan, nullptr) << error();
+  EXPECT_EQ(std::string(plan), "AppKernel: " + image("app.spv") + ": image 0 (spirv)\n  LibDeviceFunc (" +
+                                   image("app.spv") + ": image 0 (spirv)) -> " + image("lib.spv") + ": image 0 (spirv)\n");
+  device_dlclose(lib);
+  device_dlclose(app);
+}
+
+int collectImages(const devdl_image_info *info, void *data) {
+  auto &seen = *static_cast<std::vector<std::string> *>(data);
+  seen.push_back(std::filesystem::path(info->file).filename().string() + (info->global ? " global" : " local") +
+                 " " + info->format + " " + std::to_string(info->symbols));
+  return 0;
+}
+
+TEST_F(DeviceDlopen, IterateImagesInSearchOrder) {
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_LAZY);
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_TRUE(app && lib) << error();
+  std::vector<std::string> seen;
+  EXPECT_EQ(device_dliterate(collectImages, &seen), 0);
+  EXPECT_EQ(seen, (std::vector<std::string>{"lib.spv global spirv 3", "app.spv local spirv 2"}));
+  int calls = 0;
+  EXPECT_EQ(device_dliterate([](const devdl_image_info *, void *n) { return ++*static_cast<int *>(n) == 1 ? 7 : 0; },
+                             &calls),
+            7);
+  EXPECT_EQ(calls, 1) << "stops at the first non-zero return";
+  device_dlclose(lib);
+  device_dlclose(app);
+}
+
+TEST_F(DeviceDlopen, AttachToTheProgramsOwnContext) {
+  auto api = backend::opencl::api();
+  ASSERT_TRUE(!!api);
+  const auto &cl = *api;
+  cl_int err = CL_SUCCESS;
+  cl_context own = cl.clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  devdl_native native{};
+  native.size = sizeof native;
+  native.backend = DEVDL_BACKEND_OPENCL;
+  native.device = device_;
+  native.context = own;
+  ASSERT_EQ(device_dlattach(&native), 0) << error();
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  auto kernel = static_cast<cl_kernel>(device_dlsym(app, "AppKernel"));
+  ASSERT_NE(kernel, nullptr) << error();
+  cl_context kernelContext = nullptr;
+  ASSERT_EQ(cl.clGetKernelInfo(kernel, CL_KERNEL_CONTEXT, sizeof kernelContext, &kernelContext, nullptr), CL_SUCCESS);
+  EXPECT_EQ(kernelContext, own);
+  EXPECT_EQ(runIntKernel(own, device_, kernel, 2), (std::vector<int>{0, 2}));
+  // Programs exist now: another context is refused.
+  cl_context other = cl.clCreateContext(nullptr, 1, &device_, nullptr, nullptr, &err);
+  native.context = other;
+  EXPECT_NE(device_dlattach(&native), 0);
+  EXPECT_NE(error().find("programs are already linked"), std::string::npos);
+  device_dlclose(app);
+  device_dlclose(lib);
+  cl.clReleaseContext(other);
+  cl.clReleaseContext(own);
+}
+
+TEST_F(DeviceDlopen, BackendAndDeviceFromTheEnvironment) {
+  auto probe = [](const char *variable, const char *value) {
+    setenv(variable, value, 1);
+    CommandResult r = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
+    unsetenv(variable);
+    return r;
+  };
+  CommandResult first = probe("DEVDL_DEVICE", "0");
+  EXPECT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(first.out, "DupValue 1\n");
+  CommandResult missing = probe("DEVDL_DEVICE", "99");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("DEVDL_DEVICE=99: there are "), std::string::npos) << missing.err;
+  CommandResult unnamed = probe("DEVDL_DEVICE", "no-such-device-name");
+  EXPECT_NE(unnamed.err.find("DEVDL_DEVICE=no-such-device-name: no OpenCL device has that name"), std::string::npos)
+      << unnamed.err;
+  CommandResult backend = probe("DEVDL_BACKEND", "cuda");
+  EXPECT_EQ(backend.status, 1);
+  EXPECT_NE(backend.err.find("DEVDL_BACKEND=cuda: no such backend in this build (opencl is)"), std::string::npos)
+      << backend.err;
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ namespace devdl::backend::opencl {
   X(clCreateCommandQueueWithProperties) X(clReleaseCommandQueue) X(clFinish)                  \
   X(clCreateProgramWithBinary) X(clCreateProgramWithIL) X(clBuildProgram) X(clCompileProgram) \
   X(clLinkProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram)           \
-  X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel)            \
+  X(clCreateKernel) X(clReleaseKernel) X(clGetKernelInfo) X(clSetKernelArg)                   \
+  X(clEnqueueNDRangeKernel)                                                                   \
   X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueReadBuffer)
 
 struct Api {

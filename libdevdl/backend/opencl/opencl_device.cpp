@@ -3,6 +3,7 @@
 
 #include <CL/cl_ext.h>
 
+#include <cstdlib>
 #include <vector>
 
 namespace devdl::backend::opencl {
@@ -81,22 +82,52 @@ llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   std::vector<cl_platform_id> platforms(numPlatforms);
   if ((err = cl.clGetPlatformIDs(numPlatforms, platforms.data(), nullptr)) != CL_SUCCESS)
     return clFailure("clGetPlatformIDs", err);
+
+  // The candidates, in platform then device order: devices that can compile.
+  std::vector<std::pair<cl_platform_id, cl_device_id>> candidates;
   for (cl_platform_id platform : platforms) {
     cl_uint numDevices = 0;
     if (cl.clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &numDevices) != CL_SUCCESS) continue;
     std::vector<cl_device_id> devices(numDevices);
     if (cl.clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, numDevices, devices.data(), nullptr) != CL_SUCCESS)
       continue;
-    for (cl_device_id device : devices) {
-      if (!deviceValue<cl_bool>(cl, device, CL_DEVICE_COMPILER_AVAILABLE)) continue;
-      const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
-                                                  reinterpret_cast<cl_context_properties>(platform), 0};
-      cl_context context = cl.clCreateContext(properties, 1, &device, nullptr, nullptr, &err);
-      if (err != CL_SUCCESS) return clFailure("clCreateContext", err);
-      return std::unique_ptr<Device>(new Device(cl, platform, device, context));
+    for (cl_device_id device : devices)
+      if (deviceValue<cl_bool>(cl, device, CL_DEVICE_COMPILER_AVAILABLE)) candidates.emplace_back(platform, device);
+  }
+  if (candidates.empty()) return fail(ErrorCode::NotFound, "no OpenCL device with a compiler");
+
+  size_t chosen = 0;
+  if (const char *wanted = std::getenv("DEVDL_DEVICE"); wanted && *wanted) {
+    unsigned index;
+    if (!llvm::StringRef(wanted).getAsInteger(10, index)) {
+      if (index >= candidates.size())
+        return fail(ErrorCode::NotFound, "DEVDL_DEVICE=" + std::string(wanted) + ": there are " +
+                                             std::to_string(candidates.size()) + " OpenCL devices");
+      chosen = index;
+    } else {
+      chosen = candidates.size();
+      for (size_t i = 0; i < candidates.size() && chosen == candidates.size(); ++i)
+        if (deviceString(cl, candidates[i].second, CL_DEVICE_NAME).find(wanted) != std::string::npos) chosen = i;
+      if (chosen == candidates.size())
+        return fail(ErrorCode::NotFound, "DEVDL_DEVICE=" + std::string(wanted) + ": no OpenCL device has that name");
     }
   }
-  return fail(ErrorCode::NotFound, "no OpenCL device with a compiler");
+  auto [platform, device] = candidates[chosen];
+  const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
+  cl_context context = cl.clCreateContext(properties, 1, &device, nullptr, nullptr, &err);
+  if (err != CL_SUCCESS) return clFailure("clCreateContext", err);
+  return std::unique_ptr<Device>(new Device(cl, platform, device, context));
+}
+
+llvm::Expected<std::unique_ptr<Device>> Device::attach(cl_device_id device, cl_context context) {
+  auto loaded = opencl::api();
+  if (!loaded) return loaded.takeError();
+  const Api &cl = *loaded;
+  cl_platform_id platform = nullptr;
+  cl_int err = cl.clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, nullptr);
+  if (err != CL_SUCCESS) return clFailure("device_dlattach: clGetDeviceInfo", err);
+  if ((err = cl.clRetainContext(context)) != CL_SUCCESS) return clFailure("device_dlattach: clRetainContext", err);
+  return std::unique_ptr<Device>(new Device(cl, platform, device, context));
 }
 
 llvm::Expected<Program> Device::buildSpir(std::string_view bitcode, std::string_view options) const {

@@ -42,8 +42,11 @@ class Program {
 
 class Device {
  public:
-  /// The first device, over all platforms, that has a compiler; its own new context.
+  /// The first device, over all platforms, that has a compiler, or the one DEVDL_DEVICE names
+  /// (its index among those devices, or a part of its name); its own new context.
   static llvm::Expected<std::unique_ptr<Device>> openDefault();
+  /// The program's own device and context (retained while this object lives).
+  static llvm::Expected<std::unique_ptr<Device>> attach(cl_device_id device, cl_context context);
   ~Device();
 
   const Api &api() const { return api_; }
