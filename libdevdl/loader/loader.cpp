@@ -87,8 +87,8 @@ void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
     if (Debug::get().on(Debug::Libs)) Debug::get().print("global scope += " + images_[id]->label);
     if (Debug::get().on(Debug::Symbols))
       for (const Symbol &s : images_[id]->image.symbols) {
-        if (s.kind == SymbolKind::Import) continue;
-        const Definition *first = global_.find(s.name, linkFamily(images_[id]->image.format));
+        if (s.kind == SymbolKind::Import || !candidate(Definition{id, s.kind, LinkFamily::None})) continue;
+        const Definition *first = firstCandidate(global_.definitions(s.name));
         if (first && first->image != id)
           Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id]->label +
                              " (the one in " + images_[first->image]->label + " is used)");
@@ -169,16 +169,27 @@ llvm::Error Loader::scanProcess() {
   return llvm::Error::success();
 }
 
+bool Loader::candidate(const Definition &d) const {
+  // What the OpenCL backend links: SPIR-V (the seed's urDeviceSelectBinary check). A cubin or
+  // a SPIR bitcode image never satisfies an import here, whatever its names.
+  return images_[d.image]->image.format == ImageFormat::SpirV;
+}
+
+const Definition *Loader::firstCandidate(std::span<const Definition> definitions) const {
+  for (const Definition &d : definitions)
+    if (candidate(d)) return &d;
+  return nullptr;
+}
+
 std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer) const {
   const LoadedImage &image = *images_[importer];
-  const LinkFamily family = linkFamily(image.image.format);
   auto inGlobal = [&]() -> std::optional<uint32_t> {
-    if (const Definition *d = global_.find(symbol, family)) return d->image;
+    if (const Definition *d = firstCandidate(global_.definitions(symbol))) return d->image;
     return std::nullopt;
   };
   auto inLocal = [&]() -> std::optional<uint32_t> {
     if (image.owner)
-      if (const Definition *d = image.owner->local.find(symbol, family)) return d->image;
+      if (const Definition *d = firstCandidate(image.owner->local.definitions(symbol))) return d->image;
     return std::nullopt;
   };
   if (image.owner && image.owner->deepbind) {
@@ -389,11 +400,7 @@ llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_v
   const Definition *definition = nullptr;
   const Handle *handle = nullptr;  // null: the global scope
   if (handlePtr == globalHandle()) {
-    auto findGlobal = [&]() -> const Definition * {
-      for (const Definition &d : global_.definitions(name))
-        if (d.family == LinkFamily::Spirv) return &d;
-      return nullptr;
-    };
+    auto findGlobal = [&] { return firstCandidate(global_.definitions(name)); };
     // Objects the host loads later come later in search order and cannot shadow what is found
     // now; only a definition from a host object, which may have been unloaded since, or none at
     // all needs a look at the process first.
@@ -406,12 +413,19 @@ llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_v
     auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
     if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "invalid handle");
     handle = it->get();
-    auto defs = handle->local.definitions(name);
-    if (!defs.empty()) definition = &defs.front();
+    definition = firstCandidate(handle->local.definitions(name));
   }
-  if (!definition)
+  if (!definition) {
+    // Defined, but only in images this device cannot link: say so rather than "undefined".
+    auto all = handle ? handle->local.definitions(name) : global_.definitions(name);
+    if (!all.empty())
+      return fail(ErrorCode::Unsupported, images_[all.front().image]->label + ": `" + std::string(name) +
+                                              "` is in a " +
+                                              std::string(formatName(images_[all.front().image]->image.format)) +
+                                              " image, which the OpenCL backend does not link");
     return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
                                          ": undefined device symbol `" + std::string(name) + "`");
+  }
   return definition;
 }
 

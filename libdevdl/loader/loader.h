@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -100,6 +101,8 @@ class Loader {
   llvm::Expected<Handle *> addHandle(ImageFile read, const Handle::Identity &identity, int flags);
   void rebuildGlobalIndex();
   uint32_t addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner);
+  bool candidate(const Definition &d) const;
+  const Definition *firstCandidate(std::span<const Definition> definitions) const;
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer) const;
   llvm::Expected<LinkedProgram *> programFor(uint32_t root);
   llvm::Expected<backend::opencl::Device *> device();

@@ -390,5 +390,25 @@ TEST_F(DeviceDlopen, BackendAndDeviceFromTheEnvironment) {
       << backend.err;
 }
 
+TEST_F(DeviceDlopen, ImagesTheDeviceCannotLinkAreNoCandidates) {
+  // The same library as SPIR bitcode, and as a cubin where nvcc built one: neither satisfies a
+  // SPIR-V import on this OpenCL device.
+  std::vector<const char *> others{"lib.bc"};
+  if (DEVDL_TEST_CUDA_IMAGES) others.push_back("lib.cubin");
+  for (const char *name : others) {
+    void *lib = device_dlopen(image(name).c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+    ASSERT_NE(lib, nullptr) << error();
+    EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr) << name;
+    EXPECT_EQ(error(), image("app.spv") + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`") << name;
+    device_dlclose(lib);
+  }
+  void *bitcodeApp = device_dlopen(image("app.bc").c_str(), DEVDL_LAZY);
+  ASSERT_NE(bitcodeApp, nullptr) << error();
+  EXPECT_EQ(device_dlsym(bitcodeApp, "AppKernel"), nullptr);
+  EXPECT_EQ(error(), image("app.bc") +
+                         ": image 0 (spir-bc): `AppKernel` is in a spir-bc image, which the OpenCL backend does not link");
+  device_dlclose(bitcodeApp);
+}
+
 }  // namespace
 }  // namespace devdl::test
