@@ -29,3 +29,6 @@ echo; echo "== device_dlopen: the application opens the library's image and its 
 show "$seed/seed-dlopen" "$seed"
 echo; echo "== The application linked with libdevicelib.so opens only its own image"
 show "$seed/seed-linked" "$seed"
+echo; echo "== LD_PRELOAD of a host library carrying another LibDeviceFunc (it triples) interposes it"
+echo; echo "\$ LD_PRELOAD=$build/samples/interposition/libdevicepatch.so $seed/seed-linked $seed"
+LD_PRELOAD=$build/samples/interposition/libdevicepatch.so "$seed/seed-linked" "$seed"
