@@ -21,6 +21,9 @@
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
 
+#include <xxhash.h>
+
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -54,6 +57,13 @@ void initializeTargets() {
 }
 
 }  // namespace
+
+std::string defaultBundleSymbol(Bytes bundle) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(bundle.data(), bundle.size())));
+  return std::string(kBundleSymbolPrefix) + hash;
+}
 
 bool isElf(Bytes bytes) {
   return bytes.size() >= 4 && std::memcmp(bytes.data(), "\x7f" "ELF", 4) == 0;

@@ -46,6 +46,11 @@ std::vector<LoadedBundle> findLoadedBundles();
 /// dlpi_adds + dlpi_subs): a rescan for bundles is needed only when it moved. O(1).
 uint64_t loadedObjectsGeneration();
 
+/// The global symbol devdl-pack defines at a bundle by default: the prefix and the bundle's
+/// XXH3 hash. A process that finds it with dlsym(RTLD_DEFAULT) knows the object carrying the
+/// bundle is in the host's global scope.
+std::string defaultBundleSymbol(Bytes bundle);
+
 /// A relocatable ELF object for `triple` (the host's when empty) carrying `bundle`, with a
 /// global symbol `symbol` at the bundle's start.
 llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view triple,

@@ -13,7 +13,6 @@
 #include <dlfcn.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,14 +22,6 @@
 namespace devdl {
 
 namespace {
-
-// What devdl-pack names the symbol at a bundle by default (tools/devdl-pack).
-std::string bundleSymbol(Bytes bundle) {
-  char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(XXH3_64bits(bundle.data(), bundle.size())));
-  return std::string(bundle::kBundleSymbolPrefix) + hash;
-}
 
 // A name without a slash is looked up in DEVDL_LIBRARY_PATH, then taken as it is. Like
 // LD_LIBRARY_PATH, the variable is ignored in secure-execution (setuid) processes.
@@ -135,7 +126,7 @@ llvm::Error Loader::scanProcess() {
     auto [it, isNew] = processBundles_.try_emplace(loaded.bytes.data());
     ProcessBundle &pb = it->second;
     if (isNew) {
-      pb.symbol = bundleSymbol(loaded.bytes);
+      pb.symbol = bundle::defaultBundleSymbol(loaded.bytes);
       pb.main = loaded.object.empty();
       pb.object = loaded.object;
       auto images = readBundleImages(loaded.bytes, nullptr);

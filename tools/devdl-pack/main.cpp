@@ -12,8 +12,6 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/ToolOutputFile.h>
 
-#include <xxhash.h>
-
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -265,12 +263,7 @@ int main(int argc, char **argv) {
 
   std::string data;
   if (object) {
-    if (symbol.empty()) {
-      char hash[17];
-      std::snprintf(hash, sizeof hash, "%016llx",
-                    static_cast<unsigned long long>(XXH3_64bits(bundle.data(), bundle.size())));
-      symbol = std::string(bundle::kBundleSymbolPrefix) + hash;
-    }
+    if (symbol.empty()) symbol = bundle::defaultBundleSymbol(asBytes(bundle));
     auto made = bundle::makeHostObject(asBytes(bundle), targetTriple, symbol);
     if (!made) {
       reportError(made.takeError());
