@@ -1,7 +1,8 @@
 #include "loader/loader.h"
 #include "loader/debug.h"
 
-#include "backend/spirv_link.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/opencl/opencl_device.h"
 #include "bundle/host_elf.h"
 #include "support/error.h"
 
@@ -49,10 +50,6 @@ std::vector<std::string> preloadList(const char *list) {
 
 }  // namespace
 
-LinkedProgram::~LinkedProgram() {
-  for (auto &[name, kernel] : kernels) program.api().clReleaseKernel(kernel);
-}
-
 Loader &Loader::instance() {
   static Loader *loader = new Loader;  // never destroyed: handles may be used until exit
   return *loader;
@@ -79,7 +76,8 @@ void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
     if (Debug::get().on(Debug::Symbols))
       for (const Symbol &s : images_[id]->image.symbols) {
         if (s.kind == SymbolKind::Import || !candidate(Definition{id, s.kind, LinkFamily::None})) continue;
-        const Definition *first = firstCandidate(global_.definitions(s.name));
+        const Definition *first =
+            firstCandidate(global_.definitions(s.name), linkFamily(images_[id]->image.format));
         if (first && first->image != id)
           Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id]->label +
                              " (the one in " + images_[first->image]->label + " is used)");
@@ -160,27 +158,31 @@ llvm::Error Loader::scanProcess() {
   return llvm::Error::success();
 }
 
-bool Loader::candidate(const Definition &d) const {
-  // What the OpenCL backend links: SPIR-V (the seed's urDeviceSelectBinary check). A cubin or
-  // a SPIR bitcode image never satisfies an import here, whatever its names.
-  return images_[d.image]->image.format == ImageFormat::SpirV;
+bool Loader::candidate(const Definition &d) {
+  // Like the seed's urDeviceSelectBinary check: an image the device cannot take (a cubin on
+  // OpenCL, a cubin for another GPU generation) never satisfies an import, whatever its names.
+  const DeviceImage &image = images_[d.image]->image;
+  backend::Device *device = deviceFor(image);
+  return device && device->accepts(image);
 }
 
-const Definition *Loader::firstCandidate(std::span<const Definition> definitions) const {
+const Definition *Loader::firstCandidate(std::span<const Definition> definitions, LinkFamily family) {
   for (const Definition &d : definitions)
-    if (candidate(d)) return &d;
+    if ((family == LinkFamily::None || d.family == family) && candidate(d)) return &d;
   return nullptr;
 }
 
-std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer) const {
+std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer) {
   const LoadedImage &image = *images_[importer];
+  // Only images of the importer's family link with it.
+  const LinkFamily family = linkFamily(image.image.format);
   auto inGlobal = [&]() -> std::optional<uint32_t> {
-    if (const Definition *d = firstCandidate(global_.definitions(symbol))) return d->image;
+    if (const Definition *d = firstCandidate(global_.definitions(symbol), family)) return d->image;
     return std::nullopt;
   };
   auto inLocal = [&]() -> std::optional<uint32_t> {
     if (image.owner)
-      if (const Definition *d = firstCandidate(image.owner->local.definitions(symbol))) return d->image;
+      if (const Definition *d = firstCandidate(image.owner->local.definitions(symbol), family)) return d->image;
     return std::nullopt;
   };
   if (image.owner && image.owner->deepbind) {
@@ -191,16 +193,106 @@ std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t import
   return inLocal();
 }
 
-llvm::Expected<backend::opencl::Device *> Loader::device() {
-  if (!device_) {
-    if (const char *backend = std::getenv("DEVDL_BACKEND"); backend && *backend && std::strcmp(backend, "opencl") != 0)
-      return fail(ErrorCode::Unsupported, "DEVDL_BACKEND=" + std::string(backend) +
-                                              ": no such backend in this build (opencl is)");
-    auto opened = backend::opencl::Device::openDefault();
-    if (!opened) return opened.takeError();
-    device_ = std::move(*opened);
+namespace {
+
+// The backend a DEVDL_BACKEND value names; nullopt for a name devdl does not know.
+std::optional<int> backendNumber(std::string_view name) {
+  if (name == "opencl") return DEVDL_BACKEND_OPENCL;
+  if (name == "cuda") return DEVDL_BACKEND_CUDA;
+  if (name == "level_zero" || name == "level-zero") return DEVDL_BACKEND_LEVEL_ZERO;
+  return std::nullopt;
+}
+
+std::string_view backendName(int backend) {
+  switch (backend) {
+    case DEVDL_BACKEND_OPENCL: return "opencl";
+    case DEVDL_BACKEND_CUDA: return "cuda";
+    case DEVDL_BACKEND_LEVEL_ZERO: return "level_zero";
   }
-  return device_.get();
+  return "unknown";
+}
+
+// The backend that links images of a family.
+int backendOf(LinkFamily family) {
+  switch (family) {
+    case LinkFamily::Spirv: return DEVDL_BACKEND_OPENCL;
+    case LinkFamily::Cuda: return DEVDL_BACKEND_CUDA;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+backend::Device *Loader::deviceFor(const DeviceImage &image, std::string *why) {
+  const int which = backendOf(linkFamily(image.format));
+  if (!which) {
+    if (why) *why = "no backend links " + std::string(formatName(image.format)) + " images";
+    return nullptr;
+  }
+  auto dev = device(which);
+  if (!dev) {
+    const std::string reason = llvm::toString(dev.takeError());
+    if (why) *why = reason;
+    return nullptr;
+  }
+  return *dev;
+}
+
+const std::string &Loader::backendChoice() {
+  // Read once, as the host loader reads its environment once.
+  static const std::string chosen = [] {
+    const char *value = std::getenv("DEVDL_BACKEND");
+    return std::string(value ? value : "");
+  }();
+  return chosen;
+}
+
+llvm::Expected<backend::Device *> Loader::device(int which) {
+  if (const std::string &chosen = backendChoice(); !chosen.empty()) {
+    auto named = backendNumber(chosen);
+    if (!named)
+      return fail(ErrorCode::Unsupported, "DEVDL_BACKEND=" + chosen + ": no such backend (opencl, cuda and level_zero are)");
+    // A device the program attached to is used whatever the variable says.
+    if (*named != which && !backends_[which].device)
+      return fail(ErrorCode::NotFound, "the " + std::string(backendName(which)) +
+                                           " backend is not used: DEVDL_BACKEND=" + chosen);
+  }
+  BackendSlot &slot = backends_[which];
+  if (!slot.tried) {
+    slot.tried = true;
+    llvm::Expected<std::unique_ptr<backend::Device>> opened =
+        which == DEVDL_BACKEND_OPENCL ? llvm::Expected<std::unique_ptr<backend::Device>>(backend::opencl::Device::openDefault())
+        : which == DEVDL_BACKEND_CUDA ? llvm::Expected<std::unique_ptr<backend::Device>>(backend::cuda::Device::openDefault())
+                                      : fail(ErrorCode::Unsupported, "the " + std::string(backendName(which)) +
+                                                                         " backend is not in this build");
+    if (opened) {
+      slot.device = std::move(*opened);
+      if (Debug::get().on(Debug::Libs))
+        Debug::get().print("backend " + std::string(backendName(which)) + ": device " + slot.device->name());
+    } else {
+      slot.error = llvm::toString(opened.takeError());
+    }
+  }
+  if (!slot.device) return fail(ErrorCode::NotFound, slot.error);
+  return slot.device.get();
+}
+
+std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
+  // A definition the importer could link with, in an image the device cannot take (or no
+  // device at all): that is the reason to give.
+  const LoadedImage &image = *images_[importer];
+  const LinkFamily family = linkFamily(image.image.format);
+  for (const SymbolIndex *scope : {&global_, image.owner ? &image.owner->local : nullptr}) {
+    if (!scope) continue;
+    for (const Definition &d : scope->definitions(symbol)) {
+      if (d.family != family) continue;
+      const LoadedImage &definer = *images_[d.image];
+      std::string why;
+      if (backend::Device *dev = deviceFor(definer.image, &why)) dev->accepts(definer.image, &why);
+      return " (" + definer.label + " defines it, but " + why + ")";
+    }
+  }
+  return "";
 }
 
 llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
@@ -220,7 +312,7 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
     std::string message;
     for (const auto &u : plan.unresolved)
       message += (message.empty() ? "" : "\n") + images_[u.importer]->label + ": undefined device symbol `" +
-                 std::string(u.symbol) + "`";
+                 std::string(u.symbol) + "`" + whyUnresolved(u.symbol, u.importer);
     return fail(ErrorCode::Unresolved, message);
   }
   std::vector<uint32_t> key = plan.images;
@@ -239,31 +331,20 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
                          images_[b.definer]->label);
   const auto start = std::chrono::steady_clock::now();
 
-  auto dev = device();
-  if (!dev) return dev.takeError();
-  std::vector<const DeviceImage *> inputs;
-  std::vector<std::string> labels;
-  for (uint32_t id : plan.images) {
-    const LoadedImage &image = *images_[id];
-    if (image.image.format != ImageFormat::SpirV)
-      return fail(ErrorCode::Unsupported, image.label + ": " + std::string(formatName(image.image.format)) +
-                                              " images cannot be linked on OpenCL device " + (*dev)->name());
-    inputs.push_back(&image.image);
-    labels.push_back(image.label);
-  }
-  auto linked = backend::linkSpirv(inputs, labels);
-  if (!linked) return linked.takeError();
-  auto spir = backend::spirvToSpir(*linked);
-  if (!spir) return spir.takeError();
-  auto built = (*dev)->buildSpir(*spir);
+  std::string why;
+  backend::Device *dev = deviceFor(images_[root]->image, &why);
+  if (!dev) return fail(ErrorCode::Unsupported, images_[root]->label + ": " + why);
+  std::vector<backend::LinkInput> inputs;
+  for (uint32_t id : plan.images) inputs.push_back({&images_[id]->image, images_[id]->label});
+  auto built = dev->link(inputs);
   if (!built) return built.takeError();
   if (Debug::get().on(Debug::Statistics)) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     Debug::get().print("program for " + images_[root]->label + ": linked " + std::to_string(plan.images.size()) +
                        " images, " + std::to_string(plan.bindings.size()) + " bindings, built in " +
-                       std::to_string(static_cast<long>(ms)) + " ms on " + (*dev)->name());
+                       std::to_string(static_cast<long>(ms)) + " ms on " + dev->name());
   }
-  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(*built), {}}));
+  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), dev, std::move(*built)}));
   programOfRoot_[root] = programs_.back().get();
   return programs_.back().get();
 }
@@ -407,13 +488,16 @@ llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_v
     definition = firstCandidate(handle->local.definitions(name));
   }
   if (!definition) {
-    // Defined, but only in images this device cannot link: say so rather than "undefined".
+    // Defined, but only in images no device here can take: say so rather than "undefined".
     auto all = handle ? handle->local.definitions(name) : global_.definitions(name);
-    if (!all.empty())
-      return fail(ErrorCode::Unsupported, images_[all.front().image]->label + ": `" + std::string(name) +
-                                              "` is in a " +
-                                              std::string(formatName(images_[all.front().image]->image.format)) +
-                                              " image, which the OpenCL backend does not link");
+    if (!all.empty()) {
+      const LoadedImage &first = *images_[all.front().image];
+      std::string why;
+      if (backend::Device *dev = deviceFor(first.image, &why)) dev->accepts(first.image, &why);
+      return fail(ErrorCode::Unsupported, first.label + ": `" + std::string(name) + "` is in a " +
+                                              std::string(formatName(first.image.format)) +
+                                              " image, which cannot be linked here: " + why);
+    }
     return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
                                          ": undefined device symbol `" + std::string(name) + "`");
   }
@@ -425,19 +509,14 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   auto found = lookup(handlePtr, name);
   if (!found) return found.takeError();
   const Definition *definition = *found;
-  if (definition->kind != SymbolKind::Kernel)
-    return fail(ErrorCode::Unsupported,
-                images_[definition->image]->label + ": `" + std::string(name) + "` is a device " +
-                    (definition->kind == SymbolKind::Variable ? "variable" : "function") +
-                    ": the OpenCL backend has no device addresses for it");
   auto program = programFor(definition->image);
   if (!program) return program.takeError();
-  auto &kernels = (*program)->kernels;
-  if (auto it = kernels.find(name); it != kernels.end()) return it->second;
-  auto kernel = (*program)->program.createKernel(name);
-  if (!kernel) return inImage(kernel.takeError(), images_[definition->image]->label);
-  kernels.emplace(std::string(name), *kernel);
-  return *kernel;
+  backend::Program &linked = *(*program)->program;
+  auto address = definition->kind == SymbolKind::Kernel     ? linked.kernel(name)
+                 : definition->kind == SymbolKind::Variable ? linked.variable(name)
+                                                            : linked.function(name);
+  if (!address) return inImage(address.takeError(), images_[definition->image]->label);
+  return *address;
 }
 
 llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
@@ -494,17 +573,27 @@ std::vector<Loader::ImageSnapshot> Loader::snapshot() {
 
 llvm::Error Loader::attach(const devdl_native &native) {
   std::lock_guard lock(mutex_);
-  if (native.backend != DEVDL_BACKEND_OPENCL)
-    return fail(ErrorCode::Unsupported, "device_dlattach: only the OpenCL backend is available");
-  auto device = static_cast<cl_device_id>(native.device);
-  auto context = static_cast<cl_context>(native.context);
-  if (device_ && device_->id() == device && device_->context() == context) return llvm::Error::success();
-  if (!programs_.empty())
-    return fail(ErrorCode::InvalidArgument, "device_dlattach: programs are already linked for " +
-                                                (device_ ? device_->name() : std::string("another device")));
-  auto attached = backend::opencl::Device::attach(device, context);
+  llvm::Expected<std::unique_ptr<backend::Device>> attached =
+      native.backend == DEVDL_BACKEND_OPENCL
+          ? llvm::Expected<std::unique_ptr<backend::Device>>(backend::opencl::Device::attach(
+                static_cast<cl_device_id>(native.device), static_cast<cl_context>(native.context)))
+      : native.backend == DEVDL_BACKEND_CUDA
+          ? llvm::Expected<std::unique_ptr<backend::Device>>(backend::cuda::Device::attach(
+                static_cast<int>(reinterpret_cast<intptr_t>(native.device)), native.context))
+          : fail(ErrorCode::Unsupported, "device_dlattach: backend " + std::to_string(native.backend) +
+                                             " is not in this build (opencl and cuda are)");
   if (!attached) return attached.takeError();
-  device_ = std::move(*attached);
+  BackendSlot &slot = backends_[native.backend];
+  if (slot.device) {
+    devdl_native current{sizeof current, 0, nullptr, nullptr, nullptr};
+    slot.device->native(current);
+    if (current.device == native.device && current.context == native.context) return llvm::Error::success();
+    if (llvm::any_of(programs_, [&](const auto &p) { return p->device == slot.device.get(); }))
+      return fail(ErrorCode::InvalidArgument, "device_dlattach: programs are already linked for " + slot.device->name());
+  }
+  programOfRoot_.clear();
+  slot.tried = true;
+  slot.device = std::move(*attached);
   return llvm::Error::success();
 }
 
@@ -522,12 +611,26 @@ llvm::Error Loader::close(void *handlePtr) {
 
 llvm::Error Loader::native(devdl_native &out) {
   std::lock_guard lock(mutex_);
-  auto dev = device();
+  int which = out.backend;
+  if (which == 0) {
+    // The default: the backend DEVDL_BACKEND names, else one in use, else the first that has
+    // a device.
+    if (!backendChoice().empty()) which = backendNumber(backendChoice()).value_or(-1);
+    for (int b : {DEVDL_BACKEND_OPENCL, DEVDL_BACKEND_CUDA})
+      if (!which && backends_[b].device) which = b;
+    for (int b : {DEVDL_BACKEND_OPENCL, DEVDL_BACKEND_CUDA}) {
+      if (which) break;
+      auto dev = device(b);
+      if (dev) which = b;
+      else llvm::consumeError(dev.takeError());
+    }
+    if (which == 0) which = DEVDL_BACKEND_OPENCL;  // for its error below
+  }
+  if (which != DEVDL_BACKEND_OPENCL && which != DEVDL_BACKEND_CUDA && which != DEVDL_BACKEND_LEVEL_ZERO)
+    return fail(ErrorCode::InvalidArgument, "device_dlnative: unknown backend " + std::to_string(which));
+  auto dev = device(which);
   if (!dev) return dev.takeError();
-  out.backend = DEVDL_BACKEND_OPENCL;
-  out.platform = (*dev)->platform();
-  out.device = (*dev)->id();
-  out.context = (*dev)->context();
+  (*dev)->native(out);
   return llvm::Error::success();
 }
 

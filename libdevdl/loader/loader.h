@@ -7,7 +7,7 @@
 // the order they joined. A handle's local scope is its own images.
 #pragma once
 
-#include "backend/opencl/opencl_device.h"
+#include "backend/backend.h"
 #include "image/read_image.h"
 #include "resolve/link_plan.h"
 #include "resolve/symbol_index.h"
@@ -39,12 +39,11 @@ struct LoadedImage {
   bool global;            // in the global scope
 };
 
-/// A program built from one link plan, and the kernels handed out from it.
+/// A program linked from one link plan.
 struct LinkedProgram {
   std::vector<uint32_t> images;  // sorted ids: the cache key
-  backend::opencl::Program program;
-  std::map<std::string, cl_kernel, std::less<>> kernels;
-  ~LinkedProgram();
+  backend::Device *device;
+  std::unique_ptr<backend::Program> program;
 };
 
 class Handle {
@@ -101,11 +100,21 @@ class Loader {
   llvm::Expected<Handle *> addHandle(ImageFile read, const Handle::Identity &identity, int flags);
   void rebuildGlobalIndex();
   uint32_t addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner);
-  bool candidate(const Definition &d) const;
-  const Definition *firstCandidate(std::span<const Definition> definitions) const;
-  std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer) const;
+  bool candidate(const Definition &d);
+  /// The first definition the device can link, of `family` (None: of any family).
+  const Definition *firstCandidate(std::span<const Definition> definitions, LinkFamily family = LinkFamily::None);
+  std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
   llvm::Expected<LinkedProgram *> programFor(uint32_t root);
-  llvm::Expected<backend::opencl::Device *> device();
+  /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the
+  /// device cannot take would have resolved; "" otherwise.
+  std::string whyUnresolved(std::string_view symbol, uint32_t importer);
+  /// The device that links `image`'s family, opened on first use; null with the reason when
+  /// there is none (no driver, or DEVDL_BACKEND chose another backend).
+  backend::Device *deviceFor(const DeviceImage &image, std::string *why = nullptr);
+  /// The device of a backend (DEVDL_BACKEND_...), opened on first use.
+  llvm::Expected<backend::Device *> device(int backend);
+  /// DEVDL_BACKEND, read on first use; "" for every backend.
+  static const std::string &backendChoice();
   void joinGlobalScope(const std::vector<uint32_t> &ids);
   void dropImages(const std::vector<uint32_t> &ids);
 
@@ -126,7 +135,13 @@ class Loader {
   std::map<const uint8_t *, ProcessBundle> processBundles_;
   uint64_t scannedGeneration_ = ~uint64_t(0);
   bool preloaded_ = false;
-  std::unique_ptr<backend::opencl::Device> device_;
+  // Each backend's device, by DEVDL_BACKEND_... number, or why it has none.
+  struct BackendSlot {
+    bool tried = false;
+    std::unique_ptr<backend::Device> device;
+    std::string error;
+  };
+  BackendSlot backends_[4];
   std::vector<std::unique_ptr<LinkedProgram>> programs_;
   // The program each root image was linked into, while the scopes stay as they were.
   std::map<uint32_t, LinkedProgram *> programOfRoot_;

@@ -1,9 +1,11 @@
 #include "backend/opencl/opencl_device.h"
+#include "backend/spirv_link.h"
 #include "support/error.h"
+
+#include "devdl.h"
 
 #include <CL/cl_ext.h>
 
-#include <cstdlib>
 #include <vector>
 
 namespace devdl::backend::opencl {
@@ -51,12 +53,29 @@ std::string buildLog(const Api &api, cl_program program, cl_device_id device) {
 
 }  // namespace
 
-llvm::Expected<cl_kernel> Program::createKernel(std::string_view name) const {
+Program::~Program() {
+  for (auto &[name, kernel] : kernels_) api_.clReleaseKernel(kernel);
+  api_.clReleaseProgram(program_);
+}
+
+llvm::Expected<void *> Program::kernel(std::string_view name) {
+  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
   cl_int err = CL_SUCCESS;
-  cl_kernel kernel = api_->clCreateKernel(program_, std::string(name).c_str(), &err);
+  cl_kernel kernel = api_.clCreateKernel(program_, std::string(name).c_str(), &err);
   if (err != CL_SUCCESS)
     return fail(ErrorCode::NotFound, "kernel `" + llvm::Twine(name) + "`: " + errorName(err));
+  kernels_.emplace(std::string(name), kernel);
   return kernel;
+}
+
+llvm::Expected<void *> Program::variable(std::string_view name) {
+  return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
+                                          " gives no device addresses of program variables");
+}
+
+llvm::Expected<void *> Program::function(std::string_view name) {
+  return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device function: OpenCL device " + device_ +
+                                          " gives no device function pointers");
 }
 
 Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context)
@@ -69,6 +88,74 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
 }
 
 Device::~Device() { api_.clReleaseContext(context_); }
+
+int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
+
+void Device::native(devdl_native &out) const {
+  out.backend = DEVDL_BACKEND_OPENCL;
+  out.platform = platform_;
+  out.device = device_;
+  out.context = context_;
+}
+
+bool Device::accepts(const DeviceImage &image, std::string *why) const {
+  if (image.format == ImageFormat::SpirV && ((caps_.spirvIl && caps_.linker) || caps_.spir)) return true;
+  if (why)
+    *why = image.format == ImageFormat::SpirV
+               ? "OpenCL device " + name_ + " takes neither SPIR-V with a linker nor SPIR"
+               : "OpenCL device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
+  return false;
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs) {
+  for (const LinkInput &input : inputs)
+    if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+  if (caps_.spirvIl && caps_.linker) return linkIl(inputs);
+  std::vector<const DeviceImage *> images;
+  std::vector<std::string> labels;
+  for (const LinkInput &input : inputs) {
+    images.push_back(input.image);
+    labels.push_back(input.label);
+  }
+  auto linked = linkSpirv(images, labels);
+  if (!linked) return linked.takeError();
+  auto spir = spirvToSpir(*linked);
+  if (!spir) return spir.takeError();
+  return buildSpir(*spir);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::linkIl(std::span<const LinkInput> inputs) const {
+  // Each image is compiled on its own, imports left open; the device's linker resolves them,
+  // as the plan bound them, since the plan holds one definition of each import.
+  std::vector<std::unique_ptr<Program>> objects;
+  std::vector<cl_program> handles;
+  for (const LinkInput &input : inputs) {
+    cl_int err = CL_SUCCESS;
+    cl_program program = api_.clCreateProgramWithIL(context_, input.image->bytes.data(), input.image->bytes.size(), &err);
+    if (err != CL_SUCCESS) return inImage(clFailure("clCreateProgramWithIL", err), input.label);
+    objects.push_back(std::make_unique<Program>(api_, program, name_));
+    err = api_.clCompileProgram(program, 1, &device_, "", 0, nullptr, nullptr, nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      const std::string log = buildLog(api_, program, device_);
+      return fail(ErrorCode::Unsupported, input.label + ": clCompileProgram on " + name_ + " failed: " +
+                                              errorName(err) + (log.empty() ? "" : "\n" + log));
+    }
+    handles.push_back(program);
+  }
+  cl_int err = CL_SUCCESS;
+  cl_program linked = api_.clLinkProgram(context_, 1, &device_, "", static_cast<cl_uint>(handles.size()),
+                                         handles.data(), nullptr, nullptr, &err);
+  if (err != CL_SUCCESS || !linked) {
+    // A program object may come back with the log even when linking failed.
+    const std::string log = linked ? buildLog(api_, linked, device_) : std::string();
+    if (linked) api_.clReleaseProgram(linked);
+    std::string images;
+    for (const LinkInput &input : inputs) images += (images.empty() ? "" : ", ") + input.label;
+    return fail(ErrorCode::Unsupported, "clLinkProgram on " + name_ + " of " + images + " failed: " + errorName(err) +
+                                            (log.empty() ? "" : "\n" + log));
+  }
+  return std::make_unique<Program>(api_, linked, name_);
+}
 
 llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   auto loaded = opencl::api();
@@ -96,23 +183,11 @@ llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   }
   if (candidates.empty()) return fail(ErrorCode::NotFound, "no OpenCL device with a compiler");
 
-  size_t chosen = 0;
-  if (const char *wanted = std::getenv("DEVDL_DEVICE"); wanted && *wanted) {
-    unsigned index;
-    if (!llvm::StringRef(wanted).getAsInteger(10, index)) {
-      if (index >= candidates.size())
-        return fail(ErrorCode::NotFound, "DEVDL_DEVICE=" + std::string(wanted) + ": there are " +
-                                             std::to_string(candidates.size()) + " OpenCL devices");
-      chosen = index;
-    } else {
-      chosen = candidates.size();
-      for (size_t i = 0; i < candidates.size() && chosen == candidates.size(); ++i)
-        if (deviceString(cl, candidates[i].second, CL_DEVICE_NAME).find(wanted) != std::string::npos) chosen = i;
-      if (chosen == candidates.size())
-        return fail(ErrorCode::NotFound, "DEVDL_DEVICE=" + std::string(wanted) + ": no OpenCL device has that name");
-    }
-  }
-  auto [platform, device] = candidates[chosen];
+  std::vector<std::string> names;
+  for (const auto &[platform, device] : candidates) names.push_back(deviceString(cl, device, CL_DEVICE_NAME));
+  auto chosen = chooseDevice(names, "OpenCL");
+  if (!chosen) return chosen.takeError();
+  auto [platform, device] = candidates[*chosen];
   const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
   cl_context context = cl.clCreateContext(properties, 1, &device, nullptr, nullptr, &err);
   if (err != CL_SUCCESS) return clFailure("clCreateContext", err);
@@ -130,14 +205,14 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(cl_device_id device, cl_c
   return std::unique_ptr<Device>(new Device(cl, platform, device, context));
 }
 
-llvm::Expected<Program> Device::buildSpir(std::string_view bitcode, std::string_view options) const {
+llvm::Expected<std::unique_ptr<Program>> Device::buildSpir(std::string_view bitcode, std::string_view options) const {
   if (!caps_.spir) return fail(ErrorCode::Unsupported, "device " + name_ + " does not take SPIR (no cl_khr_spir)");
   const auto *bytes = reinterpret_cast<const unsigned char *>(bitcode.data());
   const size_t size = bitcode.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
   if (err != CL_SUCCESS) return clFailure("clCreateProgramWithBinary (SPIR)", err);
-  Program owned(api_, program);
+  auto owned = std::make_unique<Program>(api_, program, name_);
   const std::string buildOptions = "-x spir -spir-std=1.2" + (options.empty() ? "" : " " + std::string(options));
   err = api_.clBuildProgram(program, 1, &device_, buildOptions.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {

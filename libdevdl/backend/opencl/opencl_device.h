@@ -2,11 +2,14 @@
 // names) and building programs on it.
 #pragma once
 
+#include "backend/backend.h"
 #include "backend/opencl/opencl_api.h"
 
 #include <llvm/Support/Error.h>
 
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,44 +23,55 @@ struct Capabilities {
   bool linker = false;   // CL_DEVICE_LINKER_AVAILABLE: clCompileProgram / clLinkProgram
 };
 
-/// A built program; released with this object.
-class Program {
+/// A built program, and the kernels made from it; released with this object.
+class Program final : public backend::Program {
  public:
-  Program(const Api &api, cl_program program) : api_(&api), program_(program) {}
-  Program(Program &&other) noexcept : api_(other.api_), program_(std::exchange(other.program_, nullptr)) {}
-  Program &operator=(Program &&) = delete;
-  ~Program() {
-    if (program_) api_->clReleaseProgram(program_);
-  }
+  Program(const Api &api, cl_program program, std::string device)
+      : api_(api), program_(program), device_(std::move(device)) {}
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+  ~Program() override;
   cl_program get() const { return program_; }
-  const Api &api() const { return *api_; }
 
-  /// A new kernel object (the caller releases it), or an error naming the kernel.
-  llvm::Expected<cl_kernel> createKernel(std::string_view name) const;
+  /// The cl_kernel, made on first request and kept; an error naming the kernel.
+  llvm::Expected<void *> kernel(std::string_view name) override;
+  llvm::Expected<void *> variable(std::string_view name) override;
+  llvm::Expected<void *> function(std::string_view name) override;
 
  private:
-  const Api *api_;
+  const Api &api_;
   cl_program program_;
+  std::string device_;
+  std::map<std::string, cl_kernel, std::less<>> kernels_;
 };
 
-class Device {
+class Device final : public backend::Device {
  public:
   /// The first device, over all platforms, that has a compiler, or the one DEVDL_DEVICE names
   /// (its index among those devices, or a part of its name); its own new context.
   static llvm::Expected<std::unique_ptr<Device>> openDefault();
   /// The program's own device and context (retained while this object lives).
   static llvm::Expected<std::unique_ptr<Device>> attach(cl_device_id device, cl_context context);
-  ~Device();
+  ~Device() override;
 
   const Api &api() const { return api_; }
   cl_platform_id platform() const { return platform_; }
   cl_device_id id() const { return device_; }
   cl_context context() const { return context_; }
-  const std::string &name() const { return name_; }
   const Capabilities &capabilities() const { return caps_; }
 
+  int backend() const override;
+  const std::string &name() const override { return name_; }
+  /// SPIR-V, on a device that takes it as IL or through SPIR.
+  bool accepts(const DeviceImage &image, std::string *why) const override;
+  /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link.
+  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs) override;
+  void native(devdl_native &out) const override;
+
   /// Builds SPIR 1.2 bitcode; a failed build's error carries the build log.
-  llvm::Expected<Program> buildSpir(std::string_view bitcode, std::string_view options = {}) const;
+  llvm::Expected<std::unique_ptr<Program>> buildSpir(std::string_view bitcode, std::string_view options = {}) const;
+  /// Compiles each SPIR-V image as IL and links the objects with the device's own linker.
+  llvm::Expected<std::unique_ptr<Program>> linkIl(std::span<const LinkInput> inputs) const;
 
  private:
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);

@@ -1,0 +1,25 @@
+#include "backend/backend.h"
+#include "support/error.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdlib>
+
+namespace devdl::backend {
+
+llvm::Expected<size_t> chooseDevice(const std::vector<std::string> &names, std::string_view backend) {
+  const char *wanted = std::getenv("DEVDL_DEVICE");
+  if (!wanted || !*wanted) return 0;
+  if (unsigned index; !llvm::StringRef(wanted).getAsInteger(10, index)) {
+    if (index >= names.size())
+      return fail(ErrorCode::NotFound, "DEVDL_DEVICE=" + llvm::Twine(wanted) + ": there are " +
+                                           llvm::Twine(names.size()) + " " + backend + " devices");
+    return index;
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i].find(wanted) != std::string::npos) return i;
+  return fail(ErrorCode::NotFound,
+              "DEVDL_DEVICE=" + llvm::Twine(wanted) + ": no " + backend + " device has that name");
+}
+
+}  // namespace devdl::backend

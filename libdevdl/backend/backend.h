@@ -1,0 +1,57 @@
+// What the loader needs of a backend: a device that says which images it can take and links a
+// LinkPlan's images into a program, and the program's native kernels and device addresses.
+#pragma once
+
+#include "image/device_image.h"
+
+#include <llvm/Support/Error.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct devdl_native;
+
+namespace devdl::backend {
+
+/// One image of a plan, and its label for messages ("app.spv: image 0 (spirv)").
+struct LinkInput {
+  const DeviceImage *image;
+  std::string label;
+};
+
+/// A linked program. The native objects it hands out live as long as it does.
+class Program {
+ public:
+  virtual ~Program() = default;
+  /// The native kernel (cl_kernel, CUfunction), made on first request and kept.
+  virtual llvm::Expected<void *> kernel(std::string_view name) = 0;
+  /// The device address of a variable, where the backend has one; else an error saying why.
+  virtual llvm::Expected<void *> variable(std::string_view name) = 0;
+  /// The device address of a function, where the backend has one; else an error saying why.
+  virtual llvm::Expected<void *> function(std::string_view name) = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual int backend() const = 0;  // DEVDL_BACKEND_...
+  virtual const std::string &name() const = 0;
+  /// Whether the device can take `image` (its format, and its target where it has one); when
+  /// not, and `why` is given, the reason. Only such images are candidates for resolution.
+  virtual bool accepts(const DeviceImage &image, std::string *why = nullptr) const = 0;
+  /// Links the images of a plan, in plan order, into one program. Errors name the image and
+  /// the symbol, and carry what the driver logged.
+  virtual llvm::Expected<std::unique_ptr<Program>> link(std::span<const LinkInput> inputs) = 0;
+  /// The native platform, device and context, for device_dlnative.
+  virtual void native(devdl_native &out) const = 0;
+};
+
+/// The device DEVDL_DEVICE names among `names` (a backend's devices, in its order): its index,
+/// or the first whose name contains the value; 0 when the variable is unset. `backend` names
+/// the backend in errors ("OpenCL").
+llvm::Expected<size_t> chooseDevice(const std::vector<std::string> &names, std::string_view backend);
+
+}  // namespace devdl::backend

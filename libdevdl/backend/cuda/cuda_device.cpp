@@ -1,0 +1,292 @@
+#include "backend/cuda/cuda_device.h"
+#include "image/readers.h"
+#include "support/error.h"
+
+#include "devdl.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace devdl::backend::cuda {
+
+namespace {
+
+llvm::Error cudaFailure(const llvm::Twine &what, CUresult code) {
+  return fail(ErrorCode::Unsupported, what + " failed: " + errorName(code));
+}
+
+// "sm_90", "compute_90", "sm_90a": the version (90) and the suffix ('a', 'f' or 0).
+struct Arch {
+  int version;
+  char suffix;
+};
+std::optional<Arch> parseArch(llvm::StringRef arch) {
+  if (!arch.consume_front("sm_") && !arch.consume_front("compute_")) return std::nullopt;
+  char suffix = 0;
+  if (!arch.empty() && (arch.back() == 'a' || arch.back() == 'f')) {
+    suffix = arch.back();
+    arch = arch.drop_back();
+  }
+  int version;
+  if (arch.getAsInteger(10, version) || version <= 0) return std::nullopt;
+  return Arch{version, suffix};
+}
+
+bool cubinRunsOn(const Arch &a, int sm) {
+  if (a.suffix == 'a') return a.version == sm;
+  return a.version / 10 == sm / 10 && a.version <= sm;
+}
+
+bool ptxRunsOn(const Arch &a, int sm) {
+  if (a.suffix == 'a') return a.version == sm;
+  if (a.suffix == 'f') return a.version / 10 == sm / 10 && a.version <= sm;
+  return a.version <= sm;
+}
+
+// Makes a context current on this thread for the driver calls of one scope.
+class ContextScope {
+ public:
+  ContextScope(const Api &api, CUcontext context) : api_(api) {
+    pushed_ = api.cuCtxPushCurrent(context) == CUDA_SUCCESS;
+  }
+  ~ContextScope() {
+    CUcontext popped;
+    if (pushed_) api_.cuCtxPopCurrent(&popped);
+  }
+
+ private:
+  const Api &api_;
+  bool pushed_;
+};
+
+}  // namespace
+
+bool runsOn(ImageFormat format, std::string_view arch, int sm) {
+  if (format == ImageFormat::Fatbin) {
+    llvm::SmallVector<llvm::StringRef, 8> members;
+    llvm::StringRef(arch.data(), arch.size()).split(members, ',', -1, false);
+    return llvm::any_of(members, [&](llvm::StringRef member) {
+      return runsOn(member.startswith("compute_") ? ImageFormat::Ptx : ImageFormat::Cubin, member, sm);
+    });
+  }
+  auto parsed = parseArch(llvm::StringRef(arch.data(), arch.size()));
+  if (!parsed) return false;
+  if (format == ImageFormat::Cubin) return cubinRunsOn(*parsed, sm);
+  if (format == ImageFormat::Ptx) return ptxRunsOn(*parsed, sm);
+  return false;
+}
+
+std::string describeLinkLog(std::string_view log) {
+  std::string out;
+  llvm::SmallVector<llvm::StringRef, 16> lines;
+  llvm::StringRef(log.data(), log.size()).split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines) {
+    line = line.trim();
+    if (line.consume_front("error")) line = line.ltrim().drop_while([](char c) { return c == ':'; }).ltrim();
+    if (line.empty()) continue;
+    // Undefined reference to 'SYMBOL' in 'INPUT'
+    llvm::StringRef rest = line;
+    if (rest.consume_front("Undefined reference to '")) {
+      auto [symbol, tail] = rest.split("' in '");
+      if (!tail.empty() && tail.consume_back("'")) {
+        out += (out.empty() ? "" : "\n") + tail.str() + ": undefined device symbol `" + symbol.str() + "`";
+        continue;
+      }
+    }
+    out += (out.empty() ? "" : "\n") + line.str();
+  }
+  return out;
+}
+
+Program::~Program() {
+  ContextScope current(api_, context_);
+  api_.cuModuleUnload(module_);
+}
+
+llvm::Expected<void *> Program::kernel(std::string_view name) {
+  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  ContextScope current(api_, context_);
+  CUfunction function = nullptr;
+  if (CUresult err = api_.cuModuleGetFunction(&function, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
+    return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
+                "kernel `" + llvm::Twine(name) + "`: cuModuleGetFunction failed: " + errorName(err));
+  kernels_.emplace(std::string(name), function);
+  return function;
+}
+
+llvm::Expected<void *> Program::variable(std::string_view name) {
+  ContextScope current(api_, context_);
+  CUdeviceptr address = 0;
+  size_t size = 0;
+  if (CUresult err = api_.cuModuleGetGlobal(&address, &size, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
+    return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
+                "variable `" + llvm::Twine(name) + "`: cuModuleGetGlobal failed: " + errorName(err));
+  return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+}
+
+llvm::Expected<void *> Program::function(std::string_view name) {
+  return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) +
+                                          "` is a device function: CUDA gives the host no device function "
+                                          "pointers (take its address in device code)");
+}
+
+Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
+    : api_(api), device_(device), context_(context), primary_(primary) {
+  char name[256] = {};
+  if (api.cuDeviceGetName(name, sizeof name - 1, device) == CUDA_SUCCESS) name_ = name;
+  int major = 0, minor = 0;
+  api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  sm_ = major * 10 + minor;
+}
+
+Device::~Device() {
+  if (primary_) api_.cuDevicePrimaryCtxRelease(device_);
+}
+
+llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
+  auto loaded = cuda::api();
+  if (!loaded) return loaded.takeError();
+  const Api &cu = *loaded;
+  // A program that made a context current links for it, as the CUDA runtime would.
+  CUcontext current = nullptr;
+  if (cu.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current) {
+    CUdevice device;
+    if (CUresult err = cu.cuCtxGetDevice(&device); err != CUDA_SUCCESS) return cudaFailure("cuCtxGetDevice", err);
+    return std::unique_ptr<Device>(new Device(cu, device, current, false));
+  }
+  int count = 0;
+  if (CUresult err = cu.cuDeviceGetCount(&count); err != CUDA_SUCCESS) return cudaFailure("cuDeviceGetCount", err);
+  if (count == 0) return fail(ErrorCode::NotFound, "no CUDA device");
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    CUdevice device;
+    char name[256] = {};
+    if (cu.cuDeviceGet(&device, i) == CUDA_SUCCESS) cu.cuDeviceGetName(name, sizeof name - 1, device);
+    names.push_back(name);
+  }
+  auto chosen = chooseDevice(names, "CUDA");
+  if (!chosen) return chosen.takeError();
+  CUdevice device;
+  if (CUresult err = cu.cuDeviceGet(&device, static_cast<int>(*chosen)); err != CUDA_SUCCESS)
+    return cudaFailure("cuDeviceGet", err);
+  return attach(device, nullptr);
+}
+
+llvm::Expected<std::unique_ptr<Device>> Device::attach(CUdevice device, void *context) {
+  auto loaded = cuda::api();
+  if (!loaded) return loaded.takeError();
+  const Api &cu = *loaded;
+  char name[256];
+  if (CUresult err = cu.cuDeviceGetName(name, sizeof name, device); err != CUDA_SUCCESS)
+    return cudaFailure("CUDA device " + llvm::Twine(device) + ": cuDeviceGetName", err);
+  if (context) return std::unique_ptr<Device>(new Device(cu, device, static_cast<CUcontext>(context), false));
+  CUcontext primary = nullptr;
+  if (CUresult err = cu.cuDevicePrimaryCtxRetain(&primary, device); err != CUDA_SUCCESS)
+    return cudaFailure("cuDevicePrimaryCtxRetain", err);
+  return std::unique_ptr<Device>(new Device(cu, device, primary, true));
+}
+
+int Device::backend() const { return DEVDL_BACKEND_CUDA; }
+
+void Device::native(devdl_native &out) const {
+  out.backend = DEVDL_BACKEND_CUDA;
+  out.platform = nullptr;
+  out.device = reinterpret_cast<void *>(static_cast<intptr_t>(device_));
+  out.context = context_;
+}
+
+bool Device::accepts(const DeviceImage &image, std::string *why) const {
+  const bool cuda = image.format == ImageFormat::Cubin || image.format == ImageFormat::Ptx ||
+                    image.format == ImageFormat::Fatbin;
+  if (cuda && runsOn(image.format, image.arch, sm_)) return true;
+  if (why)
+    *why = cuda ? std::string(formatName(image.format)) + " for " + std::string(image.arch) + " does not run on " +
+                      name_ + " (sm_" + std::to_string(sm_) + ")"
+                : "CUDA device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
+  return false;
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs) {
+  for (const LinkInput &input : inputs)
+    if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+  ContextScope current(api_, context_);
+  std::string errorLog(16384, '\0'), infoLog(16384, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
+                    reinterpret_cast<void *>(infoLog.size())};
+  CUlinkState state = nullptr;
+  if (CUresult err = api_.cuLinkCreate(4, options, values, &state); err != CUDA_SUCCESS)
+    return cudaFailure("cuLinkCreate", err);
+  struct Destroy {
+    const Api &api;
+    CUlinkState state;
+    ~Destroy() { api.cuLinkDestroy(state); }
+  } destroy{api_, state};
+  auto logText = [&] {
+    errorLog.resize(std::strlen(errorLog.c_str()));
+    return describeLinkLog(errorLog);
+  };
+
+  for (const LinkInput &input : inputs) {
+    const DeviceImage &image = *input.image;
+    Bytes data = image.bytes;
+    CUjitInputType type = CU_JIT_INPUT_CUBIN;
+    std::string text;  // PTX must end with a NUL
+    if (image.format == ImageFormat::Ptx) {
+      type = CU_JIT_INPUT_PTX;
+      text.assign(asText(data));
+      data = Bytes(reinterpret_cast<const uint8_t *>(text.c_str()), text.size() + 1);
+    } else if (image.format == ImageFormat::Fatbin) {
+      // The best member for this device: a cubin of the highest compatible version, else
+      // PTX; where that member is in NVIDIA's own compression the driver picks from the whole.
+      type = CU_JIT_INPUT_FATBINARY;
+      auto members = readers::listFatbinMembers(image.bytes, *image.storage);
+      if (!members) return inImage(members.takeError(), input.label);
+      const readers::FatbinMember *best = nullptr;
+      auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
+      for (const readers::FatbinMember &m : *members) {
+        if (m.format == ImageFormat::Unknown || !runsOn(m.format, m.arch, sm_)) continue;
+        const bool better = !best || (m.format == ImageFormat::Cubin && best->format == ImageFormat::Ptx) ||
+                            (m.format == best->format && version(m) > version(*best));
+        if (better) best = &m;
+      }
+      if (best && !best->payload.empty()) {
+        type = best->format == ImageFormat::Cubin ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
+        data = best->payload;
+        if (type == CU_JIT_INPUT_PTX) {
+          text.assign(asText(data));
+          data = Bytes(reinterpret_cast<const uint8_t *>(text.c_str()), text.size() + 1);
+        }
+      }
+    }
+    if (CUresult err = api_.cuLinkAddData(state, type, const_cast<uint8_t *>(data.data()), data.size(),
+                                          input.label.c_str(), 0, nullptr, nullptr);
+        err != CUDA_SUCCESS) {
+      const std::string log = logText();
+      return fail(ErrorCode::Unsupported, input.label + ": cuLinkAddData on " + name_ + " failed: " + errorName(err) +
+                                              (log.empty() ? "" : "\n" + log));
+    }
+  }
+  void *cubin = nullptr;
+  size_t size = 0;
+  if (CUresult err = api_.cuLinkComplete(state, &cubin, &size); err != CUDA_SUCCESS) {
+    // The driver's log says which symbol is missing where, in devdl's words.
+    const std::string log = logText();
+    const bool undefined = log.find(": undefined device symbol `") != std::string::npos;
+    return fail(undefined ? ErrorCode::Unresolved : ErrorCode::Unsupported,
+                (log.empty() ? "" : log + "\n") + "cuLinkComplete on " + name_ + " failed: " + errorName(err));
+  }
+  // The linked cubin belongs to the link state: load it before the state is destroyed.
+  CUmodule module = nullptr;
+  if (CUresult err = api_.cuModuleLoadData(&module, cubin); err != CUDA_SUCCESS)
+    return cudaFailure("cuModuleLoadData of the linked program on " + name_, err);
+  return std::make_unique<Program>(api_, context_, module, name_);
+}
+
+}  // namespace devdl::backend::cuda

@@ -1,0 +1,81 @@
+// A CUDA device devdl links for through the driver API: which images it can run (the driver's
+// architecture rules), and a LinkPlan linked with cuLink* into one module, since CUDA code in
+// separately loaded modules cannot call each other.
+#pragma once
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_api.h"
+
+#include <llvm/Support/Error.h>
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace devdl::backend::cuda {
+
+/// Whether code of `format` for `arch` runs on a device of compute capability `sm` (90 for
+/// 9.0): a cubin on the same major version at the same or a higher minor one, PTX on the same
+/// or a later version (JIT), an arch-specific `a` target only on its own version; a fatbin when
+/// one of its members does (`arch` lists them: "sm_80,sm_90,compute_90").
+bool runsOn(ImageFormat format, std::string_view arch, int sm);
+
+/// Rewrites the driver's link log for messages: each "Undefined reference to 'S' in 'L'"
+/// becomes devdl's "L: undefined device symbol `S`" (devdl names each input by its label);
+/// other lines are kept, without the driver's "error   : " prefixes.
+std::string describeLinkLog(std::string_view log);
+
+/// A linked module, and the kernels found in it; unloaded with this object.
+class Program final : public backend::Program {
+ public:
+  Program(const Api &api, CUcontext context, CUmodule module, std::string device)
+      : api_(api), context_(context), module_(module), device_(std::move(device)) {}
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+  ~Program() override;
+
+  llvm::Expected<void *> kernel(std::string_view name) override;          // CUfunction
+  llvm::Expected<void *> variable(std::string_view name) override;        // CUdeviceptr
+  llvm::Expected<void *> function(std::string_view name) override;        // none in CUDA
+
+ private:
+  const Api &api_;
+  CUcontext context_;
+  CUmodule module_;
+  std::string device_;
+  std::map<std::string, CUfunction, std::less<>> kernels_;
+};
+
+class Device final : public backend::Device {
+ public:
+  /// The context current on the calling thread, else the primary context of the device
+  /// DEVDL_DEVICE names (its index, or a part of its name), else of device 0.
+  static llvm::Expected<std::unique_ptr<Device>> openDefault();
+  /// The program's own device and context; with a null context, the device's primary context.
+  /// A context of the program's must outlive devdl's use of it.
+  static llvm::Expected<std::unique_ptr<Device>> attach(CUdevice device, void *context);
+  ~Device() override;
+
+  int backend() const override;
+  const std::string &name() const override { return name_; }
+  int computeCapability() const { return sm_; }
+  bool accepts(const DeviceImage &image, std::string *why) const override;
+  /// cuLinkCreate, each image (a fatbin's best member for this device), cuLinkComplete,
+  /// cuModuleLoadData.
+  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs) override;
+  void native(devdl_native &out) const override;
+
+ private:
+  Device(const Api &api, CUdevice device, CUcontext context, bool primary);
+
+  const Api &api_;
+  CUdevice device_;
+  CUcontext context_;
+  bool primary_;  // a primary context devdl retained, released with this object
+  int sm_ = 0;
+  std::string name_;
+};
+
+}  // namespace devdl::backend::cuda
