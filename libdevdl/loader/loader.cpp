@@ -12,6 +12,7 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <dlfcn.h>
+#include <xxhash.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 
@@ -60,8 +61,9 @@ uint32_t Loader::addImage(DeviceImage image, const std::string &file, unsigned i
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
                        std::to_string(images_.size()) + ")");
-  images_.push_back(
-      std::make_unique<LoadedImage>(LoadedImage{std::move(image), std::move(label), file, index, owner, false}));
+  const uint64_t hash = XXH3_64bits(image.bytes.data(), image.bytes.size());
+  images_.push_back(std::make_unique<LoadedImage>(
+      LoadedImage{std::move(image), std::move(label), file, index, owner, false, hash}));
   return static_cast<uint32_t>(images_.size() - 1);
 }
 
@@ -93,9 +95,11 @@ void Loader::rebuildGlobalIndex() {
 void Loader::dropImages(const std::vector<uint32_t> &ids) {
   programOfRoot_.clear();
   const std::set<uint32_t> dropped(ids.begin(), ids.end());
-  llvm::erase_if(programs_, [&](const std::unique_ptr<LinkedProgram> &p) {
-    return llvm::any_of(p->images, [&](uint32_t id) { return dropped.count(id); });
-  });
+  for (auto &program : programs_)
+    llvm::erase_if(program->plans, [&](const std::vector<uint32_t> &plan) {
+      return llvm::any_of(plan, [&](uint32_t id) { return dropped.count(id); });
+    });
+  llvm::erase_if(programs_, [](const std::unique_ptr<LinkedProgram> &p) { return p->plans.empty(); });
   const size_t before = globalOrder_.size();
   llvm::erase_if(globalOrder_, [&](uint32_t id) { return dropped.count(id); });
   if (globalOrder_.size() != before) rebuildGlobalIndex();
@@ -315,13 +319,20 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
                  std::string(u.symbol) + "`" + whyUnresolved(u.symbol, u.importer);
     return fail(ErrorCode::Unresolved, message);
   }
-  std::vector<uint32_t> key = plan.images;
+  std::string why;
+  backend::Device *dev = deviceFor(images_[root]->image, &why);
+  if (!dev) return fail(ErrorCode::Unsupported, images_[root]->label + ": " + why);
+  // The same code linked for the same device is the same program, whichever handles or
+  // files the images came from (the seed's key: the plan's images, sorted).
+  std::vector<uint64_t> key;
+  for (uint32_t id : plan.images) key.push_back(images_[id]->hash);
   std::sort(key.begin(), key.end());
   for (const auto &program : programs_)
-    if (program->images == key) {
+    if (program->device == dev && program->key == key) {
       if (Debug::get().on(Debug::Statistics))
         Debug::get().print("program for " + images_[root]->label + ": in memory (" +
                            std::to_string(key.size()) + " images)");
+      if (!llvm::is_contained(program->plans, plan.images)) program->plans.push_back(plan.images);
       programOfRoot_[root] = program.get();
       return program.get();
     }
@@ -331,9 +342,6 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
                          images_[b.definer]->label);
   const auto start = std::chrono::steady_clock::now();
 
-  std::string why;
-  backend::Device *dev = deviceFor(images_[root]->image, &why);
-  if (!dev) return fail(ErrorCode::Unsupported, images_[root]->label + ": " + why);
   std::vector<backend::LinkInput> inputs;
   for (uint32_t id : plan.images) inputs.push_back({&images_[id]->image, images_[id]->label});
   auto built = dev->link(inputs);
@@ -344,7 +352,7 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
                        " images, " + std::to_string(plan.bindings.size()) + " bindings, built in " +
                        std::to_string(static_cast<long>(ms)) + " ms on " + dev->name());
   }
-  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), dev, std::move(*built)}));
+  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), {plan.images}, dev, std::move(*built)}));
   programOfRoot_[root] = programs_.back().get();
   return programs_.back().get();
 }
@@ -509,12 +517,25 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   auto found = lookup(handlePtr, name);
   if (!found) return found.takeError();
   const Definition *definition = *found;
-  auto program = programFor(definition->image);
-  if (!program) return program.takeError();
-  backend::Program &linked = *(*program)->program;
-  auto address = definition->kind == SymbolKind::Kernel     ? linked.kernel(name)
-                 : definition->kind == SymbolKind::Variable ? linked.variable(name)
-                                                            : linked.function(name);
+  // A variable has an instance in each program its image is linked into: the address given
+  // is the one in the first program that holds it, which is where the kernels that were
+  // requested before it read it. Only with no such program is one linked for the image.
+  LinkedProgram *program = nullptr;
+  if (definition->kind != SymbolKind::Kernel)
+    for (const auto &p : programs_)
+      if (p->holds(definition->image)) {
+        program = p.get();
+        break;
+      }
+  if (!program) {
+    auto linked = programFor(definition->image);
+    if (!linked) return linked.takeError();
+    program = *linked;
+  }
+  backend::Program &native = *program->program;
+  auto address = definition->kind == SymbolKind::Kernel     ? native.kernel(name)
+                 : definition->kind == SymbolKind::Variable ? native.variable(name)
+                                                            : native.function(name);
   if (!address) return inImage(address.takeError(), images_[definition->image]->label);
   return *address;
 }

@@ -14,6 +14,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,13 +38,22 @@ struct LoadedImage {
   unsigned index;         // the image's position in it
   Handle *owner;          // the handle it was opened with; null for the process's own images
   bool global;            // in the global scope
+  uint64_t hash;          // of the image's bytes: programs are keyed by what they are made of
 };
 
 /// A program linked from one link plan.
 struct LinkedProgram {
-  std::vector<uint32_t> images;  // sorted ids: the cache key
+  std::vector<uint64_t> key;  // the hashes of its images, sorted
+  // The plans (image ids) it was linked or reused for; a plan goes when one of its images is
+  // unloaded, the program with the last plan.
+  std::vector<std::vector<uint32_t>> plans;
   backend::Device *device;
   std::unique_ptr<backend::Program> program;
+
+  bool holds(uint32_t image) const {
+    return std::any_of(plans.begin(), plans.end(),
+                       [&](const auto &plan) { return std::find(plan.begin(), plan.end(), image) != plan.end(); });
+  }
 };
 
 class Handle {

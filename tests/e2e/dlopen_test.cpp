@@ -218,6 +218,28 @@ TEST_F(DeviceDlopen, FirstDefinitionInSearchOrderWins) {
   }
 }
 
+TEST_F(DeviceDlopen, SameCodeFromAnotherFileSharesTheProgram) {
+  const std::string copy = scratchDir() + "/app-copy.spv";
+  std::filesystem::copy_file(image("app.spv"), copy);
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  void *again = device_dlopen(copy.c_str(), DEVDL_NOW);
+  ASSERT_NE(lib, nullptr) << error();
+  ASSERT_NE(app, nullptr) << error();
+  ASSERT_NE(again, nullptr) << error();
+  EXPECT_NE(again, app);  // another file: another handle
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  // The same images for the same device: the program linked for the first handle.
+  EXPECT_EQ(device_dlsym(again, "AppKernel"), kernel);
+  // Closing one of the handles keeps the program the other one uses.
+  EXPECT_EQ(device_dlclose(again), 0);
+  EXPECT_EQ(device_dlsym(app, "AppKernel"), kernel);
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{0, 2, 4, 6}));
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
 TEST_F(DeviceDlopen, DeepbindPrefersTheHandlesOwnDefinition) {
   // A bundle holding the user and value_two: with DEEPBIND its own DupValue wins over the
   // global value_one.
