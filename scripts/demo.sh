@@ -32,3 +32,14 @@ show "$seed/seed-linked" "$seed"
 echo; echo "== LD_PRELOAD of a host library carrying another LibDeviceFunc (it triples) interposes it"
 echo; echo "\$ LD_PRELOAD=$build/samples/interposition/libdevicepatch.so $seed/seed-linked $seed"
 LD_PRELOAD=$build/samples/interposition/libdevicepatch.so "$seed/seed-linked" "$seed"
+
+echo; echo "== The same in CUDA: cubins linked by the driver's linker through device_dlopen"
+cuda=$build/samples/cuda-seed
+if [ ! -x "$cuda/cuda-seed" ]; then
+  echo "(not built: no CUDA toolkit on this machine)"
+elif ! ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+  echo "(built, not run: no NVIDIA driver on this machine; scripts/gpu-run.sh runs it on a GPU)"
+else
+  show "$cuda/cuda-seed" "$cuda/lib.cubin" "$cuda/app.cubin"
+  show "$cuda/cuda-seed-linked" "$cuda/app.cubin"
+fi

@@ -45,6 +45,8 @@ class Device {
   /// Links the images of a plan, in plan order, into one program. Errors name the image and
   /// the symbol, and carry what the driver logged.
   virtual llvm::Expected<std::unique_ptr<Program>> link(std::span<const LinkInput> inputs) = 0;
+  /// How link() links on this device, for DEVDL_DEBUG: "clLinkProgram", "cuLink".
+  virtual std::string_view linkMethod() const = 0;
   /// The native platform, device and context, for device_dlnative.
   virtual void native(devdl_native &out) const = 0;
 };

@@ -1,7 +1,9 @@
 #include "backend/spirv_link.h"
 #include "support/error.h"
 
+#if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
+#endif
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -53,8 +55,14 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
   return linked;
 }
 
+bool canTranslateToSpir() { return DEVDL_HAVE_SPIRV_TRANSLATOR; }
+
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
                                         std::span<const SpecConstant> specConstants) {
+#if !DEVDL_HAVE_SPIRV_TRANSLATOR
+  return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
+                                      "device must take SPIR-V itself");
+#else
   SPIRV::TranslatorOpts options;
   options.enableAllExtensions();
   options.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::OpenCL12);
@@ -72,6 +80,7 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
   llvm::WriteBitcodeToFile(*owned, os);
   os.flush();
   return bitcode;
+#endif
 }
 
 }  // namespace devdl::backend

@@ -24,6 +24,9 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
 /// A specialization constant: SpecId and value.
 using SpecConstant = std::pair<uint32_t, uint64_t>;
 
+/// Whether this build has the SPIRV-LLVM-Translator (not the portable one).
+bool canTranslateToSpir();
+
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it.
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
                                         std::span<const SpecConstant> specConstants = {});

@@ -51,8 +51,14 @@ llvm::Expected<std::vector<Bytes>> bundlesOf(const llvm::object::ELFFile<ELFT> &
 void initializeTargets() {
   static std::once_flag once;
   std::call_once(once, [] {
+#if DEVDL_NATIVE_TARGET_ONLY
+    // The portable build links the host's target alone.
+    LLVM_NATIVE_TARGETINFO();
+    LLVM_NATIVE_TARGETMC();
+#else
     llvm::InitializeAllTargetInfos();
     llvm::InitializeAllTargetMCs();
+#endif
   });
 }
 

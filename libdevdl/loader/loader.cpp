@@ -58,13 +58,24 @@ Loader &Loader::instance() {
 
 uint32_t Loader::addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner) {
   std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
+  const uint64_t hash = XXH3_64bits(image.bytes.data(), image.bytes.size());
+  // Ids of unloaded images are taken again, so that what is sized by the ids stays the size
+  // of what is loaded, however often images come and go.
+  uint32_t id = static_cast<uint32_t>(images_.size());
+  if (!freeIds_.empty()) {
+    id = freeIds_.back();
+    freeIds_.pop_back();
+  } else {
+    images_.emplace_back();
+    imagePointers_.push_back(nullptr);
+  }
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
-                       std::to_string(images_.size()) + ")");
-  const uint64_t hash = XXH3_64bits(image.bytes.data(), image.bytes.size());
-  images_.push_back(std::make_unique<LoadedImage>(
-      LoadedImage{std::move(image), std::move(label), file, index, owner, false, hash}));
-  return static_cast<uint32_t>(images_.size() - 1);
+                       std::to_string(id) + ")");
+  images_[id] = std::make_unique<LoadedImage>(
+      LoadedImage{std::move(image), std::move(label), file, index, owner, false, hash});
+  imagePointers_[id] = &images_[id]->image;
+  return id;
 }
 
 void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
@@ -106,6 +117,8 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   for (uint32_t id : ids) {
     if (Debug::get().on(Debug::Libs)) Debug::get().print("unloaded " + images_[id]->label);
     images_[id].reset();
+    imagePointers_[id] = nullptr;
+    freeIds_.push_back(id);
   }
 }
 
@@ -272,7 +285,8 @@ llvm::Expected<backend::Device *> Loader::device(int which) {
     if (opened) {
       slot.device = std::move(*opened);
       if (Debug::get().on(Debug::Libs))
-        Debug::get().print("backend " + std::string(backendName(which)) + ": device " + slot.device->name());
+        Debug::get().print("backend " + std::string(backendName(which)) + ": device " + slot.device->name() +
+                           ", linking by " + std::string(slot.device->linkMethod()));
     } else {
       slot.error = llvm::toString(opened.takeError());
     }
@@ -305,11 +319,8 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
   if (auto it = programOfRoot_.find(root); it != programOfRoot_.end()) return it->second;
   if (llvm::Error err = scanProcess()) return err;
   if (!images_[root]) return fail(ErrorCode::NotFound, "the image was unloaded with its host object");
-  std::vector<const DeviceImage *> pointers(images_.size(), nullptr);
-  for (size_t id = 0; id < images_.size(); ++id)
-    if (images_[id]) pointers[id] = &images_[id]->image;
   const uint32_t roots[] = {root};
-  LinkPlan plan = computeLinkPlan(roots, pointers, [&](std::string_view symbol, uint32_t importer) {
+  LinkPlan plan = computeLinkPlan(roots, imagePointers_, [&](std::string_view symbol, uint32_t importer) {
     return resolve(symbol, importer);
   });
   if (!plan.unresolved.empty()) {
@@ -350,7 +361,8 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     Debug::get().print("program for " + images_[root]->label + ": linked " + std::to_string(plan.images.size()) +
                        " images, " + std::to_string(plan.bindings.size()) + " bindings, built in " +
-                       std::to_string(static_cast<long>(ms)) + " ms on " + dev->name());
+                       std::to_string(static_cast<long>(ms)) + " ms on " + dev->name() + " (" +
+                       std::string(dev->linkMethod()) + ")");
   }
   programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), {plan.images}, dev, std::move(*built)}));
   programOfRoot_[root] = programs_.back().get();
@@ -397,9 +409,13 @@ void Loader::loadPreloads() {
   rebuildGlobalIndex();
 }
 
-Handle *Loader::reopen(const Handle::Identity &identity, int flags) {
+llvm::Expected<Handle *> Loader::reopen(const Handle::Identity &identity, int flags) {
   for (const auto &h : handles_) {
     if (!(h->identity == identity)) continue;
+    // As dlopen(RTLD_NOW) of a library loaded lazily: its links are made now, or the open
+    // fails and the handle stays as it was.
+    if ((flags & DEVDL_NOW) && !h->linkedNow)
+      if (llvm::Error err = linkNow(*h)) return std::move(err);
     ++h->references;
     h->nodelete |= (flags & DEVDL_NODELETE) != 0;
     if ((flags & DEVDL_GLOBAL) && !h->global) {
@@ -415,7 +431,8 @@ llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
   struct stat st {};
   if (stat(file.c_str(), &st) != 0) return inFile(fail(ErrorCode::NotFound, std::strerror(errno)), file);
   const Handle::Identity identity{st.st_dev, st.st_ino, nullptr};
-  if (Handle *h = reopen(identity, flags)) return h;
+  auto again = reopen(identity, flags);
+  if (!again || *again) return again;
   if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, file + ": not loaded (DEVDL_NOLOAD)");
   auto read = readImageFile(file);
   if (!read) return read.takeError();
@@ -424,7 +441,8 @@ llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
 
 llvm::Expected<Handle *> Loader::openMemory(Bytes bytes, std::string name, int flags) {
   const Handle::Identity identity{0, 0, bytes.data()};
-  if (Handle *h = reopen(identity, flags)) return h;
+  auto again = reopen(identity, flags);
+  if (!again || *again) return again;
   if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, name + ": not loaded (DEVDL_NOLOAD)");
   auto read = readImageMemory(bytes, std::move(name), nullptr);
   if (!read) return read.takeError();
@@ -448,21 +466,27 @@ llvm::Expected<Handle *> Loader::addHandle(ImageFile read, const Handle::Identit
     joinGlobalScope(handle->images);
   }
   if (flags & DEVDL_NOW) {
-    // Every import must resolve now; kernels are linked now. On failure the loader is left
-    // as it was before this call.
-    for (uint32_t id : handle->images) {
-      const bool hasKernel = llvm::any_of(images_[id]->image.symbols,
-                                          [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
-      if (!hasKernel) continue;
-      auto program = programFor(id);
-      if (!program) {
-        dropImages(handle->images);
-        return program.takeError();
-      }
+    // On failure the loader is left as it was before this call.
+    if (llvm::Error err = linkNow(*handle)) {
+      dropImages(handle->images);
+      return std::move(err);
     }
   }
   handles_.push_back(std::move(handle));
   return handles_.back().get();
+}
+
+llvm::Error Loader::linkNow(Handle &handle) {
+  // Every import must resolve now: the kernels' programs are linked now.
+  for (uint32_t id : handle.images) {
+    const bool hasKernel =
+        llvm::any_of(images_[id]->image.symbols, [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
+    if (!hasKernel) continue;
+    auto program = programFor(id);
+    if (!program) return program.takeError();
+  }
+  handle.linkedNow = true;
+  return llvm::Error::success();
 }
 
 llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const char *name, int flags) {
@@ -561,11 +585,8 @@ llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view n
   if ((*found)->kind != SymbolKind::Kernel)
     return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
   if (llvm::Error err = scanProcess()) return err;
-  std::vector<const DeviceImage *> pointers(images_.size(), nullptr);
-  for (size_t id = 0; id < images_.size(); ++id)
-    if (images_[id]) pointers[id] = &images_[id]->image;
   const uint32_t roots[] = {(*found)->image};
-  const LinkPlan plan = computeLinkPlan(roots, pointers, [&](std::string_view symbol, uint32_t importer) {
+  const LinkPlan plan = computeLinkPlan(roots, imagePointers_, [&](std::string_view symbol, uint32_t importer) {
     return resolve(symbol, importer);
   });
   std::string text = std::string(name) + ": " + images_[roots[0]]->label + "\n";

@@ -71,6 +71,7 @@ class Handle {
   bool global = false;
   bool nodelete = false;
   bool deepbind = false;
+  bool linkedNow = false;  // its kernels' programs were linked (DEVDL_NOW)
   std::vector<uint32_t> images;  // ids, in file order
   SymbolIndex local;
 };
@@ -106,7 +107,10 @@ class Loader {
   void loadPreloads();
   llvm::Expected<Handle *> openFile(const std::string &file, int flags);
   llvm::Expected<Handle *> openMemory(Bytes bytes, std::string name, int flags);
-  Handle *reopen(const Handle::Identity &identity, int flags);
+  /// The handle already open for `identity`, referenced once more; null when there is none.
+  llvm::Expected<Handle *> reopen(const Handle::Identity &identity, int flags);
+  /// Links the programs of the handle's kernels (DEVDL_NOW).
+  llvm::Error linkNow(Handle &handle);
   llvm::Expected<Handle *> addHandle(ImageFile read, const Handle::Identity &identity, int flags);
   void rebuildGlobalIndex();
   uint32_t addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner);
@@ -131,6 +135,8 @@ class Loader {
   std::mutex mutex_;
   char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
   std::vector<std::unique_ptr<LoadedImage>> images_;  // by id; null once unloaded
+  std::vector<const DeviceImage *> imagePointers_;    // images_[id]->image, for link plans
+  std::vector<uint32_t> freeIds_;                     // of unloaded images, to be taken again
   std::vector<uint32_t> globalOrder_;                // ids in global search order
   SymbolIndex global_;
   std::vector<std::unique_ptr<Handle>> handles_;

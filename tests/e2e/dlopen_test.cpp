@@ -80,6 +80,25 @@ TEST_F(DeviceDlopen, LazyFailsAtTheFirstSymbolThatNeedsTheLink) {
   device_dlclose(lib);
 }
 
+TEST_F(DeviceDlopen, ReopeningALazyHandleNowLinksItNow) {
+  const std::string undefined = image("app.spv") + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`";
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_LAZY);
+  ASSERT_NE(app, nullptr) << error();
+  // As dlopen(RTLD_NOW) of a library already loaded lazily: the links are made now, and a
+  // failure leaves the handle as it was (one reference).
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_EQ(error(), undefined);
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), app) << error();
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_LAZY | DEVDL_NOLOAD), app);  // one left, and this one
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_LAZY | DEVDL_NOLOAD), nullptr);
+  device_dlclose(lib);
+}
+
 TEST_F(DeviceDlopen, LocalLibraryIsNotInTheGlobalScopeUntilPromoted) {
   void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_LOCAL);
   ASSERT_NE(lib, nullptr) << error();

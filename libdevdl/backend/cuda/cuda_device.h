@@ -65,6 +65,7 @@ class Device final : public backend::Device {
   /// cuLinkCreate, each image (a fatbin's best member for this device), cuLinkComplete,
   /// cuModuleLoadData.
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs) override;
+  std::string_view linkMethod() const override { return "cuLinkCreate, cuLinkAddData, cuLinkComplete"; }
   void native(devdl_native &out) const override;
 
  private:

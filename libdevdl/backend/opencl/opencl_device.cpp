@@ -91,6 +91,12 @@ Device::~Device() { api_.clReleaseContext(context_); }
 
 int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
 
+std::string_view Device::linkMethod() const {
+  if (caps_.spirvIl) return caps_.linker ? "SPIR-V IL, clCompileProgram, clLinkProgram"
+                                         : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";
+  return "SPIRV-Tools link, SPIR 1.2, clBuildProgram";
+}
+
 void Device::native(devdl_native &out) const {
   out.backend = DEVDL_BACKEND_OPENCL;
   out.platform = platform_;
@@ -99,10 +105,11 @@ void Device::native(devdl_native &out) const {
 }
 
 bool Device::accepts(const DeviceImage &image, std::string *why) const {
-  if (image.format == ImageFormat::SpirV && ((caps_.spirvIl && caps_.linker) || caps_.spir)) return true;
+  if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir()))) return true;
   if (why)
     *why = image.format == ImageFormat::SpirV
-               ? "OpenCL device " + name_ + " takes neither SPIR-V with a linker nor SPIR"
+               ? "OpenCL device " + name_ + " takes neither SPIR-V nor SPIR" +
+                     (caps_.spir ? " (it takes SPIR, but this build of devdl cannot translate to it)" : "")
                : "OpenCL device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
   return false;
 }
@@ -111,6 +118,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   for (const LinkInput &input : inputs)
     if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
   if (caps_.spirvIl && caps_.linker) return linkIl(inputs);
+  // The software link, then the linked module as IL where the device takes it, else as SPIR.
   std::vector<const DeviceImage *> images;
   std::vector<std::string> labels;
   for (const LinkInput &input : inputs) {
@@ -119,9 +127,24 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   }
   auto linked = linkSpirv(images, labels);
   if (!linked) return linked.takeError();
+  if (caps_.spirvIl) return buildIl(*linked);
   auto spir = spirvToSpir(*linked);
   if (!spir) return spir.takeError();
   return buildSpir(*spir);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_t> words) const {
+  cl_int err = CL_SUCCESS;
+  cl_program program = api_.clCreateProgramWithIL(context_, words.data(), words.size() * sizeof(uint32_t), &err);
+  if (err != CL_SUCCESS) return clFailure("clCreateProgramWithIL", err);
+  auto owned = std::make_unique<Program>(api_, program, name_);
+  err = api_.clBuildProgram(program, 1, &device_, "", nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string log = buildLog(api_, program, device_);
+    return fail(ErrorCode::Unsupported, "clBuildProgram (SPIR-V) on " + name_ + " failed: " + errorName(err) +
+                                            (log.empty() ? "" : "\n" + log));
+  }
+  return owned;
 }
 
 llvm::Expected<std::unique_ptr<Program>> Device::linkIl(std::span<const LinkInput> inputs) const {

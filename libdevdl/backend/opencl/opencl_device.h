@@ -64,12 +64,16 @@ class Device final : public backend::Device {
   const std::string &name() const override { return name_; }
   /// SPIR-V, on a device that takes it as IL or through SPIR.
   bool accepts(const DeviceImage &image, std::string *why) const override;
-  /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link.
+  /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
+  /// built as IL where the device takes it, else translated to SPIR.
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs) override;
+  std::string_view linkMethod() const override;
   void native(devdl_native &out) const override;
 
   /// Builds SPIR 1.2 bitcode; a failed build's error carries the build log.
   llvm::Expected<std::unique_ptr<Program>> buildSpir(std::string_view bitcode, std::string_view options = {}) const;
+  /// Builds one (linked) SPIR-V module as IL.
+  llvm::Expected<std::unique_ptr<Program>> buildIl(std::span<const uint32_t> words) const;
   /// Compiles each SPIR-V image as IL and links the objects with the device's own linker.
   llvm::Expected<std::unique_ptr<Program>> linkIl(std::span<const LinkInput> inputs) const;
 

@@ -1,0 +1,188 @@
+// CUDA time to first kernel (issue 4), devdl against the driver by hand, in one run on the GPU:
+//
+// devdl: device_dlopen(lib.cubin, GLOBAL), device_dlopen(app.cubin), device_dlsym(AppKernel),
+// one launch, then both closed, so that no program survives into the next iteration.
+// By hand: read both files, cuLinkCreate (with log buffers, as devdl), cuLinkAddData of each,
+// cuLinkComplete, cuModuleLoadData, cuLinkDestroy, cuModuleGetFunction, one launch,
+// cuModuleUnload. Both in the same (primary) context.
+// Second handle: with lib and app open and linked, a copy of app.cubin at another path opened
+// as a new handle and its AppKernel found: the program linked for the first is reused.
+// Each in two forms, /0 from the files (as a program would) and /1 from memory (the images
+// read once, device_dlopen_mem; the driver by hand links the same buffers): the second
+// leaves out the file system, which is slow on some machines.
+//
+// Links libdevdl.so alone (it is carried to the GPU machine with it). Needs the test images:
+// run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
+#include "devdl.h"
+#include "e2e/cuda_driver.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+namespace cuda = devdl::test::cuda;
+
+std::string image(const char *name) {
+  const char *dir = std::getenv("DEVDL_TEST_IMAGES");
+  return std::string(dir ? dir : "tests/images") + "/" + name;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The driver and devdl's context, or a skip message.
+const cuda::Driver *setUp(benchmark::State &state, cuda::CUcontext &context) {
+  std::string why;
+  const cuda::Driver *cu = cuda::driver(&why);
+  devdl_native native{};
+  native.size = sizeof native;
+  native.backend = DEVDL_BACKEND_CUDA;
+  if (!cu || device_dlnative(&native) != 0) {
+    state.SkipWithError(cu ? device_dlerror() : why.c_str());
+    return nullptr;
+  }
+  context = static_cast<cuda::CUcontext>(native.context);
+  return cu;
+}
+
+bool launchOnce(const cuda::Driver &cu, cuda::CUcontext context, void *kernel) {
+  static cuda::CUdeviceptr buffer = 0;
+  cu.cuCtxPushCurrent(context);
+  if (!buffer) cu.cuMemAlloc(&buffer, sizeof(int));
+  void *args[] = {&buffer};
+  const bool ok = cu.cuLaunchKernel(static_cast<cuda::CUfunction>(kernel), 1, 1, 1, 1, 1, 1, 0, nullptr, args,
+                                    nullptr) == cuda::CUDA_SUCCESS &&
+                  cu.cuCtxSynchronize() == cuda::CUDA_SUCCESS;
+  cuda::CUcontext popped;
+  cu.cuCtxPopCurrent(&popped);
+  return ok;
+}
+
+// Opens an image from its file, or from `bytes` when the benchmark's argument says memory.
+void *open(benchmark::State &state, const std::string &path, const std::string &bytes, int flags) {
+  if (state.range(0) == 0) return device_dlopen(path.c_str(), flags);
+  return device_dlopen_mem(bytes.data(), bytes.size(), path.c_str(), flags);
+}
+
+void BM_CudaDevdlOpenClose(benchmark::State &state) {
+  const std::string lib = image("lib.cubin"), app = image("app.cubin");
+  const std::string libBytes = readFile(lib), appBytes = readFile(app);
+  for (auto _ : state) {
+    void *l = open(state, lib, libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
+    void *a = open(state, app, appBytes, DEVDL_LAZY);
+    if (!l || !a) {
+      state.SkipWithError(device_dlerror());
+      break;
+    }
+    device_dlclose(a);
+    device_dlclose(l);
+  }
+}
+
+void BM_CudaDevdlFirstKernel(benchmark::State &state) {
+  cuda::CUcontext context;
+  const cuda::Driver *cu = setUp(state, context);
+  if (!cu) return;
+  const std::string lib = image("lib.cubin"), app = image("app.cubin");
+  const std::string libBytes = readFile(lib), appBytes = readFile(app);
+  for (auto _ : state) {
+    void *l = open(state, lib, libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
+    void *a = open(state, app, appBytes, DEVDL_LAZY);
+    void *kernel = a ? device_dlsym(a, "AppKernel") : nullptr;
+    if (!l || !kernel || !launchOnce(*cu, context, kernel)) {
+      state.SkipWithError(device_dlerror());
+      break;
+    }
+    device_dlclose(a);
+    device_dlclose(l);
+  }
+}
+
+void BM_CudaByHandFirstKernel(benchmark::State &state) {
+  cuda::CUcontext context;
+  const cuda::Driver *cu = setUp(state, context);
+  if (!cu) return;
+  const std::string lib = image("lib.cubin"), app = image("app.cubin");
+  const std::string inMemory[] = {readFile(lib), readFile(app)};
+  for (auto _ : state) {
+    const std::string fromFiles[] = {state.range(0) == 0 ? readFile(lib) : std::string(),
+                                     state.range(0) == 0 ? readFile(app) : std::string()};
+    const std::string *images = state.range(0) == 0 ? fromFiles : inMemory;
+    const char *names[] = {"lib.cubin", "app.cubin"};
+    std::string errorLog(16384, '\0'), infoLog(16384, '\0');
+    cuda::CUjit_option options[] = {cuda::CU_JIT_ERROR_LOG_BUFFER, cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                                    cuda::CU_JIT_INFO_LOG_BUFFER, cuda::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
+                      reinterpret_cast<void *>(infoLog.size())};
+    cu->cuCtxPushCurrent(context);
+    cuda::CUlinkState link = nullptr;
+    bool ok = cu->cuLinkCreate(4, options, values, &link) == cuda::CUDA_SUCCESS;
+    for (int i = 0; i < 2 && ok; ++i)
+      ok = cu->cuLinkAddData(link, cuda::CU_JIT_INPUT_CUBIN, const_cast<char *>(images[i].data()), images[i].size(),
+                             names[i], 0, nullptr, nullptr) == cuda::CUDA_SUCCESS;
+    void *cubin = nullptr;
+    size_t size = 0;
+    cuda::CUmodule module = nullptr;
+    cuda::CUfunction kernel = nullptr;
+    ok = ok && cu->cuLinkComplete(link, &cubin, &size) == cuda::CUDA_SUCCESS &&
+         cu->cuModuleLoadData(&module, cubin) == cuda::CUDA_SUCCESS;
+    cu->cuLinkDestroy(link);
+    ok = ok && cu->cuModuleGetFunction(&kernel, module, "AppKernel") == cuda::CUDA_SUCCESS;
+    cuda::CUcontext popped;
+    cu->cuCtxPopCurrent(&popped);
+    ok = ok && launchOnce(*cu, context, kernel);
+    if (!ok) {
+      state.SkipWithError(("link by hand failed: " + std::string(errorLog.c_str())).c_str());
+      break;
+    }
+    cu->cuCtxPushCurrent(context);
+    cu->cuModuleUnload(module);
+    cu->cuCtxPopCurrent(&popped);
+  }
+}
+
+void BM_CudaDevdlSecondHandle(benchmark::State &state) {
+  cuda::CUcontext context;
+  const cuda::Driver *cu = setUp(state, context);
+  if (!cu) return;
+  const std::string copy = (std::filesystem::temp_directory_path() / "devdl-bench-app-copy.cubin").string();
+  std::filesystem::copy_file(image("app.cubin"), copy, std::filesystem::copy_options::overwrite_existing);
+  void *l = device_dlopen(image("lib.cubin").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *a = device_dlopen(image("app.cubin").c_str(), DEVDL_LAZY);
+  void *first = a ? device_dlsym(a, "AppKernel") : nullptr;
+  if (!l || !first) {
+    state.SkipWithError(device_dlerror());
+    return;
+  }
+  const std::string copyBytes = readFile(copy);
+  for (auto _ : state) {
+    void *again = open(state, copy, copyBytes, DEVDL_LAZY);
+    void *kernel = again ? device_dlsym(again, "AppKernel") : nullptr;
+    if (kernel != first) {
+      state.SkipWithError("the second handle did not reuse the program");
+      break;
+    }
+    device_dlclose(again);
+  }
+  device_dlclose(a);
+  device_dlclose(l);
+  std::filesystem::remove(copy);
+}
+
+BENCHMARK(BM_CudaDevdlFirstKernel)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK(BM_CudaByHandFirstKernel)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK(BM_CudaDevdlSecondHandle)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CudaDevdlOpenClose)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds, here on Debian, what the CUDA checks need on the GPU machine, which has the NVIDIA
+# driver and toolkit but none of Debian's packages: a portable libdevdl.so (LLVM, xxHash and
+# zstd linked in: DEVDL_PORTABLE), the CUDA tests, samples and benchmark linked against it, and
+# the images nvcc made. All of it goes to build-gpu/stage (a few MiB), which scripts/gpu-run.sh
+# runs there. Needs nvcc here (/usr/local/cuda).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-gpu
+stage=$build/stage
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
+ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests bench_cuda_first_kernel devdl_test_images \
+  cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
+if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
+  echo "gpu-build: no CUDA toolkit here (nvcc, cuda.h): nothing to run on the GPU" >&2
+  exit 1
+fi
+
+rm -rf "$stage"
+mkdir -p "$stage/lib" "$stage/bin" "$stage/images" "$stage/samples"
+cp -P "$build"/libdevdl/libdevdl.so* "$stage/lib/"
+cp -P "$build"/samples/cuda-seed/libcudaseedlib.so "$stage/lib/"
+cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/"  # no static Google Benchmark in Debian
+cp "$build"/tests/devdl_cuda_tests "$build"/bench/bench_cuda_first_kernel \
+   "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"
+cp "$build"/tests/images/*.cubin "$build"/tests/images/*.ptx "$build"/tests/images/*.fatbin \
+   "$build"/tests/images/seed-cuda.devdl "$stage/images/"
+cp "$build"/samples/cuda-seed/*.cubin "$build"/samples/cuda-seed/*.ptx "$stage/samples/"
+# The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot
+# translate to SPIR).
+cp "$build"/samples/seed-example/seed-dlopen "$stage/bin/"
+cp "$build"/samples/seed-example/*.spv "$stage/samples/"
+du -sh "$stage"

@@ -1,0 +1,241 @@
+// The CUDA backend end to end through the C API: images built by nvcc -rdc, linked by devdl
+// with the driver's linker, and run on the GPU. Without a driver (CI) the tests skip, saying
+// so, and the library's own answer to "no driver" is checked instead.
+#include "devdl.h"
+#include "e2e/cuda_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace devdl::test {
+namespace {
+
+using cuda::Driver;
+
+// The images' folder: DEVDL_TEST_IMAGES where set (a build moved to the GPU machine), else
+// where this build made them.
+std::string image(const std::string &name) {
+  const char *dir = std::getenv("DEVDL_TEST_IMAGES");
+  return std::string(dir && *dir ? dir : DEVDL_TEST_IMAGES) + "/" + name;
+}
+
+std::string error() {
+  const char *e = device_dlerror();
+  return e ? e : "";
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+#define DEVDL_REQUIRE_CUDA_IMAGES()                                                               \
+  do {                                                                                            \
+    if (!DEVDL_TEST_CUDA_IMAGES)                                                                  \
+      GTEST_SKIP() << "nvcc was not found at build time (PATH, /usr/local/cuda/bin): no CUDA test " \
+                      "images";                                                                   \
+  } while (0)
+
+class Cuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DEVDL_REQUIRE_CUDA_IMAGES();
+    std::string why;
+    cu_ = cuda::driver(&why);
+    if (!cu_) GTEST_SKIP() << "no GPU to run on: " << why;
+    devdl_native native{};
+    native.size = sizeof native;
+    native.backend = DEVDL_BACKEND_CUDA;
+    ASSERT_EQ(device_dlnative(&native), 0) << error();
+    EXPECT_EQ(native.backend, DEVDL_BACKEND_CUDA);
+    context_ = static_cast<cuda::CUcontext>(native.context);
+  }
+
+  std::vector<int> run(void *kernel, unsigned n) { return cuda::runIntKernel(*cu_, context_, kernel, n); }
+
+  static std::vector<int> times(int factor, int plus, unsigned n) {
+    std::vector<int> v;
+    for (unsigned i = 0; i < n; ++i) v.push_back(factor * static_cast<int>(i) + plus);
+    return v;
+  }
+
+  // Opens each image DEVDL_NOW | DEVDL_GLOBAL in order.
+  std::vector<void *> openGlobal(std::initializer_list<const char *> names) {
+    std::vector<void *> handles;
+    for (const char *name : names) {
+      void *h = device_dlopen(image(name).c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+      EXPECT_NE(h, nullptr) << name << ": " << error();
+      if (h) handles.push_back(h);
+    }
+    return handles;
+  }
+  static void closeAll(const std::vector<void *> &handles) {
+    for (auto it = handles.rbegin(); it != handles.rend(); ++it) EXPECT_EQ(device_dlclose(*it), 0) << error();
+  }
+
+  // Opens `app` after `libs` (global) and runs `kernel` over 8 threads.
+  std::vector<int> runSeed(std::initializer_list<const char *> libs, const char *app, const char *kernel) {
+    auto handles = openGlobal(libs);
+    void *h = device_dlopen(image(app).c_str(), DEVDL_NOW);
+    EXPECT_NE(h, nullptr) << error();
+    if (!h) return closeAll(handles), std::vector<int>();
+    void *k = device_dlsym(h, kernel);
+    EXPECT_NE(k, nullptr) << error();
+    std::vector<int> out = k ? run(k, 8) : std::vector<int>();
+    device_dlclose(h);
+    closeAll(handles);
+    return out;
+  }
+
+  const Driver *cu_ = nullptr;
+  cuda::CUcontext context_ = nullptr;
+};
+
+TEST_F(Cuda, SeedExampleAsCubins) { EXPECT_EQ(runSeed({"lib.cubin"}, "app.cubin", "AppKernel"), times(2, 0, 8)); }
+
+TEST_F(Cuda, SeedExampleAsPtx) { EXPECT_EQ(runSeed({"lib.ptx"}, "app.ptx", "AppKernel"), times(2, 0, 8)); }
+
+TEST_F(Cuda, CubinAndPtxInOnePlan) {
+  EXPECT_EQ(runSeed({"lib.ptx"}, "app.cubin", "AppKernel"), times(2, 0, 8));
+  EXPECT_EQ(runSeed({"lib.cubin"}, "app.ptx", "AppKernel"), times(2, 0, 8));
+}
+
+TEST_F(Cuda, FatbinsGiveTheMemberForTheDevice) {
+  EXPECT_EQ(runSeed({"lib.fatbin"}, "app.fatbin", "AppKernel"), times(2, 0, 8));
+  // sm_80 cubin + compute_80 PTX: on a 9.x device the cubin cannot run, the PTX is compiled.
+  EXPECT_EQ(runSeed({"lib_sm80.fatbin"}, "app.cubin", "AppKernel"), times(2, 0, 8));
+}
+
+TEST_F(Cuda, CubinForAnotherGenerationIsNoCandidate) {
+  auto libs = openGlobal({"lib_sm80.cubin"});
+  void *app = device_dlopen(image("app.cubin").c_str(), DEVDL_NOW);
+  EXPECT_EQ(app, nullptr);
+  const std::string message = error();
+  EXPECT_NE(message.find(image("app.cubin") + ": image 0 (cubin sm_90): undefined device symbol `LibDeviceFunc` (" +
+                         image("lib_sm80.cubin") + ": image 0 (cubin sm_80) defines it, but cubin for sm_80 does not run on "),
+            std::string::npos)
+      << message;
+  closeAll(libs);
+}
+
+TEST_F(Cuda, ChainAcrossThreeImages) {
+  EXPECT_EQ(runSeed({"chain_base.cubin", "chain_mid.ptx"}, "chain_top.cubin", "ChainKernel"), times(10, 1, 8));
+}
+
+TEST_F(Cuda, MissingSymbolNamesSymbolImageAndFile) {
+  const std::string expected = image("app.cubin") + ": image 0 (cubin sm_90): undefined device symbol `LibDeviceFunc`";
+  EXPECT_EQ(device_dlopen(image("app.cubin").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_EQ(error(), expected);
+  void *lazy = device_dlopen(image("app.cubin").c_str(), DEVDL_LAZY);
+  ASSERT_NE(lazy, nullptr) << error();
+  EXPECT_EQ(device_dlsym(lazy, "AppKernel"), nullptr);
+  EXPECT_EQ(error(), expected);
+  device_dlclose(lazy);
+}
+
+TEST_F(Cuda, FirstDefinitionInSearchOrderWins) {
+  EXPECT_EQ(runSeed({"lib_triple.cubin", "lib.cubin"}, "app.cubin", "AppKernel"), times(3, 0, 8));
+  EXPECT_EQ(runSeed({"lib.cubin", "lib_triple.cubin"}, "app.cubin", "AppKernel"), times(2, 0, 8));
+}
+
+TEST_F(Cuda, FunctionPointerAcrossImages) {
+  EXPECT_EQ(runSeed({"lib.cubin"}, "app_pointer.cubin", "PointerKernel"), times(2, 0, 8));
+  // The host gets no device function pointer: CUDA has none to give.
+  void *lib = device_dlopen(image("lib.cubin").c_str(), DEVDL_NOW);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlsym(lib, "LibDeviceFunc"), nullptr);
+  EXPECT_NE(error().find("CUDA gives the host no device function pointers"), std::string::npos);
+  device_dlclose(lib);
+}
+
+TEST_F(Cuda, DeviceGlobalReadAndWrittenFromBothSides) {
+  auto libs = openGlobal({"lib.cubin"});
+  void *app = device_dlopen(image("app_counter.cubin").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "CounterKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  // The variable's instance in the program the kernel runs in.
+  void *counter = device_dlsym(libs[0], "LibCounter");
+  ASSERT_NE(counter, nullptr) << error();
+  const auto address = static_cast<cuda::CUdeviceptr>(reinterpret_cast<uintptr_t>(counter));
+  int value = 0;
+  ASSERT_EQ(cu_->cuCtxPushCurrent(context_), cuda::CUDA_SUCCESS);
+  EXPECT_EQ(cu_->cuMemcpyDtoH(&value, address, sizeof value), cuda::CUDA_SUCCESS);
+  EXPECT_EQ(value, 7);  // its initializer in lib.cu
+  value = 5;
+  EXPECT_EQ(cu_->cuMemcpyHtoD(address, &value, sizeof value), cuda::CUDA_SUCCESS);
+  cuda::CUcontext popped;
+  cu_->cuCtxPopCurrent(&popped);
+  EXPECT_EQ(run(kernel, 4), times(1, 5, 4));
+  ASSERT_EQ(cu_->cuCtxPushCurrent(context_), cuda::CUDA_SUCCESS);
+  EXPECT_EQ(cu_->cuMemcpyDtoH(&value, address, sizeof value), cuda::CUDA_SUCCESS);
+  cu_->cuCtxPopCurrent(&popped);
+  EXPECT_EQ(value, 105);  // the kernel's write
+  device_dlclose(app);
+  closeAll(libs);
+}
+
+TEST_F(Cuda, PackedIntoOneBundle) {
+  // devdl-pack made it at build time: the library and the application in one file.
+  void *both = device_dlopen(image("seed-cuda.devdl").c_str(), DEVDL_NOW);
+  ASSERT_NE(both, nullptr) << error();
+  void *kernel = device_dlsym(both, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 8), times(2, 0, 8));
+  device_dlclose(both);
+}
+
+// What the driver's linker says of a missing symbol, by hand: the text devdl's
+// describeLinkLog reads (its unit test holds a copy of this output).
+TEST_F(Cuda, DriverLogOfAMissingSymbol) {
+  std::string log(8192, '\0');
+  cuda::CUjit_option options[] = {cuda::CU_JIT_ERROR_LOG_BUFFER, cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log.data(), reinterpret_cast<void *>(log.size())};
+  ASSERT_EQ(cu_->cuCtxPushCurrent(context_), cuda::CUDA_SUCCESS);
+  cuda::CUlinkState state = nullptr;
+  ASSERT_EQ(cu_->cuLinkCreate(2, options, values, &state), cuda::CUDA_SUCCESS);
+  std::string app = readFile(image("app.cubin"));
+  EXPECT_EQ(cu_->cuLinkAddData(state, cuda::CU_JIT_INPUT_CUBIN, app.data(), app.size(), "app.cubin: image 0 (cubin)", 0,
+                               nullptr, nullptr),
+            cuda::CUDA_SUCCESS);
+  void *cubin = nullptr;
+  size_t size = 0;
+  const cuda::CUresult result = cu_->cuLinkComplete(state, &cubin, &size);
+  cu_->cuLinkDestroy(state);
+  cuda::CUcontext popped;
+  cu_->cuCtxPopCurrent(&popped);
+  log.resize(std::strlen(log.c_str()));
+  std::cout << "cuLinkComplete: " << result << "\nerror log:\n" << log << "\n";
+  EXPECT_NE(result, cuda::CUDA_SUCCESS);
+  EXPECT_NE(log.find("Undefined reference to 'LibDeviceFunc' in 'app.cubin: image 0 (cubin)'"), std::string::npos)
+      << log;
+}
+
+// Where there is no driver, the library loads, and says so when CUDA is needed.
+TEST(CudaWithoutDriver, SaysSoCleanly) {
+  std::string why;
+  if (cuda::driver(&why)) GTEST_SKIP() << "a CUDA driver is here: the tests above use it";
+  devdl_native native{};
+  native.size = sizeof native;
+  native.backend = DEVDL_BACKEND_CUDA;
+  EXPECT_NE(device_dlnative(&native), 0);
+  const std::string message = error();
+  EXPECT_NE(message.find("no CUDA driver: cannot load libcuda.so.1"), std::string::npos) << message;
+  if (!DEVDL_TEST_CUDA_IMAGES) return;
+  void *lib = device_dlopen(image("lib.cubin").c_str(), DEVDL_LAZY);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlsym(lib, "LibDeviceFunc"), nullptr);
+  EXPECT_NE(error().find("which cannot be linked here: no CUDA driver: cannot load libcuda.so.1"), std::string::npos)
+      << error();
+  device_dlclose(lib);
+}
+
+}  // namespace
+}  // namespace devdl::test
