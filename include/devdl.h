@@ -43,9 +43,10 @@ DEVDL_API unsigned device_dlversion(void);
 DEVDL_API void *device_dlopen(const char *path, int flags);
 
 /* The native object for `name` in the scope of `handle`: a kernel's handle (cl_kernel for
- * OpenCL), a variable's device address, a function's device pointer where the backend has one.
- * NULL with an error for device_dlerror when there is none, or when linking failed. The object
- * belongs to devdl and lives until the handle is closed. */
+ * OpenCL, CUfunction for CUDA), a variable's device address (CUDA: a CUdeviceptr, in the first
+ * program linked with the variable's image), a function's device pointer where the backend has
+ * one. NULL with an error for device_dlerror when there is none, or when linking failed. The
+ * object belongs to devdl and lives until the handle is closed. */
 DEVDL_API void *device_dlsym(void *handle, const char *name);
 
 /* Drops one reference; the images are unloaded at zero, with every program built from them.
@@ -108,24 +109,28 @@ DEVDL_API int device_dliterate(int (*callback)(const devdl_image_info *info, voi
 /* The native objects devdl links for, so that the program can allocate and launch. */
 typedef struct devdl_native {
   size_t size;    /* set by the caller to sizeof(devdl_native): the struct may grow */
-  int backend;    /* DEVDL_BACKEND_... */
-  void *platform; /* OpenCL: cl_platform_id */
-  void *device;   /* OpenCL: cl_device_id */
-  void *context;  /* OpenCL: cl_context */
+  int backend;    /* DEVDL_BACKEND_...; for device_dlnative, 0 asks for the default one */
+  void *platform; /* OpenCL: cl_platform_id; CUDA: NULL */
+  void *device;   /* OpenCL: cl_device_id; CUDA: the CUdevice ordinal, cast to a pointer */
+  void *context;  /* OpenCL: cl_context; CUDA: CUcontext */
 } devdl_native;
 
-/* Fills `native` for the device devdl uses (choosing it on first use). Returns 0, or non-zero
- * with an error for device_dlerror. */
+/* Fills `native` for the device devdl uses on `native->backend` (choosing it on first use). With
+ * backend 0: the backend DEVDL_BACKEND names, else one in use, else the first that has a device
+ * (OpenCL, then CUDA). Returns 0, or non-zero with an error for device_dlerror. */
 DEVDL_API int device_dlnative(devdl_native *native);
 
-/* Makes devdl link for the program's own device and context (OpenCL: `device` and `context`;
- * `platform` may be NULL) instead of choosing one. devdl keeps a reference to the context.
- * Only before the first program is linked, or again with the same device. Returns 0, or
- * non-zero with an error for device_dlerror.
+/* Makes devdl link for the program's own device and context on `native->backend` instead of
+ * choosing one. OpenCL: `device` and `context` (`platform` may be NULL); devdl keeps a reference
+ * to the context. CUDA: the device ordinal and a context that outlives devdl's use of it, or
+ * NULL for the device's primary context. Only before the first program is linked on that
+ * backend, or again with the same device and context. Returns 0, or non-zero with an error for
+ * device_dlerror.
  *
- * Without it, devdl takes the first device that has a compiler, or the one DEVDL_DEVICE names
- * (its index among those devices, or a part of its name), on the backend DEVDL_BACKEND names
- * (`opencl`, the default). */
+ * Without it, devdl takes the device DEVDL_DEVICE names (its index among the backend's devices,
+ * or a part of its name), else the first (OpenCL: that has a compiler; CUDA: the context
+ * current on the calling thread, else device 0's primary context). Each image family goes to its
+ * backend (SPIR-V to OpenCL; cubin, PTX and fatbin to CUDA) unless DEVDL_BACKEND names one. */
 DEVDL_API int device_dlattach(const devdl_native *native);
 
 #ifdef __cplusplus

@@ -27,6 +27,7 @@ OCL_ICD_VENDORS=$icd DEVDL_DEVICE=NVIDIA DEVDL_DEBUG=libs,statistics run "$stage
 
 if [ -z "${DEVDL_GPU_NO_BENCH:-}" ]; then
   echo "== benchmark"
-  "$stage/bin/bench_cuda_first_kernel" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true || status=1
+  "$stage/bin/bench_cuda_first_kernel" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
+    --benchmark_report_aggregates_only=true || status=1
 fi
 exit $status

@@ -31,21 +31,41 @@ namespace devdl::bundle {
 
 namespace {
 
-template <typename ELFT>
-llvm::Expected<std::vector<Bytes>> bundlesOf(const llvm::object::ELFFile<ELFT> &elf, Bytes file) {
+// The contents of the sections of `elf` that `wanted` picks, in section order.
+template <typename ELFT, typename Pick>
+llvm::Expected<std::vector<Bytes>> sectionsOf(const llvm::object::ELFFile<ELFT> &elf, Bytes file, Pick wanted) {
   auto sections = elf.sections();
   if (!sections) return sections.takeError();
-  std::vector<Bytes> bundles;
+  std::vector<Bytes> found;
   for (const auto &section : *sections) {
     auto name = elf.getSectionName(section);
     if (!name) return name.takeError();
-    if (section.sh_type != llvm::ELF::SHT_LLVM_OFFLOADING && *name != llvm::StringRef(kSectionName.data(), kSectionName.size())) continue;
+    if (!wanted(section.sh_type, std::string_view(name->data(), name->size()))) continue;
     if (section.sh_type == llvm::ELF::SHT_NOBITS) continue;
     if (section.sh_offset > file.size() || section.sh_size > file.size() - section.sh_offset)
       return fail(ErrorCode::BadFormat, "section " + *name + " runs past the end of the file");
-    bundles.push_back(file.subspan(section.sh_offset, section.sh_size));
+    found.push_back(file.subspan(section.sh_offset, section.sh_size));
   }
-  return bundles;
+  return found;
+}
+
+template <typename Pick>
+llvm::Expected<std::vector<Bytes>> sectionsOfElf(Bytes file, Pick wanted) {
+  llvm::MemoryBufferRef ref(llvm::StringRef(asText(file)), "");
+  auto object = llvm::object::ObjectFile::createELFObjectFile(ref);
+  if (!object)
+    return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(object.takeError()));
+  llvm::Expected<std::vector<Bytes>> found = std::vector<Bytes>();
+  if (auto *o = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get()))
+    found = sectionsOf(o->getELFFile(), file, wanted);
+  else if (auto *o = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(object->get()))
+    found = sectionsOf(o->getELFFile(), file, wanted);
+  else if (auto *o = llvm::dyn_cast<llvm::object::ELF64BEObjectFile>(object->get()))
+    found = sectionsOf(o->getELFFile(), file, wanted);
+  else if (auto *o = llvm::dyn_cast<llvm::object::ELF32BEObjectFile>(object->get()))
+    found = sectionsOf(o->getELFFile(), file, wanted);
+  if (!found) return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(found.takeError()));
+  return found;
 }
 
 void initializeTargets() {
@@ -76,21 +96,15 @@ bool isElf(Bytes bytes) {
 }
 
 llvm::Expected<std::vector<Bytes>> findBundlesInElf(Bytes file) {
-  llvm::MemoryBufferRef ref(llvm::StringRef(asText(file)), "");
-  auto object = llvm::object::ObjectFile::createELFObjectFile(ref);
-  if (!object)
-    return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(object.takeError()));
-  llvm::Expected<std::vector<Bytes>> bundles = std::vector<Bytes>();
-  if (auto *o = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(object->get()))
-    bundles = bundlesOf(o->getELFFile(), file);
-  else if (auto *o = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(object->get()))
-    bundles = bundlesOf(o->getELFFile(), file);
-  else if (auto *o = llvm::dyn_cast<llvm::object::ELF64BEObjectFile>(object->get()))
-    bundles = bundlesOf(o->getELFFile(), file);
-  else if (auto *o = llvm::dyn_cast<llvm::object::ELF32BEObjectFile>(object->get()))
-    bundles = bundlesOf(o->getELFFile(), file);
-  if (!bundles) return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(bundles.takeError()));
-  return bundles;
+  return sectionsOfElf(file, [](uint32_t type, std::string_view name) {
+    return type == llvm::ELF::SHT_LLVM_OFFLOADING || name == kSectionName;
+  });
+}
+
+llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes file) {
+  return sectionsOfElf(file, [](uint32_t, std::string_view name) {
+    return name == ".nv_fatbin" || name == "__nv_relfatbin";
+  });
 }
 
 llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view tripleName,

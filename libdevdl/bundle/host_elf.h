@@ -32,6 +32,11 @@ bool isElf(Bytes bytes);
 /// the ELF itself is malformed.
 llvm::Expected<std::vector<Bytes>> findBundlesInElf(Bytes elf);
 
+/// The CUDA fat binaries nvcc put in a host ELF file: the contents of its .nv_fatbin sections
+/// (executables and libraries) and __nv_relfatbin sections (objects built with -rdc), in section
+/// order. Each may hold several fat binaries one after another.
+llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes elf);
+
 /// A bundle in the memory of this process.
 struct LoadedBundle {
   std::string object;  // the loaded object's path as the dynamic linker reports it ("" = main)

@@ -87,6 +87,29 @@ llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storag
   return members;
 }
 
+llvm::Expected<std::vector<Bytes>> splitFatbins(Bytes section) {
+  std::vector<Bytes> fatbins;
+  uint64_t pos = 0;
+  while (pos < section.size()) {
+    if (section[pos] == 0) {  // padding
+      ++pos;
+      continue;
+    }
+    const uint64_t left = section.size() - pos;
+    const uint8_t *header = section.data() + pos;
+    if (left < kHeaderSize || u32(header) != kFatbinMagic)
+      return fail(ErrorCode::BadFormat, "invalid fatbin section: no fat binary at offset " + llvm::Twine(pos));
+    const uint16_t headerSize = u16(header + 6);
+    const uint64_t bodySize = u64(header + 8);
+    if (headerSize < kHeaderSize || headerSize > left || bodySize > left - headerSize)
+      return fail(ErrorCode::BadFormat, "invalid fatbin section: the fat binary at offset " + llvm::Twine(pos) +
+                                            " runs past the end");
+    fatbins.push_back(section.subspan(pos, headerSize + bodySize));
+    pos += headerSize + bodySize;
+  }
+  return fatbins;
+}
+
 llvm::Error readFatbin(DeviceImage &image) {
   auto members = listFatbinMembers(image.bytes, *image.storage);
   if (!members) return members.takeError();

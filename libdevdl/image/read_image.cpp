@@ -219,14 +219,26 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
   }
   auto bundles = bundle::findBundlesInElf(bytes);
   if (!bundles) return bundles.takeError();
-  if (bundles->empty())
+  // nvcc's own carriage of device code: fat binaries in sections of their own.
+  auto fatbinSections = bundle::findCudaFatbinSectionsInElf(bytes);
+  if (!fatbinSections) return fatbinSections.takeError();
+  if (bundles->empty() && fatbinSections->empty())
     return fail(ErrorCode::BadFormat, "host ELF file carries no device images (no " +
-                                          llvm::Twine(bundle::kSectionName) + " section)");
+                                          llvm::Twine(bundle::kSectionName) + ", .nv_fatbin or __nv_relfatbin section)");
   std::vector<DeviceImage> images;
   for (Bytes b : *bundles) {
     auto more = readBundleImages(b, storage);
     if (!more) return more.takeError();
     for (auto &image : *more) images.push_back(std::move(image));
+  }
+  for (Bytes section : *fatbinSections) {
+    auto fatbins = readers::splitFatbins(section);
+    if (!fatbins) return fatbins.takeError();
+    for (Bytes fatbin : *fatbins) {
+      auto image = readRawImage(fatbin, ImageFormat::Fatbin, storage);
+      if (!image) return inImage(image.takeError(), "image " + std::to_string(images.size()));
+      images.push_back(std::move(*image));
+    }
   }
   return images;
 }

@@ -27,6 +27,10 @@ struct FatbinMember {
   Bytes payload;  // decompressed where devdl can (zstd); empty where it cannot
 };
 
+/// The fat binaries of a section nvcc made (.nv_fatbin, __nv_relfatbin): one after another,
+/// each with its own header, maybe with zero padding between.
+llvm::Expected<std::vector<Bytes>> splitFatbins(Bytes section);
+
 /// Lists the members of a fat binary; zstd-compressed payloads are decompressed into storage.
 llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storage &storage);
 

@@ -2,6 +2,7 @@
 // must be read or refused with an error: no crash, no out-of-bounds read (ASan), no leak.
 #include "bundle/host_elf.h"
 #include "image/read_image.h"
+#include "image/readers.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,9 @@ llvm::Error parse(devdl::Bytes bytes) {
     case SpirV: return readRawImage(bytes, ImageFormat::SpirV, storage).takeError();
     case DeviceElf: return readRawImage(bytes, ImageFormat::Cubin, storage).takeError();
     case Ptx: return readRawImage(bytes, ImageFormat::Ptx, storage).takeError();
-    case Fatbin: return readRawImage(bytes, ImageFormat::Fatbin, storage).takeError();
+    case Fatbin:
+      llvm::consumeError(readers::splitFatbins(bytes).takeError());
+      return readRawImage(bytes, ImageFormat::Fatbin, storage).takeError();
     case Bitcode: return readRawImage(bytes, ImageFormat::SpirBitcode, storage).takeError();
     case Bundle: return readBundleImages(bytes, storage).takeError();
     case HostElf: return bundle::findBundlesInElf(bytes).takeError();

@@ -81,6 +81,16 @@ TEST(DevdlNm, CudaImages) {
   EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
 }
 
+TEST(DevdlNm, NvccHostObjectBuiltWithRdc) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  // nvcc -rdc=true -c: the device code is a fat binary in the host object's __nv_relfatbin.
+  CommandResult r = run({DEVDL_NM, image("lib_rdc.o")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
+  CommandResult check = run({DEVDL_PACK, "--check", image("app.cubin"), image("lib_rdc.o")});
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
+}
+
 TEST(DevdlNm, SharedLibraryCarryingABundle) {
   CommandResult r = run({DEVDL_NM, "--properties", DEVDL_TEST_LINKED});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -124,6 +124,23 @@ std::string makeFatbin(std::string_view ptx) {
   return header + entry + std::string(ptx);
 }
 
+TEST(FatbinReader, SectionOfSeveralFatbinsIsSplit) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  const std::string lib = readFile(image("lib.fatbin")), app = readFile(image("app.fatbin"));
+  const std::string section = lib + std::string(8, '\0') + app + std::string(4, '\0');
+  auto fatbins = readers::splitFatbins(asBytes(section));
+  ASSERT_TRUE(!!fatbins) << errorText(fatbins);
+  ASSERT_EQ(fatbins->size(), 2u);
+  EXPECT_EQ(asText((*fatbins)[0]), lib);
+  EXPECT_EQ(asText((*fatbins)[1]), app);
+  // Something else after the first, or the second cut short: refused, naming the offset.
+  auto garbage = readers::splitFatbins(asBytes(lib + "garbage!"));
+  EXPECT_EQ(errorText(garbage), "invalid fatbin section: no fat binary at offset " + std::to_string(lib.size()));
+  auto cut = readers::splitFatbins(asBytes(lib + app.substr(0, app.size() - 1)));
+  EXPECT_EQ(errorText(cut), "invalid fatbin section: the fat binary at offset " + std::to_string(lib.size()) +
+                                " runs past the end");
+}
+
 TEST(FatbinReader, HandBuiltFatbinReadsItsPtx) {
   const std::string fat = makeFatbin(kPtx);
   auto file = readImageMemory(asBytes(fat), "hand.fatbin", nullptr);
