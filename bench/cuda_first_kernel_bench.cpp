@@ -18,6 +18,7 @@
 #include "e2e/cuda_driver.h"
 
 #include <benchmark/benchmark.h>
+#include <link.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -54,6 +55,19 @@ const cuda::Driver *setUp(benchmark::State &state, cuda::CUcontext &context) {
   }
   context = static_cast<cuda::CUcontext>(native.context);
   return cu;
+}
+
+// How often the host loader's list of objects changed (dlpi_adds + dlpi_subs): each change
+// makes devdl look at the process's objects again.
+uint64_t loadedObjectsChanges() {
+  uint64_t changes = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        *static_cast<uint64_t *>(data) = info->dlpi_adds + info->dlpi_subs;
+        return 1;
+      },
+      &changes);
+  return changes;
 }
 
 bool launchOnce(const cuda::Driver &cu, cuda::CUcontext context, void *kernel) {
@@ -115,11 +129,13 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
   if (!cu) return;
   const std::string lib = image("lib.cubin"), app = image("app.cubin");
   const std::string inMemory[] = {readFile(lib), readFile(app)};
+  const uint64_t changesBefore = loadedObjectsChanges();
   for (auto _ : state) {
     const std::string fromFiles[] = {state.range(0) == 0 ? readFile(lib) : std::string(),
                                      state.range(0) == 0 ? readFile(app) : std::string()};
     const std::string *images = state.range(0) == 0 ? fromFiles : inMemory;
     const char *names[] = {"lib.cubin", "app.cubin"};
+    const int order[2] = {state.range(1) ? 1 : 0, state.range(1) ? 0 : 1};  // 1: the application first
     std::string errorLog(16384, '\0'), infoLog(16384, '\0');
     cuda::CUjit_option options[] = {cuda::CU_JIT_ERROR_LOG_BUFFER, cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                                     cuda::CU_JIT_INFO_LOG_BUFFER, cuda::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
@@ -129,8 +145,8 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
     cuda::CUlinkState link = nullptr;
     bool ok = cu->cuLinkCreate(4, options, values, &link) == cuda::CUDA_SUCCESS;
     for (int i = 0; i < 2 && ok; ++i)
-      ok = cu->cuLinkAddData(link, cuda::CU_JIT_INPUT_CUBIN, const_cast<char *>(images[i].data()), images[i].size(),
-                             names[i], 0, nullptr, nullptr) == cuda::CUDA_SUCCESS;
+      ok = cu->cuLinkAddData(link, cuda::CU_JIT_INPUT_CUBIN, const_cast<char *>(images[order[i]].data()),
+                             images[order[i]].size(), names[order[i]], 0, nullptr, nullptr) == cuda::CUDA_SUCCESS;
     void *cubin = nullptr;
     size_t size = 0;
     cuda::CUmodule module = nullptr;
@@ -150,6 +166,8 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
     cu->cuModuleUnload(module);
     cu->cuCtxPopCurrent(&popped);
   }
+  state.counters["objects_changed"] =
+      benchmark::Counter(static_cast<double>(loadedObjectsChanges() - changesBefore), benchmark::Counter::kAvgIterations);
 }
 
 void BM_CudaDevdlSecondHandle(benchmark::State &state) {
@@ -187,8 +205,22 @@ void BM_CudaDevdlSecondHandle(benchmark::State &state) {
   std::filesystem::remove(copy);
 }
 
+// What making devdl's context current for a driver call costs (devdl does it around each
+// call it makes: link, kernel lookup, unload).
+void BM_CudaContextPushPop(benchmark::State &state) {
+  cuda::CUcontext context;
+  const cuda::Driver *cu = setUp(state, context);
+  if (!cu) return;
+  for (auto _ : state) {
+    cuda::CUcontext popped;
+    cu->cuCtxPushCurrent(context);
+    cu->cuCtxPopCurrent(&popped);
+  }
+}
+
+BENCHMARK(BM_CudaContextPushPop)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaDevdlFirstKernel)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
-BENCHMARK(BM_CudaByHandFirstKernel)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK(BM_CudaByHandFirstKernel)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 BENCHMARK(BM_CudaDevdlSecondHandle)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaDevdlSecondHandle)->Arg(2)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_CudaDevdlOpenClose)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

@@ -25,11 +25,9 @@ std::string cudaArch(const llvm::object::ELF64LEFile &elf) {
 }  // namespace
 
 llvm::Error readDeviceElf(DeviceImage &image) {
-  llvm::MemoryBufferRef ref(llvm::StringRef(asText(image.bytes)), "");
-  auto object = llvm::object::ELF64LEObjectFile::create(ref);
-  if (!object)
-    return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(object.takeError()));
-  const auto &elf = object->getELFFile();
+  auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(asText(image.bytes)));
+  if (!file) return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(file.takeError()));
+  const auto &elf = *file;
   const uint16_t machine = elf.getHeader().e_machine;
 
   if (machine == llvm::ELF::EM_CUDA) {
@@ -44,29 +42,38 @@ llvm::Error readDeviceElf(DeviceImage &image) {
                 "not a device ELF object (machine " + llvm::Twine(machine) + ")");
   }
 
-  for (const llvm::object::ELFSymbolRef sym : object->symbols()) {
-    auto raw = object->getSymbol(sym.getRawDataRefImpl());
-    if (!raw) return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(raw.takeError()));
-    const auto &s = **raw;
-    const uint8_t type = s.getType();
-    // Section and file symbols are never exports or imports; LLVM 15 names a section symbol
-    // after its section without checking the section index, so they are not even named.
-    if (s.getBinding() == llvm::ELF::STB_LOCAL || type == llvm::ELF::STT_SECTION || type == llvm::ELF::STT_FILE)
-      continue;
-    auto nameOrErr = sym.getName();
-    if (!nameOrErr)
-      return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(nameOrErr.takeError()));
-    std::string_view name(nameOrErr->data(), nameOrErr->size());
-    if (s.st_shndx == llvm::ELF::SHN_UNDEF) {
-      if (isImportableName(name)) image.symbols.push_back({name, SymbolKind::Import});
-      continue;
+  auto bad = [](llvm::Error err) {
+    return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(std::move(err)));
+  };
+  auto sections = elf.sections();
+  if (!sections) return bad(sections.takeError());
+  // The symbol table and its string table are found once, not once per symbol.
+  for (const auto &section : *sections) {
+    if (section.sh_type != llvm::ELF::SHT_SYMTAB) continue;
+    auto symbols = elf.symbols(&section);
+    if (!symbols) return bad(symbols.takeError());
+    auto strings = elf.getStringTableForSymtab(section, *sections);
+    if (!strings) return bad(strings.takeError());
+    for (const auto &s : *symbols) {
+      const uint8_t type = s.getType();
+      // Section and file symbols are never exports or imports (nor is the null symbol).
+      if (s.getBinding() == llvm::ELF::STB_LOCAL || type == llvm::ELF::STT_SECTION || type == llvm::ELF::STT_FILE)
+        continue;
+      auto nameOrErr = s.getName(*strings);
+      if (!nameOrErr) return bad(nameOrErr.takeError());
+      std::string_view name(nameOrErr->data(), nameOrErr->size());
+      if (s.st_shndx == llvm::ELF::SHN_UNDEF) {
+        if (isImportableName(name)) image.symbols.push_back({name, SymbolKind::Import});
+        continue;
+      }
+      if (type == llvm::ELF::STT_FUNC)
+        image.symbols.push_back(
+            {name, machine == llvm::ELF::EM_CUDA && (s.st_other & kStoCudaEntry) ? SymbolKind::Kernel
+                                                                                : SymbolKind::Function});
+      else if (type == llvm::ELF::STT_OBJECT || (machine == llvm::ELF::EM_CUDA && type == kSttCudaObject))
+        image.symbols.push_back({name, SymbolKind::Variable});
     }
-    if (type == llvm::ELF::STT_FUNC)
-      image.symbols.push_back(
-          {name, machine == llvm::ELF::EM_CUDA && (s.st_other & kStoCudaEntry) ? SymbolKind::Kernel
-                                                                              : SymbolKind::Function});
-    else if (type == llvm::ELF::STT_OBJECT || (machine == llvm::ELF::EM_CUDA && type == kSttCudaObject))
-      image.symbols.push_back({name, SymbolKind::Variable});
+    break;  // one symbol table, as ELFObjectFile reads it
   }
   return llvm::Error::success();
 }

@@ -192,6 +192,19 @@ TEST_F(Cuda, PackedIntoOneBundle) {
   device_dlclose(both);
 }
 
+TEST_F(Cuda, AttachToTheContextInUseOrSayWhy) {
+  devdl_native native{};
+  native.size = sizeof native;
+  native.backend = DEVDL_BACKEND_CUDA;
+  ASSERT_EQ(device_dlnative(&native), 0) << error();
+  EXPECT_EQ(device_dlattach(&native), 0) << error();  // the device and context in use: nothing to change
+  devdl_native bogus = native;
+  bogus.device = reinterpret_cast<void *>(intptr_t{99});
+  EXPECT_NE(device_dlattach(&bogus), 0);
+  EXPECT_NE(error().find("CUDA device 99: cuDeviceGetName failed: CUDA_ERROR_INVALID_DEVICE"), std::string::npos)
+      << error();
+}
+
 // What the driver's linker says of a missing symbol, by hand: the text devdl's
 // describeLinkLog reads (its unit test holds a copy of this output).
 TEST_F(Cuda, DriverLogOfAMissingSymbol) {
@@ -228,6 +241,8 @@ TEST(CudaWithoutDriver, SaysSoCleanly) {
   EXPECT_NE(device_dlnative(&native), 0);
   const std::string message = error();
   EXPECT_NE(message.find("no CUDA driver: cannot load libcuda.so.1"), std::string::npos) << message;
+  EXPECT_NE(device_dlattach(&native), 0);
+  EXPECT_NE(error().find("no CUDA driver: cannot load libcuda.so.1"), std::string::npos) << error();
   if (!DEVDL_TEST_CUDA_IMAGES) return;
   void *lib = device_dlopen(image("lib.cubin").c_str(), DEVDL_LAZY);
   ASSERT_NE(lib, nullptr) << error();
