@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace {
@@ -104,23 +105,49 @@ void BM_CudaDevdlOpenClose(benchmark::State &state) {
   }
 }
 
+// Splits an iteration into phases, reported as counters: the mean microseconds of each.
+class Phases {
+ public:
+  void start() { last_ = std::chrono::steady_clock::now(); }
+  void mark(const char *phase) {
+    const auto now = std::chrono::steady_clock::now();
+    totals_[phase] += std::chrono::duration<double, std::micro>(now - last_).count();
+    last_ = now;
+  }
+  void report(benchmark::State &state) const {
+    for (const auto &[phase, total] : totals_)
+      state.counters[phase] = benchmark::Counter(total, benchmark::Counter::kAvgIterations);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_;
+  std::map<std::string, double> totals_;
+};
+
 void BM_CudaDevdlFirstKernel(benchmark::State &state) {
   cuda::CUcontext context;
   const cuda::Driver *cu = setUp(state, context);
   if (!cu) return;
   const std::string lib = image("lib.cubin"), app = image("app.cubin");
   const std::string libBytes = readFile(lib), appBytes = readFile(app);
+  Phases phases;
   for (auto _ : state) {
+    phases.start();
     void *l = open(state, lib, libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
     void *a = open(state, app, appBytes, DEVDL_LAZY);
+    phases.mark("open");
     void *kernel = a ? device_dlsym(a, "AppKernel") : nullptr;
+    phases.mark("link");
     if (!l || !kernel || !launchOnce(*cu, context, kernel)) {
       state.SkipWithError(device_dlerror());
       break;
     }
+    phases.mark("launch");
     device_dlclose(a);
     device_dlclose(l);
+    phases.mark("unload");
   }
+  phases.report(state);
 }
 
 void BM_CudaByHandFirstKernel(benchmark::State &state) {
@@ -130,7 +157,9 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
   const std::string lib = image("lib.cubin"), app = image("app.cubin");
   const std::string inMemory[] = {readFile(lib), readFile(app)};
   const uint64_t changesBefore = loadedObjectsChanges();
+  Phases phases;
   for (auto _ : state) {
+    phases.start();
     const std::string fromFiles[] = {state.range(0) == 0 ? readFile(lib) : std::string(),
                                      state.range(0) == 0 ? readFile(app) : std::string()};
     const std::string *images = state.range(0) == 0 ? fromFiles : inMemory;
@@ -141,6 +170,7 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
                                     cuda::CU_JIT_INFO_LOG_BUFFER, cuda::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
                       reinterpret_cast<void *>(infoLog.size())};
+    phases.mark("open");
     cu->cuCtxPushCurrent(context);
     cuda::CUlinkState link = nullptr;
     bool ok = cu->cuLinkCreate(4, options, values, &link) == cuda::CUDA_SUCCESS;
@@ -157,7 +187,9 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
     ok = ok && cu->cuModuleGetFunction(&kernel, module, "AppKernel") == cuda::CUDA_SUCCESS;
     cuda::CUcontext popped;
     cu->cuCtxPopCurrent(&popped);
+    phases.mark("link");
     ok = ok && launchOnce(*cu, context, kernel);
+    phases.mark("launch");
     if (!ok) {
       state.SkipWithError(("link by hand failed: " + std::string(errorLog.c_str())).c_str());
       break;
@@ -165,7 +197,9 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
     cu->cuCtxPushCurrent(context);
     cu->cuModuleUnload(module);
     cu->cuCtxPopCurrent(&popped);
+    phases.mark("unload");
   }
+  phases.report(state);
   state.counters["objects_changed"] =
       benchmark::Counter(static_cast<double>(loadedObjectsChanges() - changesBefore), benchmark::Counter::kAvgIterations);
 }
