@@ -11,6 +11,10 @@
 // Each in two forms, /0 from the files (as a program would) and /1 from memory (the images
 // read once, device_dlopen_mem; the driver by hand links the same buffers): the second
 // leaves out the file system, which is slow on some machines.
+
+// Side by side: both in every iteration, in turns, each timed on its own; the ratio of their
+// means is the figure (the machine drifts more between runs than devdl differs from by hand).
+// Phases (open, link, launch, unload) are counters of the separate benchmarks.
 //
 // Links libdevdl.so alone (it is carried to the GPU machine with it). Needs the test images:
 // run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
@@ -124,29 +128,91 @@ class Phases {
   std::map<std::string, double> totals_;
 };
 
+// The seeds' example, from the files (/0) or from memory read once (/1).
+struct Example {
+  explicit Example(bool fromFiles)
+      : fromFiles(fromFiles), lib(image("lib.cubin")), app(image("app.cubin")), libBytes(readFile(lib)),
+        appBytes(readFile(app)) {}
+  bool fromFiles;
+  std::string lib, app, libBytes, appBytes;
+};
+
+// One first kernel through devdl: open both, find the kernel (the link), launch, close both.
+bool devdlOnce(const cuda::Driver &cu, cuda::CUcontext context, const Example &example, Phases *phases) {
+  auto open = [&](const std::string &path, const std::string &bytes, int flags) {
+    return example.fromFiles ? device_dlopen(path.c_str(), flags)
+                             : device_dlopen_mem(bytes.data(), bytes.size(), path.c_str(), flags);
+  };
+  if (phases) phases->start();
+  void *l = open(example.lib, example.libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *a = open(example.app, example.appBytes, DEVDL_LAZY);
+  if (phases) phases->mark("open");
+  void *kernel = a ? device_dlsym(a, "AppKernel") : nullptr;
+  if (phases) phases->mark("link");
+  if (!l || !kernel || !launchOnce(cu, context, kernel)) return false;
+  if (phases) phases->mark("launch");
+  device_dlclose(a);
+  device_dlclose(l);
+  if (phases) phases->mark("unload");
+  return true;
+}
+
+// The same by hand with the driver; `appFirst` adds the application's image first, as devdl's
+// plan does.
+bool byHandOnce(const cuda::Driver &cu, cuda::CUcontext context, const Example &example, bool appFirst,
+                Phases *phases, std::string &log) {
+  if (phases) phases->start();
+  const std::string images[] = {example.fromFiles ? readFile(example.lib) : example.libBytes,
+                                example.fromFiles ? readFile(example.app) : example.appBytes};
+  const char *names[] = {"lib.cubin", "app.cubin"};
+  const int order[2] = {appFirst ? 1 : 0, appFirst ? 0 : 1};
+  std::string errorLog(16384, '\0'), infoLog(16384, '\0');
+  cuda::CUjit_option options[] = {cuda::CU_JIT_ERROR_LOG_BUFFER, cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                                  cuda::CU_JIT_INFO_LOG_BUFFER, cuda::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
+                    reinterpret_cast<void *>(infoLog.size())};
+  if (phases) phases->mark("open");
+  cu.cuCtxPushCurrent(context);
+  cuda::CUlinkState link = nullptr;
+  bool ok = cu.cuLinkCreate(4, options, values, &link) == cuda::CUDA_SUCCESS;
+  for (int i = 0; i < 2 && ok; ++i)
+    ok = cu.cuLinkAddData(link, cuda::CU_JIT_INPUT_CUBIN, const_cast<char *>(images[order[i]].data()),
+                          images[order[i]].size(), names[order[i]], 0, nullptr, nullptr) == cuda::CUDA_SUCCESS;
+  void *cubin = nullptr;
+  size_t size = 0;
+  cuda::CUmodule module = nullptr;
+  cuda::CUfunction kernel = nullptr;
+  ok = ok && cu.cuLinkComplete(link, &cubin, &size) == cuda::CUDA_SUCCESS &&
+       cu.cuModuleLoadData(&module, cubin) == cuda::CUDA_SUCCESS;
+  cu.cuLinkDestroy(link);
+  ok = ok && cu.cuModuleGetFunction(&kernel, module, "AppKernel") == cuda::CUDA_SUCCESS;
+  cuda::CUcontext popped;
+  cu.cuCtxPopCurrent(&popped);
+  if (phases) phases->mark("link");
+  ok = ok && launchOnce(cu, context, kernel);
+  if (phases) phases->mark("launch");
+  if (!ok) {
+    log = errorLog.c_str();
+    return false;
+  }
+  cu.cuCtxPushCurrent(context);
+  cu.cuModuleUnload(module);
+  cu.cuCtxPopCurrent(&popped);
+  if (phases) phases->mark("unload");
+  return true;
+}
+
 void BM_CudaDevdlFirstKernel(benchmark::State &state) {
   cuda::CUcontext context;
   const cuda::Driver *cu = setUp(state, context);
   if (!cu) return;
-  const std::string lib = image("lib.cubin"), app = image("app.cubin");
-  const std::string libBytes = readFile(lib), appBytes = readFile(app);
+  const Example example(state.range(0) == 0);
   Phases phases;
-  for (auto _ : state) {
-    phases.start();
-    void *l = open(state, lib, libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
-    void *a = open(state, app, appBytes, DEVDL_LAZY);
-    phases.mark("open");
-    void *kernel = a ? device_dlsym(a, "AppKernel") : nullptr;
-    phases.mark("link");
-    if (!l || !kernel || !launchOnce(*cu, context, kernel)) {
+  for (auto _ : state)
+    if (!devdlOnce(*cu, context, example, &phases)) {
       state.SkipWithError(device_dlerror());
       break;
     }
-    phases.mark("launch");
-    device_dlclose(a);
-    device_dlclose(l);
-    phases.mark("unload");
-  }
   phases.report(state);
 }
 
@@ -154,54 +220,48 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
   cuda::CUcontext context;
   const cuda::Driver *cu = setUp(state, context);
   if (!cu) return;
-  const std::string lib = image("lib.cubin"), app = image("app.cubin");
-  const std::string inMemory[] = {readFile(lib), readFile(app)};
+  const Example example(state.range(0) == 0);
   const uint64_t changesBefore = loadedObjectsChanges();
   Phases phases;
-  for (auto _ : state) {
-    phases.start();
-    const std::string fromFiles[] = {state.range(0) == 0 ? readFile(lib) : std::string(),
-                                     state.range(0) == 0 ? readFile(app) : std::string()};
-    const std::string *images = state.range(0) == 0 ? fromFiles : inMemory;
-    const char *names[] = {"lib.cubin", "app.cubin"};
-    const int order[2] = {state.range(1) ? 1 : 0, state.range(1) ? 0 : 1};  // 1: the application first
-    std::string errorLog(16384, '\0'), infoLog(16384, '\0');
-    cuda::CUjit_option options[] = {cuda::CU_JIT_ERROR_LOG_BUFFER, cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                                    cuda::CU_JIT_INFO_LOG_BUFFER, cuda::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-    void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
-                      reinterpret_cast<void *>(infoLog.size())};
-    phases.mark("open");
-    cu->cuCtxPushCurrent(context);
-    cuda::CUlinkState link = nullptr;
-    bool ok = cu->cuLinkCreate(4, options, values, &link) == cuda::CUDA_SUCCESS;
-    for (int i = 0; i < 2 && ok; ++i)
-      ok = cu->cuLinkAddData(link, cuda::CU_JIT_INPUT_CUBIN, const_cast<char *>(images[order[i]].data()),
-                             images[order[i]].size(), names[order[i]], 0, nullptr, nullptr) == cuda::CUDA_SUCCESS;
-    void *cubin = nullptr;
-    size_t size = 0;
-    cuda::CUmodule module = nullptr;
-    cuda::CUfunction kernel = nullptr;
-    ok = ok && cu->cuLinkComplete(link, &cubin, &size) == cuda::CUDA_SUCCESS &&
-         cu->cuModuleLoadData(&module, cubin) == cuda::CUDA_SUCCESS;
-    cu->cuLinkDestroy(link);
-    ok = ok && cu->cuModuleGetFunction(&kernel, module, "AppKernel") == cuda::CUDA_SUCCESS;
-    cuda::CUcontext popped;
-    cu->cuCtxPopCurrent(&popped);
-    phases.mark("link");
-    ok = ok && launchOnce(*cu, context, kernel);
-    phases.mark("launch");
-    if (!ok) {
-      state.SkipWithError(("link by hand failed: " + std::string(errorLog.c_str())).c_str());
+  std::string log;
+  for (auto _ : state)
+    if (!byHandOnce(*cu, context, example, state.range(1) != 0, &phases, log)) {
+      state.SkipWithError(("link by hand failed: " + log).c_str());
       break;
     }
-    cu->cuCtxPushCurrent(context);
-    cu->cuModuleUnload(module);
-    cu->cuCtxPopCurrent(&popped);
-    phases.mark("unload");
-  }
   phases.report(state);
   state.counters["objects_changed"] =
       benchmark::Counter(static_cast<double>(loadedObjectsChanges() - changesBefore), benchmark::Counter::kAvgIterations);
+}
+
+// Both in each iteration, in turns (devdl first in even iterations), each timed on its own: the
+// machine's drift, larger than the difference, falls on both alike. Counters: the mean of each,
+// and their ratio.
+void BM_CudaFirstKernelSideBySide(benchmark::State &state) {
+  cuda::CUcontext context;
+  const cuda::Driver *cu = setUp(state, context);
+  if (!cu) return;
+  const Example example(state.range(0) == 0);
+  double devdl = 0, byHand = 0;
+  std::string log;
+  int64_t n = 0;
+  for (auto _ : state) {
+    for (int turn = 0; turn < 2; ++turn) {
+      const bool devdlNow = (turn == 0) == (n % 2 == 0);
+      const auto start = std::chrono::steady_clock::now();
+      const bool ok = devdlNow ? devdlOnce(*cu, context, example, nullptr)
+                               : byHandOnce(*cu, context, example, /*appFirst=*/true, nullptr, log);
+      (devdlNow ? devdl : byHand) += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      if (!ok) {
+        state.SkipWithError(devdlNow ? device_dlerror() : ("link by hand failed: " + log).c_str());
+        return;
+      }
+    }
+    ++n;
+  }
+  state.counters["devdl_us"] = benchmark::Counter(devdl, benchmark::Counter::kAvgIterations);
+  state.counters["by_hand_us"] = benchmark::Counter(byHand, benchmark::Counter::kAvgIterations);
+  state.counters["ratio"] = byHand > 0 ? devdl / byHand : 0;
 }
 
 void BM_CudaDevdlSecondHandle(benchmark::State &state) {
@@ -255,6 +315,7 @@ void BM_CudaContextPushPop(benchmark::State &state) {
 BENCHMARK(BM_CudaContextPushPop)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaDevdlFirstKernel)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
 BENCHMARK(BM_CudaByHandFirstKernel)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK(BM_CudaFirstKernelSideBySide)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_CudaDevdlSecondHandle)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaDevdlSecondHandle)->Arg(2)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_CudaDevdlOpenClose)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
