@@ -178,9 +178,13 @@ llvm::Error Loader::scanProcess() {
 bool Loader::candidate(const Definition &d) {
   // Like the seed's urDeviceSelectBinary check: an image the device cannot take (a cubin on
   // OpenCL, a cubin for another GPU generation) never satisfies an import, whatever its names.
-  const DeviceImage &image = images_[d.image]->image;
-  backend::Device *device = deviceFor(image);
-  return device && device->accepts(image);
+  LoadedImage &loaded = *images_[d.image];
+  if (loaded.candidacy == LoadedImage::Candidacy::Unknown) {
+    backend::Device *device = deviceFor(loaded.image);
+    loaded.candidacy =
+        device && device->accepts(loaded.image) ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No;
+  }
+  return loaded.candidacy == LoadedImage::Candidacy::Yes;
 }
 
 const Definition *Loader::firstCandidate(std::span<const Definition> definitions, LinkFamily family) {
@@ -636,6 +640,8 @@ llvm::Error Loader::attach(const devdl_native &native) {
   programOfRoot_.clear();
   slot.tried = true;
   slot.device = std::move(*attached);
+  for (auto &image : images_)  // another device may take other images
+    if (image) image->candidacy = LoadedImage::Candidacy::Unknown;
   return llvm::Error::success();
 }
 

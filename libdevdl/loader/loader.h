@@ -39,6 +39,8 @@ struct LoadedImage {
   Handle *owner;          // the handle it was opened with; null for the process's own images
   bool global;            // in the global scope
   uint64_t hash;          // of the image's bytes: programs are keyed by what they are made of
+  // Whether the device takes it, once asked: lookups ask on every call.
+  enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
 };
 
 /// A program linked from one link plan.
