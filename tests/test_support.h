@@ -2,6 +2,7 @@
 #pragma once
 
 #include "image/device_image.h"
+#include "require_cuda_images.h"
 #include "support/error.h"
 
 #include <gtest/gtest.h>
@@ -15,14 +16,6 @@ namespace devdl::test {
 
 /// A test image built from tests/data at build time.
 inline std::string image(const std::string &name) { return std::string(DEVDL_TEST_IMAGES) + "/" + name; }
-
-/// Skips the test where no CUDA toolkit built the CUDA images.
-#define DEVDL_REQUIRE_CUDA_IMAGES()                                                          \
-  do {                                                                                       \
-    if (!DEVDL_TEST_CUDA_IMAGES)                                                             \
-      GTEST_SKIP() << "nvcc was not found at build time (PATH, /usr/local/cuda/bin): no "    \
-                      "CUDA test images";                                                    \
-  } while (0)
 
 std::string readFile(const std::string &path);
 void writeFile(const std::string &path, std::string_view data);

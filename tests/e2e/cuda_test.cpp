@@ -3,6 +3,7 @@
 // so, and the library's own answer to "no driver" is checked instead.
 #include "devdl.h"
 #include "e2e/cuda_driver.h"
+#include "require_cuda_images.h"
 
 #include <gtest/gtest.h>
 
@@ -35,13 +36,6 @@ std::string readFile(const std::string &path) {
   s << in.rdbuf();
   return s.str();
 }
-
-#define DEVDL_REQUIRE_CUDA_IMAGES()                                                               \
-  do {                                                                                            \
-    if (!DEVDL_TEST_CUDA_IMAGES)                                                                  \
-      GTEST_SKIP() << "nvcc was not found at build time (PATH, /usr/local/cuda/bin): no CUDA test " \
-                      "images";                                                                   \
-  } while (0)
 
 class Cuda : public ::testing::Test {
  protected:
