@@ -8,6 +8,7 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <vector>
 
