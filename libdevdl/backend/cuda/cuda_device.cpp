@@ -239,6 +239,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     Bytes data = image.bytes;
     CUjitInputType type = CU_JIT_INPUT_CUBIN;
     std::string text;  // PTX must end with a NUL
+    Storage scratch;   // a fatbin member decompressed for this call only: the driver copies it
     if (image.format == ImageFormat::Ptx) {
       type = CU_JIT_INPUT_PTX;
       text.assign(asText(data));
@@ -247,7 +248,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       // The best member for this device: a cubin of the highest compatible version, else
       // PTX; where that member is in NVIDIA's own compression the driver picks from the whole.
       type = CU_JIT_INPUT_FATBINARY;
-      auto members = readers::listFatbinMembers(image.bytes, *image.storage);
+      auto members = readers::listFatbinMembers(image.bytes, scratch);
       if (!members) return inImage(members.takeError(), input.label);
       const readers::FatbinMember *best = nullptr;
       auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
