@@ -86,16 +86,21 @@ void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
     globalOrder_.push_back(id);
     global_.add(images_[id]->image, id);
     if (Debug::get().on(Debug::Libs)) Debug::get().print("global scope += " + images_[id]->label);
-    if (Debug::get().on(Debug::Symbols))
-      for (const Symbol &s : images_[id]->image.symbols) {
-        if (s.kind == SymbolKind::Import || !candidate(Definition{id, s.kind, LinkFamily::None})) continue;
-        const Definition *first =
-            firstCandidate(global_.definitions(s.name), linkFamily(images_[id]->image.format));
-        if (first && first->image != id)
-          Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id]->label +
-                             " (the one in " + images_[first->image]->label + " is used)");
-      }
   }
+  // The process's first scope is reported once DEVDL_PRELOAD has taken its place in it.
+  if (preloaded_) reportDuplicates(ids);
+}
+
+void Loader::reportDuplicates(const std::vector<uint32_t> &ids) {
+  if (!Debug::get().on(Debug::Symbols)) return;
+  for (uint32_t id : ids)
+    for (const Symbol &s : images_[id]->image.symbols) {
+      if (s.kind == SymbolKind::Import || !candidate(Definition{id, s.kind, LinkFamily::None})) continue;
+      const Definition *first = firstCandidate(global_.definitions(s.name), linkFamily(images_[id]->image.format));
+      if (first && first->image != id)
+        Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id]->label +
+                           " (the one in " + images_[first->image]->label + " is used)");
+    }
 }
 
 void Loader::rebuildGlobalIndex() {
@@ -160,8 +165,9 @@ llvm::Error Loader::scanProcess() {
     }
   }
   if (!preloaded_) {
-    preloaded_ = true;
     loadPreloads();
+    preloaded_ = true;
+    reportDuplicates(globalOrder_);
   }
   // Objects the host has unloaded: their bundles are gone from memory.
   for (auto it = processBundles_.begin(); it != processBundles_.end();) {

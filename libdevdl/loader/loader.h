@@ -132,6 +132,8 @@ class Loader {
   /// DEVDL_BACKEND, read on first use; "" for every backend.
   static const std::string &backendChoice();
   void joinGlobalScope(const std::vector<uint32_t> &ids);
+  /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides.
+  void reportDuplicates(const std::vector<uint32_t> &ids);
   void dropImages(const std::vector<uint32_t> &ids);
 
   std::mutex mutex_;

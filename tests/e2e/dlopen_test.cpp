@@ -313,6 +313,20 @@ TEST_F(DeviceDlopen, DevdlPreloadComesBeforeTheLibraries) {
   ASSERT_EQ(preloaded.status, 0) << preloaded.err;
   EXPECT_EQ(preloaded.out, "DupValue 2\n");
   EXPECT_EQ(preloaded.err, "devdl: DEVDL_PRELOAD: /nonexistent/missing.spv: No such file or directory: ignored\n");
+  // DEVDL_DEBUG reports the library's definition as the hidden one: the scope is reported
+  // once the preloaded image has taken its place.
+  setenv("DEVDL_PRELOAD", image("value_two.spv").c_str(), 1);
+  setenv("DEVDL_DEBUG", "symbols", 1);
+  CommandResult debug = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
+  unsetenv("DEVDL_PRELOAD");
+  unsetenv("DEVDL_DEBUG");
+  ASSERT_EQ(debug.status, 0) << debug.err;
+  EXPECT_NE(debug.err.find("libdevdl_test_value_one.so: image 0 (spirv) (the one in " + image("value_two.spv") +
+                           ": image 0 (spirv) is used)"),
+            std::string::npos)
+      << debug.err;
+  EXPECT_EQ(debug.err.find("in " + image("value_two.spv") + ": image 0 (spirv) (the one in"), std::string::npos)
+      << debug.err;
 }
 
 TEST_F(DeviceDlopen, OpenFromMemoryAndDescribeSymbols) {
