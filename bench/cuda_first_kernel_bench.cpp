@@ -160,7 +160,7 @@ bool devdlOnce(const cuda::Driver &cu, cuda::CUcontext context, const Example &e
 // The same by hand with the driver; `appFirst` adds the application's image first, as devdl's
 // plan does.
 bool byHandOnce(const cuda::Driver &cu, cuda::CUcontext context, const Example &example, bool appFirst,
-                Phases *phases, std::string &log) {
+                Phases *phases, std::string &log, Phases *calls = nullptr) {
   if (phases) phases->start();
   const std::string images[] = {example.fromFiles ? readFile(example.lib) : example.libBytes,
                                 example.fromFiles ? readFile(example.app) : example.appBytes};
@@ -172,20 +172,32 @@ bool byHandOnce(const cuda::Driver &cu, cuda::CUcontext context, const Example &
   void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
                     reinterpret_cast<void *>(infoLog.size())};
   if (phases) phases->mark("open");
+  // Each driver call timed where `calls` is given, to set beside DEVDL_DEBUG=statistics.
+  auto mark = [&](const char *call) {
+    if (calls) calls->mark(call);
+  };
+  if (calls) calls->start();
   cu.cuCtxPushCurrent(context);
   cuda::CUlinkState link = nullptr;
   bool ok = cu.cuLinkCreate(4, options, values, &link) == cuda::CUDA_SUCCESS;
-  for (int i = 0; i < 2 && ok; ++i)
+  mark("cuLinkCreate");
+  for (int i = 0; i < 2 && ok; ++i) {
     ok = cu.cuLinkAddData(link, cuda::CU_JIT_INPUT_CUBIN, const_cast<char *>(images[order[i]].data()),
                           images[order[i]].size(), names[order[i]], 0, nullptr, nullptr) == cuda::CUDA_SUCCESS;
+    mark(i == 0 ? "cuLinkAddData1" : "cuLinkAddData2");
+  }
   void *cubin = nullptr;
   size_t size = 0;
   cuda::CUmodule module = nullptr;
   cuda::CUfunction kernel = nullptr;
-  ok = ok && cu.cuLinkComplete(link, &cubin, &size) == cuda::CUDA_SUCCESS &&
-       cu.cuModuleLoadData(&module, cubin) == cuda::CUDA_SUCCESS;
+  ok = ok && cu.cuLinkComplete(link, &cubin, &size) == cuda::CUDA_SUCCESS;
+  mark("cuLinkComplete");
+  ok = ok && cu.cuModuleLoadData(&module, cubin) == cuda::CUDA_SUCCESS;
+  mark("cuModuleLoadData");
   cu.cuLinkDestroy(link);
+  mark("cuLinkDestroy");
   ok = ok && cu.cuModuleGetFunction(&kernel, module, "AppKernel") == cuda::CUDA_SUCCESS;
+  mark("cuModuleGetFunction");
   cuda::CUcontext popped;
   cu.cuCtxPopCurrent(&popped);
   if (phases) phases->mark("link");
@@ -195,9 +207,11 @@ bool byHandOnce(const cuda::Driver &cu, cuda::CUcontext context, const Example &
     log = errorLog.c_str();
     return false;
   }
+  if (calls) calls->start();
   cu.cuCtxPushCurrent(context);
   cu.cuModuleUnload(module);
   cu.cuCtxPopCurrent(&popped);
+  mark("cuModuleUnload");
   if (phases) phases->mark("unload");
   return true;
 }
@@ -222,14 +236,15 @@ void BM_CudaByHandFirstKernel(benchmark::State &state) {
   if (!cu) return;
   const Example example(state.range(0) == 0);
   const uint64_t changesBefore = loadedObjectsChanges();
-  Phases phases;
+  Phases phases, calls;
   std::string log;
   for (auto _ : state)
-    if (!byHandOnce(*cu, context, example, state.range(1) != 0, &phases, log)) {
+    if (!byHandOnce(*cu, context, example, state.range(1) != 0, &phases, log, &calls)) {
       state.SkipWithError(("link by hand failed: " + log).c_str());
       break;
     }
   phases.report(state);
+  calls.report(state);
   state.counters["objects_changed"] =
       benchmark::Counter(static_cast<double>(loadedObjectsChanges() - changesBefore), benchmark::Counter::kAvgIterations);
 }

@@ -1,5 +1,5 @@
 #include "loader/loader.h"
-#include "loader/debug.h"
+#include "support/debug.h"
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/opencl/opencl_device.h"

@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_device.h"
 #include "image/readers.h"
+#include "support/debug.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -7,6 +8,7 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -64,6 +66,28 @@ class ContextScope {
   bool pushed_;
 };
 
+// DEVDL_DEBUG=statistics: how long each driver call of one operation took.
+class CallTimes {
+ public:
+  CallTimes() : on_(Debug::get().on(Debug::Statistics)), last_(on_ ? Clock::now() : Clock::time_point()) {}
+  void mark(const char *call) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    text_ += (text_.empty() ? "" : ", ") + std::string(call) + " " +
+             std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now - last_).count()) + " us";
+    last_ = now;
+  }
+  void print(const std::string &what) const {
+    if (on_) Debug::get().print(what + ": " + text_);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool on_;
+  Clock::time_point last_;
+  std::string text_;
+};
+
 }  // namespace
 
 bool runsOn(ImageFormat format, std::string_view arch, int sm) {
@@ -104,17 +128,23 @@ std::string describeLinkLog(std::string_view log) {
 }
 
 Program::~Program() {
+  CallTimes times;
   ContextScope current(api_, context_);
   api_.cuModuleUnload(module_);
+  times.mark("cuModuleUnload");
+  times.print("unloaded a program on " + device_);
 }
 
 llvm::Expected<void *> Program::kernel(std::string_view name) {
   if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  CallTimes times;
   ContextScope current(api_, context_);
   CUfunction function = nullptr;
   if (CUresult err = api_.cuModuleGetFunction(&function, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
     return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
                 "kernel `" + llvm::Twine(name) + "`: cuModuleGetFunction failed: " + errorName(err));
+  times.mark("cuModuleGetFunction");
+  times.print("kernel `" + std::string(name) + "`");
   kernels_.emplace(std::string(name), function);
   return function;
 }
@@ -215,6 +245,7 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs) {
   for (const LinkInput &input : inputs)
     if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+  CallTimes times;
   ContextScope current(api_, context_);
   std::string errorLog(16384, '\0'), infoLog(16384, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
@@ -224,6 +255,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   CUlinkState state = nullptr;
   if (CUresult err = api_.cuLinkCreate(4, options, values, &state); err != CUDA_SUCCESS)
     return cudaFailure("cuLinkCreate", err);
+  times.mark("cuLinkCreate");
   struct Destroy {
     const Api &api;
     CUlinkState state;
@@ -274,6 +306,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       return fail(ErrorCode::Unsupported, input.label + ": cuLinkAddData on " + name_ + " failed: " + errorName(err) +
                                               (log.empty() ? "" : "\n" + log));
     }
+    times.mark("cuLinkAddData");
   }
   void *cubin = nullptr;
   size_t size = 0;
@@ -284,10 +317,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     return fail(undefined ? ErrorCode::Unresolved : ErrorCode::Unsupported,
                 (log.empty() ? "" : log + "\n") + "cuLinkComplete on " + name_ + " failed: " + errorName(err));
   }
+  times.mark("cuLinkComplete");
   // The linked cubin belongs to the link state: load it before the state is destroyed.
   CUmodule module = nullptr;
   if (CUresult err = api_.cuModuleLoadData(&module, cubin); err != CUDA_SUCCESS)
     return cudaFailure("cuModuleLoadData of the linked program on " + name_, err);
+  times.mark("cuModuleLoadData");
+  times.print("linked " + std::to_string(inputs.size()) + " images on " + name_);
   return std::make_unique<Program>(api_, context_, module, name_);
 }
 

@@ -1,4 +1,4 @@
-#include "loader/debug.h"
+#include "support/debug.h"
 
 #include <llvm/ADT/StringRef.h>
 
