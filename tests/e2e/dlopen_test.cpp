@@ -329,6 +329,22 @@ TEST_F(DeviceDlopen, DevdlPreloadComesBeforeTheLibraries) {
       << debug.err;
 }
 
+TEST_F(DeviceDlopen, NamesWithoutASlashAreSearchedInTheLibraryPath) {
+  // Like LD_LIBRARY_PATH: each directory in turn (missing ones skipped), then the name as given.
+  const std::string dir = std::filesystem::path(image("lib.spv")).parent_path().string();
+  setenv("DEVDL_LIBRARY_PATH", ("/nonexistent::" + dir).c_str(), 1);
+  void *lib = device_dlopen("lib.spv", DEVDL_LAZY);
+  unsetenv("DEVDL_LIBRARY_PATH");
+  ASSERT_NE(lib, nullptr) << error();
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(lib, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), dir + "/lib.spv");
+  EXPECT_EQ(device_dlclose(lib), 0);
+  EXPECT_EQ(device_dlopen("lib.spv", DEVDL_LAZY), nullptr);  // not in the working directory
+  EXPECT_EQ(error(), "lib.spv: No such file or directory");
+}
+
 TEST_F(DeviceDlopen, OpenFromMemoryAndDescribeSymbols) {
   const std::string bytes = readFile(image("lib.spv"));
   void *lib = device_dlopen_mem(bytes.data(), bytes.size(), "lib-in-memory", DEVDL_NOW | DEVDL_GLOBAL);
