@@ -243,43 +243,27 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs) {
-  for (const LinkInput &input : inputs)
-    if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
-  CallTimes times;
-  ContextScope current(api_, context_);
-  std::string errorLog(16384, '\0'), infoLog(16384, '\0');
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
-                            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
-                    reinterpret_cast<void *>(infoLog.size())};
-  CUlinkState state = nullptr;
-  if (CUresult err = api_.cuLinkCreate(4, options, values, &state); err != CUDA_SUCCESS)
-    return cudaFailure("cuLinkCreate", err);
-  times.mark("cuLinkCreate");
-  struct Destroy {
-    const Api &api;
-    CUlinkState state;
-    ~Destroy() { api.cuLinkDestroy(state); }
-  } destroy{api_, state};
-  auto logText = [&] {
-    errorLog.resize(std::strlen(errorLog.c_str()));
-    return describeLinkLog(errorLog);
+  // Everything the driver is given is made ready first, so that from cuLinkCreate on only the
+  // driver runs.
+  struct Input {
+    CUjitInputType type;
+    Bytes data;
+    const std::string *label;
   };
-
+  std::vector<Input> ready;
+  std::vector<std::string> texts;  // PTX must end with a NUL
+  Storage scratch;                 // fatbin members decompressed for this link: the driver copies its inputs
+  texts.reserve(inputs.size());
   for (const LinkInput &input : inputs) {
     const DeviceImage &image = *input.image;
-    Bytes data = image.bytes;
-    CUjitInputType type = CU_JIT_INPUT_CUBIN;
-    std::string text;  // PTX must end with a NUL
-    Storage scratch;   // a fatbin member decompressed for this call only: the driver copies it
+    if (std::string why; !accepts(image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+    Input in{CU_JIT_INPUT_CUBIN, image.bytes, &input.label};
     if (image.format == ImageFormat::Ptx) {
-      type = CU_JIT_INPUT_PTX;
-      text.assign(asText(data));
-      data = Bytes(reinterpret_cast<const uint8_t *>(text.c_str()), text.size() + 1);
+      in.type = CU_JIT_INPUT_PTX;
     } else if (image.format == ImageFormat::Fatbin) {
       // The best member for this device: a cubin of the highest compatible version, else
       // PTX; where that member is in NVIDIA's own compression the driver picks from the whole.
-      type = CU_JIT_INPUT_FATBINARY;
+      in.type = CU_JIT_INPUT_FATBINARY;
       auto members = readers::listFatbinMembers(image.bytes, scratch);
       if (!members) return inImage(members.takeError(), input.label);
       const readers::FatbinMember *best = nullptr;
@@ -291,19 +275,43 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         if (better) best = &m;
       }
       if (best && !best->payload.empty()) {
-        type = best->format == ImageFormat::Cubin ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
-        data = best->payload;
-        if (type == CU_JIT_INPUT_PTX) {
-          text.assign(asText(data));
-          data = Bytes(reinterpret_cast<const uint8_t *>(text.c_str()), text.size() + 1);
-        }
+        in.type = best->format == ImageFormat::Cubin ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
+        in.data = best->payload;
       }
     }
-    if (CUresult err = api_.cuLinkAddData(state, type, const_cast<uint8_t *>(data.data()), data.size(),
-                                          input.label.c_str(), 0, nullptr, nullptr);
+    if (in.type == CU_JIT_INPUT_PTX) {
+      texts.emplace_back(asText(in.data));
+      in.data = Bytes(reinterpret_cast<const uint8_t *>(texts.back().c_str()), texts.back().size() + 1);
+    }
+    ready.push_back(in);
+  }
+  std::string errorLog(16384, '\0'), infoLog(16384, '\0');
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog.data(), reinterpret_cast<void *>(errorLog.size()), infoLog.data(),
+                    reinterpret_cast<void *>(infoLog.size())};
+  auto logText = [&] {
+    errorLog.resize(std::strlen(errorLog.c_str()));
+    return describeLinkLog(errorLog);
+  };
+
+  CallTimes times;
+  ContextScope current(api_, context_);
+  CUlinkState state = nullptr;
+  if (CUresult err = api_.cuLinkCreate(4, options, values, &state); err != CUDA_SUCCESS)
+    return cudaFailure("cuLinkCreate", err);
+  times.mark("cuLinkCreate");
+  struct Destroy {
+    const Api &api;
+    CUlinkState state;
+    ~Destroy() { api.cuLinkDestroy(state); }
+  } destroy{api_, state};
+  for (const Input &in : ready) {
+    if (CUresult err = api_.cuLinkAddData(state, in.type, const_cast<uint8_t *>(in.data.data()), in.data.size(),
+                                          in.label->c_str(), 0, nullptr, nullptr);
         err != CUDA_SUCCESS) {
       const std::string log = logText();
-      return fail(ErrorCode::Unsupported, input.label + ": cuLinkAddData on " + name_ + " failed: " + errorName(err) +
+      return fail(ErrorCode::Unsupported, *in.label + ": cuLinkAddData on " + name_ + " failed: " + errorName(err) +
                                               (log.empty() ? "" : "\n" + log));
     }
     times.mark("cuLinkAddData");
