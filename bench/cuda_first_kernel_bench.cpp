@@ -88,9 +88,9 @@ bool launchOnce(const cuda::Driver &cu, cuda::CUcontext context, void *kernel) {
   return ok;
 }
 
-// Opens an image from its file, or from `bytes` when the benchmark's argument says memory.
-void *open(benchmark::State &state, const std::string &path, const std::string &bytes, int flags) {
-  if (state.range(0) == 0) return device_dlopen(path.c_str(), flags);
+// Opens an image from its file, or from `bytes` (already read) in memory.
+void *openImage(bool fromFile, const std::string &path, const std::string &bytes, int flags) {
+  if (fromFile) return device_dlopen(path.c_str(), flags);
   return device_dlopen_mem(bytes.data(), bytes.size(), path.c_str(), flags);
 }
 
@@ -98,8 +98,8 @@ void BM_CudaDevdlOpenClose(benchmark::State &state) {
   const std::string lib = image("lib.cubin"), app = image("app.cubin");
   const std::string libBytes = readFile(lib), appBytes = readFile(app);
   for (auto _ : state) {
-    void *l = open(state, lib, libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
-    void *a = open(state, app, appBytes, DEVDL_LAZY);
+    void *l = openImage(state.range(0) == 0, lib, libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
+    void *a = openImage(state.range(0) == 0, app, appBytes, DEVDL_LAZY);
     if (!l || !a) {
       state.SkipWithError(device_dlerror());
       break;
@@ -139,13 +139,9 @@ struct Example {
 
 // One first kernel through devdl: open both, find the kernel (the link), launch, close both.
 bool devdlOnce(const cuda::Driver &cu, cuda::CUcontext context, const Example &example, Phases *phases) {
-  auto open = [&](const std::string &path, const std::string &bytes, int flags) {
-    return example.fromFiles ? device_dlopen(path.c_str(), flags)
-                             : device_dlopen_mem(bytes.data(), bytes.size(), path.c_str(), flags);
-  };
   if (phases) phases->start();
-  void *l = open(example.lib, example.libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
-  void *a = open(example.app, example.appBytes, DEVDL_LAZY);
+  void *l = openImage(example.fromFiles, example.lib, example.libBytes, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *a = openImage(example.fromFiles, example.app, example.appBytes, DEVDL_LAZY);
   if (phases) phases->mark("open");
   void *kernel = a ? device_dlsym(a, "AppKernel") : nullptr;
   if (phases) phases->mark("link");
@@ -297,8 +293,7 @@ void BM_CudaDevdlSecondHandle(benchmark::State &state) {
   const bool lookupOnly = state.range(0) == 2;
   if (lookupOnly) state.SetLabel("device_dlsym alone");
   for (auto _ : state) {
-    void *again = state.range(0) == 0 ? device_dlopen(copy.c_str(), DEVDL_LAZY)
-                                      : device_dlopen_mem(copyBytes.data(), copyBytes.size(), copy.c_str(), DEVDL_LAZY);
+    void *again = openImage(state.range(0) == 0, copy, copyBytes, DEVDL_LAZY);
     const auto start = std::chrono::steady_clock::now();
     void *kernel = again ? device_dlsym(again, "AppKernel") : nullptr;
     if (lookupOnly)

@@ -19,6 +19,13 @@ void setError(llvm::Error err) {
   lastError.pending = true;
 }
 
+// 0, or -1 with the error kept for device_dlerror.
+int status(llvm::Error err) {
+  if (!err) return 0;
+  setError(std::move(err));
+  return -1;
+}
+
 template <typename T>
 T *orError(llvm::Expected<T *> value) {
   if (value) return *value;
@@ -45,11 +52,7 @@ void *device_dlsym(void *handle, const char *name) {
 }
 
 int device_dlclose(void *handle) {
-  if (llvm::Error err = devdl::Loader::instance().close(handle)) {
-    setError(std::move(err));
-    return -1;
-  }
-  return 0;
+  return status(devdl::Loader::instance().close(handle));
 }
 
 const char *device_dlerror(void) {
@@ -63,11 +66,7 @@ int device_dlnative(devdl_native *native) {
     lastError = {"device_dlnative: native is NULL or its size is not set", true};
     return -1;
   }
-  if (llvm::Error err = devdl::Loader::instance().native(*native)) {
-    setError(std::move(err));
-    return -1;
-  }
-  return 0;
+  return status(devdl::Loader::instance().native(*native));
 }
 
 int device_dlattach(const devdl_native *native) {
@@ -75,11 +74,7 @@ int device_dlattach(const devdl_native *native) {
     lastError = {"device_dlattach: native is NULL or its size is not set", true};
     return -1;
   }
-  if (llvm::Error err = devdl::Loader::instance().attach(*native)) {
-    setError(std::move(err));
-    return -1;
-  }
-  return 0;
+  return status(devdl::Loader::instance().attach(*native));
 }
 
 void *device_dlopen_mem(const void *data, size_t size, const char *name, int flags) {
@@ -91,11 +86,7 @@ int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info *info) {
     lastError = {"device_dlsyminfo: name or info is NULL, or info's size is not set", true};
     return -1;
   }
-  if (llvm::Error err = devdl::Loader::instance().symbolInfo(handle, name, *info)) {
-    setError(std::move(err));
-    return -1;
-  }
-  return 0;
+  return status(devdl::Loader::instance().symbolInfo(handle, name, *info));
 }
 
 const char *device_dlplan(void *handle, const char *name) {

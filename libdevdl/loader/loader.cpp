@@ -305,6 +305,12 @@ llvm::Expected<backend::Device *> Loader::device(int which) {
   return slot.device.get();
 }
 
+std::string Loader::whyNotCandidate(const DeviceImage &image) {
+  std::string why;
+  if (backend::Device *dev = deviceFor(image, &why)) dev->accepts(image, &why);
+  return why;
+}
+
 std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
   // A definition the importer could link with, in an image the device cannot take (or no
   // device at all): that is the reason to give.
@@ -315,9 +321,7 @@ std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
     for (const Definition &d : scope->definitions(symbol)) {
       if (d.family != family) continue;
       const LoadedImage &definer = *images_[d.image];
-      std::string why;
-      if (backend::Device *dev = deviceFor(definer.image, &why)) dev->accepts(definer.image, &why);
-      return " (" + definer.label + " defines it, but " + why + ")";
+      return " (" + definer.label + " defines it, but " + whyNotCandidate(definer.image) + ")";
     }
   }
   return "";
@@ -534,11 +538,9 @@ llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_v
     auto all = handle ? handle->local.definitions(name) : global_.definitions(name);
     if (!all.empty()) {
       const LoadedImage &first = *images_[all.front().image];
-      std::string why;
-      if (backend::Device *dev = deviceFor(first.image, &why)) dev->accepts(first.image, &why);
       return fail(ErrorCode::Unsupported, first.label + ": `" + std::string(name) + "` is in a " +
                                               std::string(formatName(first.image.format)) +
-                                              " image, which cannot be linked here: " + why);
+                                              " image, which cannot be linked here: " + whyNotCandidate(first.image));
     }
     return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
                                          ": undefined device symbol `" + std::string(name) + "`");

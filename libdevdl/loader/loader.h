@@ -121,6 +121,8 @@ class Loader {
   const Definition *firstCandidate(std::span<const Definition> definitions, LinkFamily family = LinkFamily::None);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
   llvm::Expected<LinkedProgram *> programFor(uint32_t root);
+  /// Why `image` is no candidate: no device for its family, or the device does not take it.
+  std::string whyNotCandidate(const DeviceImage &image);
   /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the
   /// device cannot take would have resolved; "" otherwise.
   std::string whyUnresolved(std::string_view symbol, uint32_t importer);
