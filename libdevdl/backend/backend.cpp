@@ -1,11 +1,19 @@
 #include "backend/backend.h"
 #include "support/error.h"
 
+#include "devdl.h"
+
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Config/llvm-config.h>
 
 #include <cstdlib>
 
 namespace devdl::backend {
+
+std::string devdlBuild() {
+  return "devdl " + std::to_string(DEVDL_VERSION_MAJOR) + "." + std::to_string(DEVDL_VERSION_MINOR) + "." +
+         std::to_string(DEVDL_VERSION_PATCH) + ", LLVM " LLVM_VERSION_STRING;
+}
 
 llvm::Expected<size_t> chooseDevice(const std::vector<std::string> &names, std::string_view backend) {
   const char *wanted = std::getenv("DEVDL_DEVICE");

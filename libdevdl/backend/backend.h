@@ -43,13 +43,24 @@ class Device {
   /// not, and `why` is given, the reason. Only such images are candidates for resolution.
   virtual bool accepts(const DeviceImage &image, std::string *why = nullptr) const = 0;
   /// Links the images of a plan, in plan order, into one program. Errors name the image and
-  /// the symbol, and carry what the driver logged.
-  virtual llvm::Expected<std::unique_ptr<Program>> link(std::span<const LinkInput> inputs) = 0;
+  /// the symbol, and carry what the driver logged. With `binary`, also the program's native
+  /// binary, as load() takes it back (for the disk cache).
+  virtual llvm::Expected<std::unique_ptr<Program>> link(std::span<const LinkInput> inputs,
+                                                        std::string *binary = nullptr) = 0;
+  /// A program from a native binary link() gave on this device (same identity()).
+  virtual llvm::Expected<std::unique_ptr<Program>> load(std::string_view binary) = 0;
+  /// Everything besides the images that decides what link() makes: backend, device, driver
+  /// version, link method, build options, devdl's version. Part of the disk cache's key.
+  virtual std::string identity() const = 0;
   /// How link() links on this device, for DEVDL_DEBUG: "clLinkProgram", "cuLink".
   virtual std::string_view linkMethod() const = 0;
   /// The native platform, device and context, for device_dlnative.
   virtual void native(devdl_native &out) const = 0;
 };
+
+/// devdl's version and the versions of what it translates with, for Device::identity(): a
+/// cached binary is not reused by a devdl that would make another.
+std::string devdlBuild();
 
 /// The device DEVDL_DEVICE names among `names` (a backend's devices, in its order): its index,
 /// or the first whose name contains the value; 0 when the variable is unset. `backend` names

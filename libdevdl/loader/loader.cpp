@@ -2,6 +2,7 @@
 #include "support/debug.h"
 
 #include "backend/cuda/cuda_device.h"
+#include "cache/disk_cache.h"
 #include "backend/opencl/opencl_device.h"
 #include "bundle/host_elf.h"
 #include "support/error.h"
@@ -58,7 +59,8 @@ Loader &Loader::instance() {
 
 uint32_t Loader::addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner) {
   std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
-  const uint64_t hash = XXH3_64bits(image.bytes.data(), image.bytes.size());
+  const XXH128_hash_t xxh = XXH3_128bits(image.bytes.data(), image.bytes.size());
+  const ContentHash hash{xxh.low64, xxh.high64};
   // Ids of unloaded images are taken again, so that what is sized by the ids stays the size
   // of what is loaded, however often images come and go.
   uint32_t id = static_cast<uint32_t>(images_.size());
@@ -349,7 +351,7 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
   if (!dev) return fail(ErrorCode::Unsupported, images_[root]->label + ": " + why);
   // The same code linked for the same device is the same program, whichever handles or
   // files the images came from (the seed's key: the plan's images, sorted).
-  std::vector<uint64_t> key;
+  std::vector<ContentHash> key;
   for (uint32_t id : plan.images) key.push_back(images_[id]->hash);
   std::sort(key.begin(), key.end());
   for (const auto &program : programs_)
@@ -365,22 +367,69 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
     for (const Binding &b : plan.bindings)
       Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer]->label + " -> " +
                          images_[b.definer]->label);
-  const auto start = std::chrono::steady_clock::now();
-
   std::vector<backend::LinkInput> inputs;
   for (uint32_t id : plan.images) inputs.push_back({&images_[id]->image, images_[id]->label});
-  auto built = dev->link(inputs);
+  const auto start = std::chrono::steady_clock::now();
+  bool cached = false;
+  auto built = buildProgram(*dev, key, inputs, cached);
   if (!built) return built.takeError();
   if (Debug::get().on(Debug::Statistics)) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    Debug::get().print("program for " + images_[root]->label + ": linked " + std::to_string(plan.images.size()) +
-                       " images, " + std::to_string(plan.bindings.size()) + " bindings, built in " +
-                       std::to_string(static_cast<long>(ms)) + " ms on " + dev->name() + " (" +
-                       std::string(dev->linkMethod()) + ")");
+    Debug::get().print("program for " + images_[root]->label + ": " + std::to_string(plan.images.size()) +
+                       " images, " + std::to_string(plan.bindings.size()) + " bindings, " +
+                       (cached ? "loaded from the disk cache in " : "linked in ") +
+                       std::to_string(static_cast<long>(ms)) + " ms on " + dev->name() +
+                       (cached ? "" : " (" + std::string(dev->linkMethod()) + ")"));
   }
   programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), {plan.images}, dev, std::move(*built)}));
   programOfRoot_[root] = programs_.back().get();
   return programs_.back().get();
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Loader::buildProgram(backend::Device &dev,
+                                                                      const std::vector<ContentHash> &key,
+                                                                      std::span<const backend::LinkInput> inputs,
+                                                                      bool &cached) {
+  using Clock = std::chrono::steady_clock;
+  auto nanoseconds = [](Clock::time_point since) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
+  };
+  cache::DiskCache &disk = cache::DiskCache::process();
+  std::optional<cache::Key> diskKey;
+  if (disk.enabled()) {
+    // The seed's key, with the images sorted by content rather than by the names they define.
+    cache::KeyBuilder builder;
+    builder.add(dev.identity());
+    for (const ContentHash &hash : key) builder.add(hash.low).add(hash.high);
+    diskKey = builder.finish();
+    const auto start = Clock::now();
+    if (std::optional<cache::Entry> entry = disk.load(*diskKey)) {
+      auto loaded = dev.load(entry->binary);
+      if (loaded) {
+        disk.saved(entry->buildNanoseconds, nanoseconds(start));
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("cache: hit " + diskKey->hex() + " (" + std::to_string(entry->binary.size()) + " bytes) for " +
+                             inputs.front().label);
+        cached = true;
+        return std::move(*loaded);
+      }
+      disk.discard(*diskKey, "refused by " + dev.name() + ": " + llvm::toString(loaded.takeError()));
+    } else if (Debug::get().on(Debug::Statistics) && disk.enabled()) {
+      Debug::get().print("cache: miss " + diskKey->hex() + " for " + inputs.front().label);
+    }
+  }
+  // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.
+  const bool store = diskKey && disk.enabled();
+  std::string binary;
+  const auto start = Clock::now();
+  auto built = dev.link(inputs, store ? &binary : nullptr);
+  if (!built) return built.takeError();
+  if (store) {
+    std::string description = dev.name();
+    for (const backend::LinkInput &input : inputs) description += "\n" + input.label;
+    disk.store(*diskKey, description, binary, nanoseconds(start));
+  }
+  return built;
 }
 
 llvm::Expected<void *> Loader::open(const char *path, int flags) {

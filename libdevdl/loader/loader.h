@@ -30,6 +30,12 @@ namespace devdl {
 
 class Handle;
 
+/// XXH3-128 of an image's bytes: programs are keyed by what they are made of.
+struct ContentHash {
+  uint64_t low = 0, high = 0;
+  auto operator<=>(const ContentHash &) const = default;
+};
+
 /// One image known to the loader, with where it came from.
 struct LoadedImage {
   DeviceImage image;
@@ -38,14 +44,14 @@ struct LoadedImage {
   unsigned index;         // the image's position in it
   Handle *owner;          // the handle it was opened with; null for the process's own images
   bool global;            // in the global scope
-  uint64_t hash;          // of the image's bytes: programs are keyed by what they are made of
+  ContentHash hash;
   // Whether the device takes it, once asked: lookups ask on every call.
   enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
 };
 
 /// A program linked from one link plan.
 struct LinkedProgram {
-  std::vector<uint64_t> key;  // the hashes of its images, sorted
+  std::vector<ContentHash> key;  // the hashes of its images, sorted
   // The plans (image ids) it was linked or reused for; a plan goes when one of its images is
   // unloaded, the program with the last plan.
   std::vector<std::vector<uint32_t>> plans;
@@ -121,6 +127,10 @@ class Loader {
   const Definition *firstCandidate(std::span<const Definition> definitions, LinkFamily family = LinkFamily::None);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
   llvm::Expected<LinkedProgram *> programFor(uint32_t root);
+  /// The program of `inputs` from the disk cache (`cached`), else linked and stored there.
+  llvm::Expected<std::unique_ptr<backend::Program>> buildProgram(backend::Device &dev, const std::vector<ContentHash> &key,
+                                                                 std::span<const backend::LinkInput> inputs,
+                                                                 bool &cached);
   /// Why `image` is no candidate: no device for its family, or the device does not take it.
   std::string whyNotCandidate(const DeviceImage &image);
   /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the

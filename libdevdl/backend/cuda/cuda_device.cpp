@@ -242,7 +242,7 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
   return false;
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs) {
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
   // Everything the driver is given is made ready first, so that from cuLinkCreate on only the
   // driver runs.
   struct Input {
@@ -332,7 +332,24 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     return cudaFailure("cuModuleLoadData of the linked program on " + name_, err);
   times.mark("cuModuleLoadData");
   times.print("linked " + std::to_string(inputs.size()) + " images on " + name_);
+  auto program = std::make_unique<Program>(api_, context_, module, name_);
+  if (binary) binary->assign(static_cast<const char *>(cubin), size);
+  return program;
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
+  ContextScope current(api_, context_);
+  CUmodule module = nullptr;
+  if (CUresult err = api_.cuModuleLoadData(&module, binary.data()); err != CUDA_SUCCESS)
+    return cudaFailure("cuModuleLoadData of a cached program on " + name_, err);
   return std::make_unique<Program>(api_, context_, module, name_);
+}
+
+std::string Device::identity() const {
+  int driver = 0;
+  api_.cuDriverGetVersion(&driver);
+  return "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
+         std::string(linkMethod()) + "\n" + devdlBuild();
 }
 
 }  // namespace devdl::backend::cuda

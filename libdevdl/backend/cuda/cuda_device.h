@@ -64,7 +64,11 @@ class Device final : public backend::Device {
   bool accepts(const DeviceImage &image, std::string *why) const override;
   /// cuLinkCreate, each image (a fatbin's best member for this device), cuLinkComplete,
   /// cuModuleLoadData.
-  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs) override;
+  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
+                                                        std::string *binary) override;
+  /// cuModuleLoadData of a linked cubin.
+  llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
+  std::string identity() const override;
   std::string_view linkMethod() const override { return "cuLinkCreate, cuLinkAddData, cuLinkComplete"; }
   void native(devdl_native &out) const override;
 

@@ -6,6 +6,8 @@
 
 #include <CL/cl_ext.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 namespace devdl::backend::opencl {
@@ -14,6 +16,15 @@ namespace {
 
 llvm::Error clFailure(const char *what, cl_int code) {
   return fail(ErrorCode::Unsupported, llvm::Twine(what) + " failed: " + errorName(code));
+}
+
+std::string platformString(const Api &api, cl_platform_id platform, cl_platform_info param) {
+  size_t size = 0;
+  if (api.clGetPlatformInfo(platform, param, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  std::string value(size, '\0');
+  if (api.clGetPlatformInfo(platform, param, size, value.data(), nullptr) != CL_SUCCESS) return {};
+  value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
+  return value;
 }
 
 std::string deviceString(const Api &api, cl_device_id device, cl_device_info param) {
@@ -51,6 +62,30 @@ std::string buildLog(const Api &api, cl_program program, cl_device_id device) {
   return log;
 }
 
+/// The program's binary for `device` (CL_PROGRAM_BINARIES holds one per device of the program).
+llvm::Expected<std::string> programBinary(const Api &api, cl_program program, cl_device_id device) {
+  cl_uint count = 0;
+  cl_int err = api.clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr);
+  if (err != CL_SUCCESS) return clFailure("clGetProgramInfo (CL_PROGRAM_NUM_DEVICES)", err);
+  std::vector<cl_device_id> devices(count);
+  std::vector<size_t> sizes(count);
+  if ((err = api.clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr)) !=
+          CL_SUCCESS ||
+      (err = api.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(size_t), sizes.data(), nullptr)) !=
+          CL_SUCCESS)
+    return clFailure("clGetProgramInfo (CL_PROGRAM_BINARY_SIZES)", err);
+  const auto index = static_cast<size_t>(std::find(devices.begin(), devices.end(), device) - devices.begin());
+  if (index == count || sizes[index] == 0) return fail(ErrorCode::Unsupported, "the program has no binary for the device");
+  std::vector<std::string> binaries(count);
+  std::vector<unsigned char *> pointers(count, nullptr);
+  binaries[index].resize(sizes[index]);
+  pointers[index] = reinterpret_cast<unsigned char *>(binaries[index].data());
+  if ((err = api.clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char *), pointers.data(),
+                                  nullptr)) != CL_SUCCESS)
+    return clFailure("clGetProgramInfo (CL_PROGRAM_BINARIES)", err);
+  return std::move(binaries[index]);
+}
+
 }  // namespace
 
 Program::~Program() {
@@ -85,6 +120,7 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.spirvIl = deviceString(api, device, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
+  if (const char *options = std::getenv("DEVDL_BUILD_OPTIONS")) options_ = options;
 }
 
 Device::~Device() { api_.clReleaseContext(context_); }
@@ -114,23 +150,54 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
   return false;
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs) {
-  for (const LinkInput &input : inputs)
-    if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
-  if (caps_.spirvIl && caps_.linker) return linkIl(inputs);
-  // The software link, then the linked module as IL where the device takes it, else as SPIR.
-  std::vector<const DeviceImage *> images;
-  std::vector<std::string> labels;
-  for (const LinkInput &input : inputs) {
-    images.push_back(input.image);
-    labels.push_back(input.label);
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
+  auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
+    for (const LinkInput &input : inputs)
+      if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+    if (caps_.spirvIl && caps_.linker) return linkIl(inputs);
+    // The software link, then the linked module as IL where the device takes it, else as SPIR.
+    std::vector<const DeviceImage *> images;
+    std::vector<std::string> labels;
+    for (const LinkInput &input : inputs) {
+      images.push_back(input.image);
+      labels.push_back(input.label);
+    }
+    auto linked = linkSpirv(images, labels);
+    if (!linked) return linked.takeError();
+    if (caps_.spirvIl) return buildIl(*linked);
+    auto spir = spirvToSpir(*linked);
+    if (!spir) return spir.takeError();
+    return buildSpir(*spir);
+  }();
+  if (!program) return program.takeError();
+  if (binary) {
+    auto bytes = programBinary(api_, (*program)->get(), device_);
+    if (!bytes) return bytes.takeError();
+    *binary = std::move(*bytes);
   }
-  auto linked = linkSpirv(images, labels);
-  if (!linked) return linked.takeError();
-  if (caps_.spirvIl) return buildIl(*linked);
-  auto spir = spirvToSpir(*linked);
-  if (!spir) return spir.takeError();
-  return buildSpir(*spir);
+  return std::move(*program);
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
+  const auto *bytes = reinterpret_cast<const unsigned char *>(binary.data());
+  const size_t size = binary.size();
+  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+  cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
+  if (err != CL_SUCCESS) return clFailure("clCreateProgramWithBinary (a cached program)", err);
+  auto owned = std::make_unique<Program>(api_, program, name_);
+  if ((err = api_.clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr)) != CL_SUCCESS) {
+    const std::string log = buildLog(api_, program, device_);
+    return fail(ErrorCode::Unsupported, "clBuildProgram of a cached program on " + name_ + " failed: " +
+                                            errorName(err) + (log.empty() ? "" : "\n" + log));
+  }
+  return owned;
+}
+
+std::string Device::identity() const {
+  return "OpenCL\n" + platformString(api_, platform_, CL_PLATFORM_NAME) + "\n" +
+         platformString(api_, platform_, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
+         deviceString(api_, device_, CL_DEVICE_VERSION) + "\n" + deviceString(api_, device_, CL_DRIVER_VERSION) +
+         "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\n" + devdlBuild();
 }
 
 llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_t> words) const {
@@ -138,7 +205,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_
   cl_program program = api_.clCreateProgramWithIL(context_, words.data(), words.size() * sizeof(uint32_t), &err);
   if (err != CL_SUCCESS) return clFailure("clCreateProgramWithIL", err);
   auto owned = std::make_unique<Program>(api_, program, name_);
-  err = api_.clBuildProgram(program, 1, &device_, "", nullptr, nullptr);
+  err = api_.clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     std::string log = buildLog(api_, program, device_);
     return fail(ErrorCode::Unsupported, "clBuildProgram (SPIR-V) on " + name_ + " failed: " + errorName(err) +
@@ -157,7 +224,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkIl(std::span<const LinkInpu
     cl_program program = api_.clCreateProgramWithIL(context_, input.image->bytes.data(), input.image->bytes.size(), &err);
     if (err != CL_SUCCESS) return inImage(clFailure("clCreateProgramWithIL", err), input.label);
     objects.push_back(std::make_unique<Program>(api_, program, name_));
-    err = api_.clCompileProgram(program, 1, &device_, "", 0, nullptr, nullptr, nullptr, nullptr);
+    err = api_.clCompileProgram(program, 1, &device_, options_.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
     if (err != CL_SUCCESS) {
       const std::string log = buildLog(api_, program, device_);
       return fail(ErrorCode::Unsupported, input.label + ": clCompileProgram on " + name_ + " failed: " +
@@ -236,7 +303,9 @@ llvm::Expected<std::unique_ptr<Program>> Device::buildSpir(std::string_view bitc
   cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
   if (err != CL_SUCCESS) return clFailure("clCreateProgramWithBinary (SPIR)", err);
   auto owned = std::make_unique<Program>(api_, program, name_);
-  const std::string buildOptions = "-x spir -spir-std=1.2" + (options.empty() ? "" : " " + std::string(options));
+  std::string buildOptions = "-x spir -spir-std=1.2";
+  for (std::string_view more : {std::string_view(options_), options})
+    if (!more.empty()) buildOptions += " " + std::string(more);
   err = api_.clBuildProgram(program, 1, &device_, buildOptions.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     std::string log = buildLog(api_, program, device_);

@@ -66,7 +66,11 @@ class Device final : public backend::Device {
   bool accepts(const DeviceImage &image, std::string *why) const override;
   /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
   /// built as IL where the device takes it, else translated to SPIR.
-  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs) override;
+  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
+                                                        std::string *binary) override;
+  /// clCreateProgramWithBinary and clBuildProgram of a binary link() gave.
+  llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
+  std::string identity() const override;
   std::string_view linkMethod() const override;
   void native(devdl_native &out) const override;
 
@@ -86,6 +90,7 @@ class Device final : public backend::Device {
   cl_context context_;
   std::string name_;
   Capabilities caps_;
+  std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
 };
 
 }  // namespace devdl::backend::opencl

@@ -1,0 +1,441 @@
+#include "cache/disk_cache.h"
+
+#include "support/debug.h"
+
+#include <xxhash.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+namespace devdl::cache {
+
+namespace {
+
+// The entry header (docs/cache-format.md): host byte order, as entries never leave the machine.
+constexpr char kMagic[8] = {'D', 'E', 'V', 'D', 'L', 'P', 'C', '\n'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderSize = 64;
+constexpr size_t kChecksumOffset = 56;
+constexpr uint64_t kMaxDescription = 64 * 1024;
+constexpr const char *kSuffix = ".devdl-cache";
+constexpr const char *kTemporaryPrefix = ".tmp-";
+// A temporary file this old belongs to a writer that was killed.
+constexpr int64_t kStaleTemporarySeconds = 600;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t headerSize;
+  uint64_t keyLow, keyHigh;
+  uint64_t descriptionSize;
+  uint64_t binarySize;
+  uint64_t buildNanoseconds;
+  uint64_t checksum;
+};
+static_assert(sizeof(Header) == kHeaderSize && offsetof(Header, checksum) == kChecksumOffset);
+
+uint64_t checksumOf(const Header &header, std::string_view description, std::string_view binary) {
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, &header, kChecksumOffset);
+  XXH3_64bits_update(state, description.data(), description.size());
+  XXH3_64bits_update(state, binary.data(), binary.size());
+  const uint64_t sum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return sum;
+}
+
+bool readAll(int fd, char *data, size_t size, size_t offset) {
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = pread(fd, data + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool writeAll(int fd, const char *data, size_t size) {
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string errnoText() { return std::strerror(errno); }
+
+struct Fd {
+  int fd;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+/// Why an opened entry file cannot be trusted ("" when it can): it must be a plain file of
+/// this user that nobody else can write.
+std::string untrusted(const struct stat &st) {
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != geteuid()) return "owned by user " + std::to_string(st.st_uid) + ", not by this user";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by others";
+  return "";
+}
+
+/// Reads and verifies the entry open on `fd`; `expected` is the key its name says. The reason
+/// when it is bad.
+std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry &out) {
+  if (std::string why = untrusted(st); !why.empty()) return why;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < kHeaderSize) return "truncated (" + std::to_string(size) + " bytes)";
+  Header header;
+  if (!readAll(fd, reinterpret_cast<char *>(&header), kHeaderSize, 0)) return "unreadable: " + errnoText();
+  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0) return "not a devdl cache entry";
+  if (header.version != kFormatVersion || header.headerSize != kHeaderSize)
+    return "format version " + std::to_string(header.version) + " (this devdl reads " +
+           std::to_string(kFormatVersion) + ")";
+  if (header.keyLow != expected.low || header.keyHigh != expected.high) return "holds another key than its name";
+  if (header.descriptionSize > kMaxDescription || header.binarySize > size ||
+      kHeaderSize + header.descriptionSize + header.binarySize != size)
+    return "truncated or padded (" + std::to_string(size) + " bytes, header says " +
+           std::to_string(kHeaderSize + std::min(header.descriptionSize, size) + std::min(header.binarySize, size)) + ")";
+  std::string rest(size - kHeaderSize, '\0');
+  if (!readAll(fd, rest.data(), rest.size(), kHeaderSize)) return "unreadable: " + errnoText();
+  const std::string_view description(rest.data(), header.descriptionSize);
+  const std::string_view binary(rest.data() + header.descriptionSize, header.binarySize);
+  if (checksumOf(header, description, binary) != header.checksum) return "checksum mismatch";
+  out.description = std::string(description);
+  out.binary = std::string(binary);
+  out.buildNanoseconds = header.buildNanoseconds;
+  return "";
+}
+
+std::optional<Key> keyFromName(std::string_view name) {
+  if (name.size() != 32 + std::strlen(kSuffix) || name.substr(32) != kSuffix) return std::nullopt;
+  Key key;
+  for (int half = 0; half < 2; ++half) {
+    uint64_t value = 0;
+    for (char c : name.substr(half * 16, 16)) {
+      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (digit < 0) return std::nullopt;
+      value = value << 4 | static_cast<uint64_t>(digit);
+    }
+    (half == 0 ? key.high : key.low) = value;
+  }
+  return key;
+}
+
+std::string bytesText(uint64_t bytes) {
+  char text[32];
+  if (bytes < 10 * 1024) std::snprintf(text, sizeof text, "%" PRIu64 " B", bytes);
+  else if (bytes < 10 * 1024 * 1024) std::snprintf(text, sizeof text, "%" PRIu64 " KiB", bytes / 1024);
+  else std::snprintf(text, sizeof text, "%" PRIu64 " MiB", bytes / (1024 * 1024));
+  return text;
+}
+
+}  // namespace
+
+std::string Key::hex() const {
+  char text[33];
+  std::snprintf(text, sizeof text, "%016" PRIx64 "%016" PRIx64, high, low);
+  return text;
+}
+
+KeyBuilder &KeyBuilder::add(std::string_view part) {
+  add(static_cast<uint64_t>(part.size()));
+  parts_.append(part);
+  return *this;
+}
+
+KeyBuilder &KeyBuilder::add(uint64_t value) {
+  parts_.append(reinterpret_cast<const char *>(&value), sizeof value);
+  return *this;
+}
+
+Key KeyBuilder::finish() const {
+  const XXH128_hash_t hash = XXH3_128bits(parts_.data(), parts_.size());
+  return {hash.low64, hash.high64};
+}
+
+std::string DiskCache::directoryFromEnvironment(std::string *why) {
+  auto none = [&](const char *reason) {
+    if (why) *why = reason;
+    return std::string();
+  };
+  if (getauxval(AT_SECURE)) return none("off in a secure-execution process");
+  if (const char *off = std::getenv("DEVDL_CACHE"); off && std::string_view(off) == "0") return none("DEVDL_CACHE=0");
+  if (const char *dir = std::getenv("DEVDL_CACHE_DIR"); dir && *dir) return dir;
+  // The XDG base directory specification ignores a relative XDG_CACHE_HOME.
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::string(xdg) + "/devdl";
+  if (const char *home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/devdl";
+  return none("no DEVDL_CACHE_DIR, XDG_CACHE_HOME or HOME");
+}
+
+uint64_t DiskCache::maxSizeFromEnvironment() {
+  constexpr uint64_t kDefault = uint64_t(1) << 30;
+  const char *value = std::getenv("DEVDL_CACHE_MAX_SIZE");
+  if (!value || !*value) return kDefault;
+  char *end = nullptr;
+  errno = 0;
+  uint64_t size = std::strtoull(value, &end, 10);
+  const int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+  if (shift) ++end;
+  if (errno || end == value || *end || value[0] == '-' || size > (UINT64_MAX >> shift)) {
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print("cache: DEVDL_CACHE_MAX_SIZE=" + std::string(value) + " is no size (bytes, or with K, M or G); 1G it is");
+    return kDefault;
+  }
+  return size << shift;
+}
+
+DiskCache &DiskCache::process() {
+  static DiskCache cache = [] {
+    Debug::get();  // made first, so that it outlives the cache's report at exit
+    std::string why;
+    std::string dir = directoryFromEnvironment(&why);
+    if (dir.empty() && Debug::get().on(Debug::Statistics)) Debug::get().print("cache: none (" + why + ")");
+    return DiskCache(std::move(dir), maxSizeFromEnvironment());
+  }();
+  return cache;
+}
+
+DiskCache::DiskCache(std::string directory, uint64_t maxSize) : directory_(std::move(directory)), maxSize_(maxSize) {}
+
+DiskCache::~DiskCache() {
+  if (!Debug::get().on(Debug::Statistics) || stats_.hits + stats_.misses == 0) return;
+  char saved[32];
+  std::snprintf(saved, sizeof saved, "%.1f ms", static_cast<double>(stats_.nanosecondsSaved) / 1e6);
+  report(std::to_string(stats_.hits) + " hits, " + std::to_string(stats_.misses) + " misses, " +
+         std::to_string(stats_.stores) + " stored, " + std::to_string(stats_.rejected) + " bad entries deleted, " +
+         std::to_string(stats_.evicted) + " evicted; read " + bytesText(stats_.bytesRead) + ", wrote " +
+         bytesText(stats_.bytesWritten) + "; build time saved " + saved);
+}
+
+void DiskCache::report(const std::string &text) const {
+  if (Debug::get().on(Debug::Statistics)) Debug::get().print("cache: " + text);
+}
+
+std::string DiskCache::pathOf(const Key &key) const { return directory_ + "/" + key.hex() + kSuffix; }
+
+bool DiskCache::prepare(std::string &why) {
+  if (prepared_) return true;
+  // Missing components are made private to the user, as the XDG specification asks of its
+  // directories; an existing one is the user's choice.
+  for (size_t slash = directory_.find('/', 1); ; slash = directory_.find('/', slash + 1)) {
+    const std::string part = directory_.substr(0, slash);
+    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+      why = "cannot create " + part + ": " + errnoText();
+      return false;
+    }
+    if (slash == std::string::npos) break;
+  }
+  struct stat st;
+  if (stat(directory_.c_str(), &st) != 0) {
+    why = directory_ + ": " + errnoText();
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) why = directory_ + " is not a directory";
+  else if (st.st_uid != geteuid()) why = directory_ + " belongs to user " + std::to_string(st.st_uid) + ", not to this user";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH)) why = directory_ + " is writable by others";
+  if (!why.empty()) return false;
+  prepared_ = true;
+  return true;
+}
+
+std::optional<Entry> DiskCache::load(const Key &key) {
+  if (!enabled()) return std::nullopt;
+  if (std::string why; !prepare(why)) {
+    report("none (" + why + ")");
+    directory_.clear();
+    return std::nullopt;
+  }
+  const std::string path = pathOf(key);
+  Fd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st;
+  if (file.fd < 0 || fstat(file.fd, &st) != 0) {
+    if (errno != ENOENT) report("cannot read " + path + ": " + errnoText());
+    ++stats_.misses;
+    return std::nullopt;
+  }
+  Entry entry;
+  if (std::string why = readEntry(file.fd, st, key, entry); !why.empty()) {
+    ++stats_.misses;
+    if (untrusted(st).empty()) {
+      // Delete it only if it is still the file read: another process may have put a good
+      // entry in its place meanwhile.
+      struct stat now;
+      if (stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) unlink(path.c_str());
+      ++stats_.rejected;
+      report(path + ": " + why + "; deleted, the program is built again");
+    } else {
+      report(path + ": not trusted, " + why + "; the program is built again");
+    }
+    return std::nullopt;
+  }
+  // The file's time is its last use, for eviction (access times are often not kept).
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+  futimens(file.fd, times);
+  ++stats_.hits;
+  stats_.bytesRead += static_cast<uint64_t>(st.st_size);
+  return entry;
+}
+
+void DiskCache::store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds) {
+  if (!enabled() || !storing_) return;
+  description = description.substr(0, kMaxDescription);
+  const uint64_t size = kHeaderSize + description.size() + binary.size();
+  if (size > maxSize_) {
+    report("an entry of " + bytesText(size) + " is over the bound of " + bytesText(maxSize_) + ": not stored");
+    return;
+  }
+  if (std::string why; !prepare(why)) {
+    report("none (" + why + ")");
+    directory_.clear();
+    return;
+  }
+  Header header{};
+  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  header.version = kFormatVersion;
+  header.headerSize = kHeaderSize;
+  header.keyLow = key.low;
+  header.keyHigh = key.high;
+  header.descriptionSize = description.size();
+  header.binarySize = binary.size();
+  header.buildNanoseconds = buildNanoseconds;
+  header.checksum = checksumOf(header, description, binary);
+
+  // Written whole under a name no reader looks for, synced, then renamed into place: readers
+  // see the old entry, or none, or the new one, never a part; a writer killed on the way leaves
+  // only a temporary file, which evict() removes later.
+  static std::atomic<unsigned> counter{0};
+  const std::string temporary = directory_ + "/" + kTemporaryPrefix + key.hex() + "-" + std::to_string(getpid()) +
+                                "-" + std::to_string(counter++);
+  const std::string path = pathOf(key);
+  std::string failure;
+  {
+    Fd file(open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (file.fd < 0) failure = "cannot create " + temporary + ": " + errnoText();
+    else if (!writeAll(file.fd, reinterpret_cast<const char *>(&header), kHeaderSize) ||
+             !writeAll(file.fd, description.data(), description.size()) ||
+             !writeAll(file.fd, binary.data(), binary.size()))
+      failure = "cannot write " + temporary + ": " + errnoText();
+    else if (fsync(file.fd) != 0) failure = "cannot sync " + temporary + ": " + errnoText();
+  }
+  if (failure.empty() && rename(temporary.c_str(), path.c_str()) != 0)
+    failure = "cannot rename " + temporary + " to " + path + ": " + errnoText();
+  if (!failure.empty()) {
+    unlink(temporary.c_str());
+    storing_ = false;
+    report(failure + "; nothing more is stored by this process");
+    return;
+  }
+  // The rename itself survives a crash once the directory is synced.
+  if (Fd dir(open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dir.fd >= 0) fsync(dir.fd);
+  ++stats_.stores;
+  stats_.bytesWritten += size;
+  evict();
+}
+
+void DiskCache::discard(const Key &key, std::string_view why) {
+  if (!enabled()) return;
+  unlink(pathOf(key).c_str());
+  ++stats_.rejected;
+  report(pathOf(key) + ": " + std::string(why) + "; deleted, the program is built again");
+}
+
+void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {
+  if (buildNanoseconds > loadNanoseconds) stats_.nanosecondsSaved += buildNanoseconds - loadNanoseconds;
+}
+
+void DiskCache::evict() {
+  DIR *dir = opendir(directory_.c_str());
+  if (!dir) return;
+  struct File {
+    std::string name;
+    uint64_t size;
+    struct timespec used;
+  };
+  std::vector<File> entries;
+  uint64_t total = 0;
+  const int64_t now = time(nullptr);
+  while (const dirent *d = readdir(dir)) {
+    const std::string_view name = d->d_name;
+    struct stat st;
+    if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (name.starts_with(kTemporaryPrefix)) {
+      if (now - st.st_mtime > kStaleTemporarySeconds) unlinkat(dirfd(dir), d->d_name, 0);
+    } else if (keyFromName(name)) {
+      entries.push_back({std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
+      total += static_cast<uint64_t>(st.st_size);
+    }
+  }
+  if (total > maxSize_) {
+    std::sort(entries.begin(), entries.end(), [](const File &a, const File &b) {
+      return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+    });
+    for (const File &entry : entries) {
+      if (total <= maxSize_) break;
+      // Another process may evict the same file: it is gone either way.
+      if (unlinkat(dirfd(dir), entry.name.c_str(), 0) == 0 || errno == ENOENT) {
+        total -= entry.size;
+        ++stats_.evicted;
+      }
+    }
+    report("evicted the least recently used entries down to " + bytesText(total) + " (bound " + bytesText(maxSize_) + ")");
+  }
+  closedir(dir);
+}
+
+std::vector<EntryFile> DiskCache::list() const {
+  std::vector<EntryFile> files;
+  DIR *dir = directory_.empty() ? nullptr : opendir(directory_.c_str());
+  if (!dir) return files;
+  while (const dirent *d = readdir(dir)) {
+    const std::optional<Key> key = keyFromName(d->d_name);
+    if (!key) continue;
+    EntryFile file;
+    file.path = directory_ + "/" + d->d_name;
+    Fd fd(openat(dirfd(dir), d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st;
+    if (fd.fd < 0 || fstat(fd.fd, &st) != 0) {
+      file.problem = "unreadable: " + errnoText();
+    } else {
+      file.size = static_cast<uint64_t>(st.st_size);
+      file.lastUsed = st.st_mtime;
+      Entry entry;
+      file.problem = readEntry(fd.fd, st, *key, entry);
+      file.description = std::move(entry.description);
+    }
+    files.push_back(std::move(file));
+  }
+  closedir(dir);
+  std::sort(files.begin(), files.end(), [](const EntryFile &a, const EntryFile &b) { return a.path < b.path; });
+  return files;
+}
+
+size_t DiskCache::clear() const {
+  DIR *dir = directory_.empty() ? nullptr : opendir(directory_.c_str());
+  if (!dir) return 0;
+  size_t deleted = 0;
+  while (const dirent *d = readdir(dir)) {
+    const std::string_view name = d->d_name;
+    if ((keyFromName(name) || name.starts_with(kTemporaryPrefix)) && unlinkat(dirfd(dir), d->d_name, 0) == 0) ++deleted;
+  }
+  closedir(dir);
+  return deleted;
+}
+
+}  // namespace devdl::cache

@@ -1,0 +1,116 @@
+// The persistent program cache: linked programs' native binaries in files, one per key, shared
+// by every process of the user. docs/cache-format.md describes the entries.
+//
+// Nothing here may fail a load: every problem (a read-only or full disk, a bad entry, a
+// directory others could write to) turns into "no cache" for that call, with a line under
+// DEVDL_DEBUG=statistics. Entries are written to a temporary file, synced and renamed into
+// place, so a reader sees a whole entry or none; each carries its key and a checksum and is
+// verified before use; a bad one is deleted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace devdl::cache {
+
+/// What an entry is found by: XXH3-128 of everything that decides the binary.
+struct Key {
+  uint64_t low = 0, high = 0;
+  bool operator==(const Key &) const = default;
+  /// 32 hex digits, the entry's file name without its suffix.
+  std::string hex() const;
+};
+
+/// Builds a key from its parts, in order; each part is length-prefixed, so parts cannot run
+/// into each other ("ab","c" differs from "a","bc").
+class KeyBuilder {
+ public:
+  KeyBuilder &add(std::string_view part);
+  KeyBuilder &add(uint64_t value);
+  Key finish() const;
+
+ private:
+  std::string parts_;
+};
+
+/// An entry as read back: the binary, and what building it cost the process that stored it.
+struct Entry {
+  std::string description;  // what the binary is, for devdl-cache list
+  std::string binary;
+  uint64_t buildNanoseconds = 0;
+};
+
+/// One entry's file, as devdl-cache lists it.
+struct EntryFile {
+  std::string path;
+  uint64_t size = 0;      // of the file
+  int64_t lastUsed = 0;   // seconds since the epoch (the file's mtime, set on every hit)
+  std::string description;
+  std::string problem;    // why it would not be used; "" when it verifies
+};
+
+struct Statistics {
+  uint64_t hits = 0, misses = 0, stores = 0, rejected = 0, evicted = 0;
+  uint64_t bytesRead = 0, bytesWritten = 0;
+  uint64_t nanosecondsSaved = 0;  // build time of the entries hit, less the time to read them
+};
+
+class DiskCache {
+ public:
+  /// The directory as the environment says: DEVDL_CACHE_DIR, else $XDG_CACHE_HOME/devdl, else
+  /// $HOME/.cache/devdl. "" when DEVDL_CACHE=0, in secure-execution processes (as glibc
+  /// ignores LD_LIBRARY_PATH there), or with no home; `why` then says which.
+  static std::string directoryFromEnvironment(std::string *why = nullptr);
+  /// DEVDL_CACHE_MAX_SIZE (bytes, or with a K, M or G suffix), else 1 GiB.
+  static uint64_t maxSizeFromEnvironment();
+
+  /// The process's cache (the loader's), set up from the environment on first use; its
+  /// statistics are printed at exit under DEVDL_DEBUG=statistics.
+  static DiskCache &process();
+
+  DiskCache(std::string directory, uint64_t maxSize);
+  ~DiskCache();
+  DiskCache(const DiskCache &) = delete;
+  DiskCache &operator=(const DiskCache &) = delete;
+
+  /// Whether entries are looked up and stored at all.
+  bool enabled() const { return !directory_.empty(); }
+  const std::string &directory() const { return directory_; }
+
+  /// The entry for `key`, verified; nullopt on a miss or a bad entry (which is deleted).
+  std::optional<Entry> load(const Key &key);
+  /// Stores an entry atomically, then evicts the least recently used entries over the bound.
+  /// Failures only disable storing for the rest of the process.
+  void store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds);
+  /// An entry loaded but refused by the backend (a driver that changed under the same version
+  /// string): deleted so that the next load rebuilds it.
+  void discard(const Key &key, std::string_view why);
+  /// Adds the build time a hit saved, less what loading it cost.
+  void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds);
+
+  /// Every entry file, checked as load() checks it (for devdl-cache).
+  std::vector<EntryFile> list() const;
+  /// Deletes every entry and leftover temporary file; the number of files deleted.
+  size_t clear() const;
+
+  const Statistics &statistics() const { return stats_; }
+
+ private:
+  std::string pathOf(const Key &key) const;
+  /// Creates the directory (0700) where missing; false, with the reason, when it is not a
+  /// directory of this user's that others cannot write to.
+  bool prepare(std::string &why);
+  void evict();
+  void report(const std::string &text) const;
+
+  std::string directory_;
+  uint64_t maxSize_;
+  bool prepared_ = false;
+  bool storing_ = true;
+  Statistics stats_;
+};
+
+}  // namespace devdl::cache
