@@ -62,38 +62,55 @@ std::string slurp(int fd) {
   char buffer[65536];
   ssize_t n;
   while ((n = read(fd, buffer, sizeof buffer)) > 0) data.append(buffer, static_cast<size_t>(n));
-  close(fd);
   return data;
 }
 
 }  // namespace
 
-CommandResult run(const std::vector<std::string> &argv) {
+Child::Child(const std::vector<std::string> &argv) {
   // Output goes to unlinked temporary files: no pipe can fill up and block the child.
   char outPath[] = "/tmp/devdl-test-out-XXXXXX", errPath[] = "/tmp/devdl-test-err-XXXXXX";
-  int outFd = mkstemp(outPath), errFd = mkstemp(errPath);
+  outFd_ = mkstemp(outPath);
+  errFd_ = mkstemp(errPath);
   unlink(outPath);
   unlink(errPath);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, outFd, 1);
-  posix_spawn_file_actions_adddup2(&actions, errFd, 2);
+  posix_spawn_file_actions_adddup2(&actions, outFd_, 1);
+  posix_spawn_file_actions_adddup2(&actions, errFd_, 2);
   std::vector<char *> args;
   for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid;
-  CommandResult result;
-  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
+  if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) {
     ADD_FAILURE() << "cannot run " << argv[0];
-  } else {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    pid_ = -1;
   }
   posix_spawn_file_actions_destroy(&actions);
-  result.out = slurp(outFd);
-  result.err = slurp(errFd);
+}
+
+Child::~Child() {
+  if (pid_ > 0) wait();
+  close(outFd_);
+  close(errFd_);
+}
+
+void Child::kill(int signal) {
+  if (pid_ > 0) ::kill(pid_, signal);
+}
+
+CommandResult Child::wait() {
+  CommandResult result;
+  if (pid_ > 0) {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    pid_ = -1;
+  }
+  result.out = slurp(outFd_);
+  result.err = slurp(errFd_);
   return result;
 }
+
+CommandResult run(const std::vector<std::string> &argv) { return Child(argv).wait(); }
 
 }  // namespace devdl::test

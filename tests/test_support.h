@@ -9,6 +9,7 @@
 #include <llvm/Support/Error.h>
 
 #include <algorithm>
+#include <sys/types.h>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,23 @@ std::vector<std::string> symbolLines(const DeviceImage &image);
 struct CommandResult {
   int status = -1;  // exit status, or -1 if it did not exit normally (a crash)
   std::string out, err;
+};
+
+/// argv[0] started with the arguments, without a shell, stdout and stderr captured; waited
+/// for at the latest when destroyed.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string> &argv);
+  ~Child();
+  Child(const Child &) = delete;
+  Child &operator=(const Child &) = delete;
+  void kill(int signal);
+  /// Waits for the exit and gives what it printed (status -1 when it did not exit normally).
+  CommandResult wait();
+
+ private:
+  pid_t pid_ = -1;
+  int outFd_ = -1, errFd_ = -1;
 };
 
 /// Runs argv[0] with the arguments, without a shell, capturing stdout and stderr.

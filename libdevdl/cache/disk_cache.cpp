@@ -138,15 +138,16 @@ std::optional<Key> keyFromName(std::string_view name) {
   return key;
 }
 
+}  // namespace
+
 std::string bytesText(uint64_t bytes) {
   char text[32];
   if (bytes < 10 * 1024) std::snprintf(text, sizeof text, "%" PRIu64 " B", bytes);
   else if (bytes < 10 * 1024 * 1024) std::snprintf(text, sizeof text, "%" PRIu64 " KiB", bytes / 1024);
-  else std::snprintf(text, sizeof text, "%" PRIu64 " MiB", bytes / (1024 * 1024));
+  else if (bytes < uint64_t(10) << 30) std::snprintf(text, sizeof text, "%" PRIu64 " MiB", bytes >> 20);
+  else std::snprintf(text, sizeof text, "%" PRIu64 " GiB", bytes >> 30);
   return text;
 }
-
-}  // namespace
 
 std::string Key::hex() const {
   char text[33];

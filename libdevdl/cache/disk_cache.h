@@ -52,6 +52,9 @@ struct EntryFile {
   std::string problem;    // why it would not be used; "" when it verifies
 };
 
+/// "512 B", "47 KiB", "12 MiB", "10 GiB".
+std::string bytesText(uint64_t bytes);
+
 struct Statistics {
   uint64_t hits = 0, misses = 0, stores = 0, rejected = 0, evicted = 0;
   uint64_t bytesRead = 0, bytesWritten = 0;

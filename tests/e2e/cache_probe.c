@@ -1,0 +1,49 @@
+/* Loads a kernel through devdl as an application does, LOADS times over: every image but the
+ * last opened DEVDL_GLOBAL, the last DEVDL_NOW, the kernel run on 8 work-items, everything
+ * closed again (so that each load finds no program in memory and asks the disk cache).
+ * Prints the values of the last run. Exit 1 with devdl's message on an error, 2 when two
+ * loads computed different values. */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <devdl.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { kItems = 8, kMaxImages = 8 };
+
+int main(int argc, char **argv) {
+  if (argc < 4 || argc - 3 > kMaxImages)
+    return fprintf(stderr, "usage: devdl_cache_probe LOADS KERNEL IMAGE...\n"), 2;
+  const int loads = atoi(argv[1]);
+  const char *name = argv[2];
+  const int images = argc - 3;
+  devdl_native native = {0};
+  native.size = sizeof native;
+  if (device_dlnative(&native) != 0) return fprintf(stderr, "%s\n", device_dlerror()), 1;
+  cl_command_queue queue = clCreateCommandQueueWithProperties(native.context, native.device, NULL, NULL);
+  cl_mem out = clCreateBuffer(native.context, CL_MEM_WRITE_ONLY, sizeof(int) * kItems, NULL, NULL);
+  int first[kItems], values[kItems];
+  for (int load = 0; load < loads; ++load) {
+    void *handles[kMaxImages];
+    for (int i = 0; i < images; ++i) {
+      handles[i] = device_dlopen(argv[3 + i], i + 1 < images ? DEVDL_LAZY | DEVDL_GLOBAL : DEVDL_NOW);
+      if (!handles[i]) return fprintf(stderr, "%s\n", device_dlerror()), 1;
+    }
+    cl_kernel kernel = device_dlsym(handles[images - 1], name);
+    if (!kernel) return fprintf(stderr, "%s\n", device_dlerror()), 1;
+    const size_t items = kItems;
+    memset(values, 0xff, sizeof values);
+    if (clSetKernelArg(kernel, 0, sizeof out, &out) != CL_SUCCESS ||
+        clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &items, NULL, 0, NULL, NULL) != CL_SUCCESS ||
+        clEnqueueReadBuffer(queue, out, CL_TRUE, 0, sizeof values, values, 0, NULL, NULL) != CL_SUCCESS)
+      return fprintf(stderr, "running %s failed\n", name), 1;
+    for (int i = images - 1; i >= 0; --i)
+      if (device_dlclose(handles[i]) != 0) return fprintf(stderr, "%s\n", device_dlerror()), 1;
+    if (load == 0) memcpy(first, values, sizeof first);
+    else if (memcmp(first, values, sizeof first) != 0) return fprintf(stderr, "load %d computed other values\n", load), 2;
+  }
+  for (int i = 0; i < kItems; ++i) printf("%d%c", values[i], i + 1 < kItems ? ' ' : '\n');
+  return 0;
+}

@@ -1,0 +1,220 @@
+// The disk cache end to end: programs linked on PoCL, stored by one process and loaded by the
+// next, through devdl_cache_probe (tests/e2e/cache_probe.c), which loads and runs a kernel as an
+// application does and prints what it computed. What devdl did is read from the statistics
+// line DEVDL_DEBUG=statistics prints at exit.
+#include "backend/opencl/opencl_device.h"
+#include "cache/disk_cache.h"
+#include "test_support.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <regex>
+#include <thread>
+
+namespace devdl {
+namespace {
+
+using test::Child;
+using test::CommandResult;
+using test::image;
+
+const std::string kSeedOutput = "0 2 4 6 8 10 12 14\n";
+
+struct Load {
+  CommandResult result;
+  int hits = -1, misses = -1, stored = -1, deleted = -1;
+};
+
+Load parse(CommandResult result) {
+  Load load{std::move(result)};
+  static const std::regex line(R"(cache: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad entries deleted)");
+  if (std::smatch m; std::regex_search(load.result.err, m, line)) {
+    load.hits = std::stoi(m[1]);
+    load.misses = std::stoi(m[2]);
+    load.stored = std::stoi(m[3]);
+    load.deleted = std::stoi(m[4]);
+  }
+  return load;
+}
+
+std::vector<std::string> probeCommand(int loads, const std::string &kernel, const std::vector<std::string> &images) {
+  std::vector<std::string> argv = {DEVDL_TEST_CACHE_PROBE, std::to_string(loads), kernel};
+  for (const std::string &name : images) argv.push_back(image(name));
+  return argv;
+}
+
+class DiskCacheE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto device = backend::opencl::Device::openDefault();
+    if (!device) GTEST_SKIP() << "no OpenCL device to build on: " << llvm::toString(device.takeError());
+    for (const char *name : {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_MAX_SIZE", "DEVDL_BUILD_OPTIONS",
+                             "XDG_CACHE_HOME", "DEVDL_DEBUG", "HOME"})
+      if (const char *value = std::getenv(name)) saved_.emplace_back(name, value);
+    unsetenv("DEVDL_CACHE");  // the test runner turns it off
+    unsetenv("DEVDL_BUILD_OPTIONS");
+    dir_ = test::scratchDir() + "/cache";
+    setenv("DEVDL_CACHE_DIR", dir_.c_str(), 1);
+    setenv("DEVDL_DEBUG", "statistics", 1);
+  }
+  void TearDown() override {
+    for (const char *name : {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_MAX_SIZE", "DEVDL_BUILD_OPTIONS",
+                             "XDG_CACHE_HOME", "DEVDL_DEBUG", "HOME"})
+      unsetenv(name);
+    for (const auto &[name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+  }
+
+  Load seed(int loads = 1) { return parse(test::run(probeCommand(loads, "AppKernel", {"lib.spv", "app.spv"}))); }
+  Load value(const char *definer) {
+    return parse(test::run(probeCommand(1, "ValueKernel", {definer, "value_user.spv"})));
+  }
+  std::vector<cache::EntryFile> entries() const { return cache::DiskCache(dir_, ~uint64_t(0)).list(); }
+
+  std::string dir_;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+TEST_F(DiskCacheE2E, OneProcessStoresTheNextLoads) {
+  Load cold = seed();
+  ASSERT_EQ(cold.result.status, 0) << cold.result.err;
+  EXPECT_EQ(cold.result.out, kSeedOutput);
+  EXPECT_EQ(cold.misses, 1);
+  EXPECT_EQ(cold.stored, 1);
+  EXPECT_EQ(cold.hits, 0);
+  Load warm = seed();
+  ASSERT_EQ(warm.result.status, 0) << warm.result.err;
+  EXPECT_EQ(warm.result.out, kSeedOutput);
+  EXPECT_EQ(warm.hits, 1);
+  EXPECT_EQ(warm.misses, 0);
+  EXPECT_EQ(warm.stored, 0);
+  EXPECT_NE(warm.result.err.find("loaded from the disk cache"), std::string::npos) << warm.result.err;
+  const auto files = entries();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].problem, "");
+  EXPECT_NE(files[0].description.find("app.spv: image 0 (spirv)"), std::string::npos) << files[0].description;
+}
+
+TEST_F(DiskCacheE2E, AnotherImageIsAnotherEntry) {
+  Load one = value("value_one.spv");
+  ASSERT_EQ(one.result.status, 0) << one.result.err;
+  EXPECT_EQ(one.result.out, "1 1 1 1 1 1 1 1\n");
+  Load two = value("value_two.spv");
+  ASSERT_EQ(two.result.status, 0) << two.result.err;
+  EXPECT_EQ(two.result.out, "2 2 2 2 2 2 2 2\n");
+  EXPECT_EQ(two.misses, 1) << "value_two.spv in place of value_one.spv is a miss";
+  EXPECT_EQ(entries().size(), 2u);
+  Load again = value("value_one.spv");
+  EXPECT_EQ(again.result.out, "1 1 1 1 1 1 1 1\n");
+  EXPECT_EQ(again.hits, 1);
+}
+
+TEST_F(DiskCacheE2E, OtherBuildOptionsAreAnotherEntry) {
+  EXPECT_EQ(seed().misses, 1);
+  setenv("DEVDL_BUILD_OPTIONS", "-cl-fast-relaxed-math", 1);
+  Load fast = seed();
+  ASSERT_EQ(fast.result.status, 0) << fast.result.err;
+  EXPECT_EQ(fast.result.out, kSeedOutput);
+  EXPECT_EQ(fast.misses, 1);
+  EXPECT_EQ(seed().hits, 1);
+  unsetenv("DEVDL_BUILD_OPTIONS");
+  EXPECT_EQ(seed().hits, 1);
+  EXPECT_EQ(entries().size(), 2u);
+}
+
+TEST_F(DiskCacheE2E, DamagedEntriesAreRebuilt) {
+  ASSERT_EQ(seed().stored, 1);
+  ASSERT_EQ(entries().size(), 1u);
+  const std::string path = entries()[0].path;
+  for (const char *damage : {"flip", "truncate"}) {
+    SCOPED_TRACE(damage);
+    std::string bytes = test::readFile(path);
+    if (std::string_view(damage) == "flip") bytes[bytes.size() / 2] ^= 0x01;
+    else bytes.resize(bytes.size() - 100);
+    test::writeFile(path, bytes);
+    chmod(path.c_str(), 0600);
+    Load rebuilt = seed();
+    ASSERT_EQ(rebuilt.result.status, 0) << rebuilt.result.err;
+    EXPECT_EQ(rebuilt.result.out, kSeedOutput);
+    EXPECT_EQ(rebuilt.deleted, 1);
+    EXPECT_EQ(rebuilt.stored, 1);
+    EXPECT_NE(rebuilt.result.err.find(damage[0] == 'f' ? "checksum mismatch" : "truncated"), std::string::npos)
+        << rebuilt.result.err;
+    ASSERT_EQ(entries().size(), 1u);
+    EXPECT_EQ(entries()[0].problem, "");
+  }
+}
+
+TEST_F(DiskCacheE2E, EightProcessesOfFiftyLoadsShareOneCache) {
+  std::vector<std::unique_ptr<Child>> children;
+  for (int i = 0; i < 8; ++i)
+    children.push_back(std::make_unique<Child>(
+        i % 2 ? probeCommand(50, "AppKernel", {"lib.spv", "app.spv"})
+              : probeCommand(50, "ValueKernel", {i % 4 ? "value_one.spv" : "value_two.spv", "value_user.spv"})));
+  for (int i = 0; i < 8; ++i) {
+    Load load = parse(children[i]->wait());
+    ASSERT_EQ(load.result.status, 0) << "process " << i << ": " << load.result.err;
+    EXPECT_EQ(load.result.out, i % 2 ? kSeedOutput : i % 4 ? "1 1 1 1 1 1 1 1\n" : "2 2 2 2 2 2 2 2\n");
+    EXPECT_EQ(load.hits + load.misses, 50) << load.result.err;
+    EXPECT_EQ(load.deleted, 0) << load.result.err;
+  }
+  const auto files = entries();
+  EXPECT_EQ(files.size(), 3u);
+  for (const auto &file : files) EXPECT_EQ(file.problem, "") << file.path;
+}
+
+TEST_F(DiskCacheE2E, ProcessesKilledWhileBuildingLeaveEntriesThatVerify) {
+  std::mt19937 random(7);
+  for (int round = 0; round < 6; ++round) {
+    cache::DiskCache(dir_, ~uint64_t(0)).clear();
+    Child child(probeCommand(1, "AppKernel", {"lib.spv", "app.spv"}));
+    // A cold load takes about half a second here: the kill lands anywhere in it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 900));
+    child.kill(SIGKILL);
+    child.wait();
+    for (const auto &file : entries()) EXPECT_EQ(file.problem, "") << "round " << round << ": " << file.path;
+  }
+  Load after = seed();
+  ASSERT_EQ(after.result.status, 0) << after.result.err;
+  EXPECT_EQ(after.result.out, kSeedOutput);
+  EXPECT_EQ(after.deleted, 0);
+}
+
+TEST_F(DiskCacheE2E, AnUnwritableCacheDirectoryStillLoads) {
+  setenv("DEVDL_CACHE_DIR", "/proc/self/fdinfo", 1);  // no file can be created there, even by root
+  Load load = seed();
+  ASSERT_EQ(load.result.status, 0) << load.result.err;
+  EXPECT_EQ(load.result.out, kSeedOutput);
+  EXPECT_EQ(load.stored, 0);
+  EXPECT_NE(load.result.err.find("nothing more is stored by this process"), std::string::npos) << load.result.err;
+}
+
+TEST_F(DiskCacheE2E, TurnedOffItWritesNothing) {
+  setenv("DEVDL_CACHE", "0", 1);
+  Load load = seed();
+  ASSERT_EQ(load.result.status, 0) << load.result.err;
+  EXPECT_EQ(load.result.out, kSeedOutput);
+  EXPECT_NE(load.result.err.find("cache: none (DEVDL_CACHE=0)"), std::string::npos) << load.result.err;
+  EXPECT_NE(access(dir_.c_str(), F_OK), 0);
+}
+
+TEST_F(DiskCacheE2E, DefaultDirectoryIsUnderXdgCacheHome) {
+  unsetenv("DEVDL_CACHE_DIR");
+  const std::string xdg = test::scratchDir() + "/xdg";
+  setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
+  ASSERT_EQ(seed().stored, 1);
+  struct stat st{};
+  ASSERT_EQ(stat((xdg + "/devdl").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(cache::DiskCache(xdg + "/devdl", ~uint64_t(0)).list().size(), 1u);
+}
+
+}  // namespace
+}  // namespace devdl

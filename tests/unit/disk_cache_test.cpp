@@ -1,0 +1,362 @@
+// The disk cache on its own: entries round-trip, damage is caught and deleted, untrusted files
+// and directories are not used, the bound holds, and writers killed or running side by side in
+// other processes leave nothing torn behind. End-to-end use with real programs is in
+// tests/e2e/disk_cache_test.cpp.
+#include "cache/disk_cache.h"
+#include "test_support.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+
+namespace devdl::cache {
+namespace {
+
+using test::readFile;
+using test::scratchDir;
+using test::writeFile;
+
+constexpr uint64_t kUnbounded = uint64_t(1) << 40;
+
+Key keyOf(std::string_view what) { return KeyBuilder().add(what).finish(); }
+
+std::string entryPath(const std::string &dir, const Key &key) { return dir + "/" + key.hex() + ".devdl-cache"; }
+
+bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
+
+mode_t modeOf(const std::string &path) {
+  struct stat st{};
+  stat(path.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+// Files in `dir` whose names start with `prefix`.
+std::vector<std::string> filesIn(const std::string &dir, std::string_view prefix = "") {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (const dirent *e = readdir(d))
+      if (std::string_view(e->d_name).starts_with(prefix) && e->d_name[0] != '.') names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+// A binary whose bytes say which key and which write made it, so a reader can tell a torn or
+// mixed-up entry from a whole one.
+std::string patternFor(unsigned key, uint32_t write, size_t size) {
+  std::string bytes(size, static_cast<char>('a' + key));
+  std::memcpy(bytes.data(), &write, sizeof write);
+  return bytes;
+}
+
+bool matchesPattern(const std::string &bytes, unsigned key, size_t size) {
+  if (bytes.size() != size) return false;
+  return std::all_of(bytes.begin() + sizeof(uint32_t), bytes.end(), [&](char c) { return c == static_cast<char>('a' + key); });
+}
+
+TEST(DiskCacheKey, PartsCannotRunIntoEachOther) {
+  EXPECT_EQ(keyOf("x"), keyOf("x"));
+  EXPECT_NE(KeyBuilder().add("ab").add("c").finish(), KeyBuilder().add("a").add("bc").finish());
+  EXPECT_NE(KeyBuilder().add(uint64_t(1)).finish(), KeyBuilder().add(uint64_t(2)).finish());
+  EXPECT_EQ(keyOf("x").hex().size(), 32u);
+}
+
+TEST(DiskCache, StoredEntryLoadsBackWithWhatItCost) {
+  const std::string dir = scratchDir() + "/cache";
+  DiskCache cache(dir, kUnbounded);
+  EXPECT_FALSE(cache.load(keyOf("one")));
+  cache.store(keyOf("one"), "device\nimage", std::string("bin\0ary", 7), 12345);
+  auto entry = cache.load(keyOf("one"));
+  ASSERT_TRUE(entry);
+  EXPECT_EQ(entry->binary, std::string("bin\0ary", 7));
+  EXPECT_EQ(entry->description, "device\nimage");
+  EXPECT_EQ(entry->buildNanoseconds, 12345u);
+  EXPECT_FALSE(cache.load(keyOf("two")));
+  EXPECT_EQ(cache.statistics().hits, 1u);
+  EXPECT_EQ(cache.statistics().misses, 2u);
+  EXPECT_EQ(cache.statistics().stores, 1u);
+  EXPECT_GT(cache.statistics().bytesRead, 7u);
+  // A second cache object (another process, in effect) sees the entry.
+  DiskCache other(dir, kUnbounded);
+  EXPECT_TRUE(other.load(keyOf("one")));
+}
+
+TEST(DiskCache, DirectoriesAndEntriesArePrivateToTheUser) {
+  const std::string base = scratchDir();
+  DiskCache cache(base + "/a/b/devdl", kUnbounded);
+  cache.store(keyOf("k"), "", "binary", 1);
+  for (const char *dir : {"/a", "/a/b", "/a/b/devdl"}) EXPECT_EQ(modeOf(base + dir), 0700u) << dir;
+  EXPECT_EQ(modeOf(entryPath(base + "/a/b/devdl", keyOf("k"))), 0600u);
+}
+
+TEST(DiskCache, DamagedEntriesAreDeletedNeverLoaded) {
+  struct Damage {
+    const char *what;
+    std::function<void(std::string &)> apply;
+  };
+  const std::vector<Damage> damages = {
+      {"a byte of the binary flipped", [](std::string &f) { f[f.size() - 3] ^= 0x10; }},
+      {"a byte of the key flipped", [](std::string &f) { f[17] ^= 0x01; }},
+      {"a byte of the checksum flipped", [](std::string &f) { f[60] ^= 0x80; }},
+      {"a byte of the build time flipped", [](std::string &f) { f[50] ^= 0x01; }},
+      {"the magic changed", [](std::string &f) { f[0] = 'X'; }},
+      {"cut in half", [](std::string &f) { f.resize(f.size() / 2); }},
+      {"cut inside the header", [](std::string &f) { f.resize(10); }},
+      {"emptied", [](std::string &f) { f.clear(); }},
+      {"a byte added", [](std::string &f) { f.push_back('\0'); }},
+  };
+  for (const Damage &damage : damages) {
+    SCOPED_TRACE(damage.what);
+    const std::string dir = scratchDir();
+    DiskCache writer(dir, kUnbounded);
+    writer.store(keyOf("k"), "description", std::string(1000, 'b'), 7);
+    const std::string path = entryPath(dir, keyOf("k"));
+    std::string bytes = readFile(path);
+    damage.apply(bytes);
+    writeFile(path, bytes);
+    chmod(path.c_str(), 0600);
+
+    DiskCache reader(dir, kUnbounded);
+    EXPECT_FALSE(reader.load(keyOf("k")));
+    EXPECT_FALSE(exists(path)) << "a bad entry is deleted";
+    EXPECT_EQ(reader.statistics().rejected, 1u);
+    reader.store(keyOf("k"), "description", std::string(1000, 'b'), 7);
+    auto rebuilt = reader.load(keyOf("k"));
+    ASSERT_TRUE(rebuilt);
+    EXPECT_EQ(rebuilt->binary, std::string(1000, 'b'));
+  }
+}
+
+TEST(DiskCache, AnEntryUnderAnotherKeysNameIsRejected) {
+  const std::string dir = scratchDir();
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("a"), "", "binary of a", 1);
+  writeFile(entryPath(dir, keyOf("b")), readFile(entryPath(dir, keyOf("a"))));
+  chmod(entryPath(dir, keyOf("b")).c_str(), 0600);
+  EXPECT_FALSE(cache.load(keyOf("b")));
+  const auto files = cache.list();
+  ASSERT_EQ(files.size(), 1u);  // the bad one was deleted
+  EXPECT_EQ(files[0].problem, "");
+}
+
+TEST(DiskCache, EntriesOthersCouldHaveWrittenAreNotTrusted) {
+  const std::string dir = scratchDir();
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("k"), "", "binary", 1);
+  const std::string path = entryPath(dir, keyOf("k"));
+  ASSERT_EQ(chmod(path.c_str(), 0622), 0);
+  EXPECT_FALSE(cache.load(keyOf("k")));
+  EXPECT_TRUE(exists(path)) << "not ours to judge: left, and replaced by the next store";
+  ASSERT_EQ(cache.list().size(), 1u);
+  EXPECT_EQ(cache.list()[0].problem, "writable by others");
+  cache.store(keyOf("k"), "", "binary", 1);
+  EXPECT_TRUE(cache.load(keyOf("k")));
+}
+
+TEST(DiskCache, EntriesOfAnotherUserAreNotTrusted) {
+  if (geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
+  const std::string dir = scratchDir();
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("k"), "", "binary", 1);
+  ASSERT_EQ(chown(entryPath(dir, keyOf("k")).c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(cache.load(keyOf("k")));
+  EXPECT_EQ(cache.list()[0].problem, "owned by user 65534, not by this user");
+}
+
+TEST(DiskCache, ADirectoryOthersCanWriteIsNotUsed) {
+  const std::string dir = scratchDir() + "/shared";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  DiskCache cache(dir, kUnbounded);
+  EXPECT_FALSE(cache.load(keyOf("k")));
+  EXPECT_FALSE(cache.enabled());
+  cache.store(keyOf("k"), "", "binary", 1);
+  EXPECT_TRUE(filesIn(dir).empty());
+}
+
+TEST(DiskCache, AnUnwritableDirectoryDegradesToNoCache) {
+  // /proc/self/fdinfo: an existing directory of this user that nobody, root included, can
+  // create files in (chmod alone would not stop root).
+  DiskCache cache("/proc/self/fdinfo", kUnbounded);
+  EXPECT_FALSE(cache.load(keyOf("k")));
+  cache.store(keyOf("k"), "", "binary", 1);
+  EXPECT_EQ(cache.statistics().stores, 0u);
+  cache.store(keyOf("k2"), "", "binary", 1);  // and no second attempt
+  EXPECT_EQ(cache.statistics().stores, 0u);
+  // A path that cannot be made at all.
+  DiskCache nowhere("/proc/devdl-cache-test", kUnbounded);
+  EXPECT_FALSE(nowhere.load(keyOf("k")));
+  EXPECT_FALSE(nowhere.enabled());
+}
+
+TEST(DiskCache, EvictionKeepsTheBoundAndTheRecentlyUsed) {
+  const std::string dir = scratchDir();
+  const std::string binary(4000, 'x');
+  // Room for three entries (header, empty description, binary), not four.
+  DiskCache cache(dir, 3 * (64 + binary.size()) + 100);
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };  // file times are coarse
+  for (const char *k : {"k0", "k1", "k2"}) {
+    cache.store(keyOf(k), "", binary, 1);
+    pause();
+  }
+  EXPECT_TRUE(cache.load(keyOf("k0")));  // used: now the most recent
+  pause();
+  cache.store(keyOf("k3"), "", binary, 1);
+  EXPECT_EQ(cache.statistics().evicted, 1u);
+  EXPECT_FALSE(exists(entryPath(dir, keyOf("k1")))) << "the least recently used goes";
+  for (const char *k : {"k0", "k2", "k3"}) EXPECT_TRUE(exists(entryPath(dir, keyOf(k)))) << k;
+  uint64_t total = 0;
+  for (const EntryFile &f : cache.list()) total += f.size;
+  EXPECT_LE(total, 3 * (64 + binary.size()) + 100);
+
+  // An entry bigger than the whole bound is not stored at all.
+  cache.store(keyOf("huge"), "", std::string(20000, 'y'), 1);
+  EXPECT_FALSE(exists(entryPath(dir, keyOf("huge"))));
+  EXPECT_TRUE(exists(entryPath(dir, keyOf("k3"))));
+}
+
+TEST(DiskCache, LeftoversOfKilledWritersAreRemovedWhenOld) {
+  const std::string dir = scratchDir();
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("first"), "", "binary", 1);
+  const std::string stale = dir + "/.tmp-stale", fresh = dir + "/.tmp-fresh";
+  writeFile(stale, "half an entry");
+  writeFile(fresh, "being written");
+  const struct timespec hourAgo[2] = {{time(nullptr) - 3600, 0}, {time(nullptr) - 3600, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, stale.c_str(), hourAgo, 0), 0);
+  cache.store(keyOf("second"), "", "binary", 1);
+  EXPECT_FALSE(exists(stale));
+  EXPECT_TRUE(exists(fresh));
+  EXPECT_EQ(cache.list().size(), 2u);
+  EXPECT_EQ(cache.clear(), 3u);  // two entries and the fresh temporary file
+  EXPECT_TRUE(cache.list().empty());
+}
+
+// A child that writes entries of 8 MiB for four keys until it is killed.
+constexpr size_t kKilledEntrySize = 8 << 20;
+
+[[noreturn]] void writeForever(const std::string &dir) {
+  DiskCache cache(dir, kUnbounded);
+  for (uint32_t write = 0;; ++write) {
+    const unsigned key = write % 4;
+    cache.store(keyOf("key" + std::to_string(key)), "", patternFor(key, write, kKilledEntrySize), 1);
+  }
+}
+
+TEST(DiskCache, WritersKilledMidWriteLeaveNoEntryThatIsUsed) {
+  const std::string dir = scratchDir();
+  std::mt19937 random(42);
+  for (int round = 0; round < 30; ++round) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) writeForever(dir);
+    std::this_thread::sleep_for(std::chrono::microseconds(5000 + random() % 20000));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status));
+  }
+  DiskCache cache(dir, kUnbounded);
+  const auto files = cache.list();
+  EXPECT_FALSE(files.empty()) << "the writers should have finished some entries in 30 rounds";
+  for (const EntryFile &file : files) EXPECT_EQ(file.problem, "") << file.path;
+  for (unsigned key = 0; key < 4; ++key)
+    if (auto entry = cache.load(keyOf("key" + std::to_string(key))))
+      EXPECT_TRUE(matchesPattern(entry->binary, key, kKilledEntrySize)) << "key " << key;
+  EXPECT_EQ(cache.statistics().rejected, 0u);
+}
+
+TEST(DiskCache, ProcessesReadingAndWritingOneCacheAtOnce) {
+  const std::string dir = scratchDir();
+  constexpr size_t kBinary = 256 * 1024;
+  // A bound of four entries for six keys: entries are evicted while others read them.
+  const uint64_t bound = 4 * (kBinary + 64);
+  std::vector<pid_t> children;
+  for (int process = 0; process < 8; ++process) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      DiskCache cache(dir, bound);
+      std::mt19937 random(process);
+      for (uint32_t op = 0; op < 50; ++op) {
+        const unsigned key = random() % 6;
+        if (auto entry = cache.load(keyOf("key" + std::to_string(key)))) {
+          if (!matchesPattern(entry->binary, key, kBinary)) _exit(3);
+        } else {
+          cache.store(keyOf("key" + std::to_string(key)), "", patternFor(key, op, kBinary), 1);
+        }
+      }
+      _exit(cache.statistics().rejected == 0 ? 0 : 4);
+    }
+    children.push_back(child);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+  DiskCache cache(dir, bound);
+  for (const EntryFile &file : cache.list()) EXPECT_EQ(file.problem, "") << file.path;
+  EXPECT_TRUE(filesIn(dir, ".tmp-").empty());
+}
+
+class DiskCacheEnvironment : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char *name : kNames)
+      if (const char *value = std::getenv(name)) saved_.emplace_back(name, value);
+    for (const char *name : kNames) unsetenv(name);
+  }
+  void TearDown() override {
+    for (const char *name : kNames) unsetenv(name);
+    for (const auto &[name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+  }
+
+ private:
+  static constexpr const char *kNames[] = {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                                           "DEVDL_CACHE_MAX_SIZE"};
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+TEST_F(DiskCacheEnvironment, DirectoryAsTheXdgSpecificationSays) {
+  std::string why;
+  EXPECT_EQ(DiskCache::directoryFromEnvironment(&why), "");
+  EXPECT_EQ(why, "no DEVDL_CACHE_DIR, XDG_CACHE_HOME or HOME");
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(DiskCache::directoryFromEnvironment(), "/home/u/.cache/devdl");
+  setenv("XDG_CACHE_HOME", "relative/ignored", 1);
+  EXPECT_EQ(DiskCache::directoryFromEnvironment(), "/home/u/.cache/devdl");
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(DiskCache::directoryFromEnvironment(), "/xdg/devdl");
+  setenv("DEVDL_CACHE_DIR", "/mine", 1);
+  EXPECT_EQ(DiskCache::directoryFromEnvironment(), "/mine");
+  setenv("DEVDL_CACHE", "0", 1);
+  EXPECT_EQ(DiskCache::directoryFromEnvironment(&why), "");
+  EXPECT_EQ(why, "DEVDL_CACHE=0");
+  setenv("DEVDL_CACHE", "1", 1);
+  EXPECT_EQ(DiskCache::directoryFromEnvironment(), "/mine");
+}
+
+TEST_F(DiskCacheEnvironment, SizeBoundInBytesOrWithASuffix) {
+  EXPECT_EQ(DiskCache::maxSizeFromEnvironment(), uint64_t(1) << 30);
+  for (auto [text, bytes] : std::vector<std::pair<const char *, uint64_t>>{
+           {"4096", 4096}, {"10K", 10240}, {"3M", 3 << 20}, {"2G", uint64_t(2) << 30}, {"bogus", uint64_t(1) << 30},
+           {"5X", uint64_t(1) << 30}, {"-1", uint64_t(1) << 30}}) {
+    setenv("DEVDL_CACHE_MAX_SIZE", text, 1);
+    EXPECT_EQ(DiskCache::maxSizeFromEnvironment(), bytes) << text;
+  }
+}
+
+}  // namespace
+}  // namespace devdl::cache

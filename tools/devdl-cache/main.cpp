@@ -1,0 +1,88 @@
+// devdl-cache: lists, verifies and clears the disk cache of linked programs, the one
+// device_dlopen uses with the same environment (DEVDL_CACHE_DIR, XDG_CACHE_HOME, HOME).
+//
+//   devdl-cache list     each entry: key, size, last use, whether it verifies, what it holds
+//   devdl-cache verify   the entries that would not be used, and why; exit 1 if there are any
+//   devdl-cache clear    deletes every entry (and temporary files of killed writers)
+#include "cache/disk_cache.h"
+
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <ctime>
+#include <string>
+
+using devdl::cache::DiskCache;
+using devdl::cache::EntryFile;
+
+namespace {
+
+llvm::cl::OptionCategory category("devdl-cache options");
+llvm::cl::opt<std::string> command(llvm::cl::Positional, llvm::cl::desc("list | verify | clear"), llvm::cl::Required,
+                                   llvm::cl::cat(category));
+llvm::cl::opt<std::string> directory("dir", llvm::cl::desc("The cache directory (default: as devdl finds it)"),
+                                     llvm::cl::value_desc("DIR"), llvm::cl::cat(category));
+
+std::string timeText(int64_t seconds) {
+  const std::time_t t = seconds;
+  std::tm local{};
+  localtime_r(&t, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", &local);
+  return text;
+}
+
+// "device: image, image" from the entry's description (the device, then a label per line).
+std::string contents(const std::string &description) {
+  std::string text;
+  size_t start = 0;
+  for (size_t line = 0; start <= description.size(); ++line) {
+    const size_t end = std::min(description.find('\n', start), description.size());
+    text += (line == 0 ? "" : line == 1 ? ": " : ", ") + description.substr(start, end - start);
+    start = end + 1;
+  }
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "devdl-cache: the disk cache of linked device programs\n");
+  std::string why;
+  const std::string dir = directory.empty() ? DiskCache::directoryFromEnvironment(&why) : directory.getValue();
+  if (dir.empty()) {
+    llvm::errs() << "devdl-cache: no cache directory: " << why << "\n";
+    return 1;
+  }
+  DiskCache cache(dir, DiskCache::maxSizeFromEnvironment());
+  if (command == "clear") {
+    llvm::outs() << dir << ": deleted " << cache.clear() << " files\n";
+    return 0;
+  }
+  if (command != "list" && command != "verify") {
+    llvm::errs() << "devdl-cache: unknown command `" << command << "` (list, verify or clear)\n";
+    return 2;
+  }
+  const std::vector<EntryFile> entries = cache.list();
+  uint64_t total = 0;
+  size_t bad = 0;
+  for (const EntryFile &entry : entries) {
+    total += entry.size;
+    bad += !entry.problem.empty();
+  }
+  if (command == "list") {
+    llvm::outs() << dir << ": " << entries.size() << " entries, " << devdl::cache::bytesText(total) << " (bound "
+                 << devdl::cache::bytesText(DiskCache::maxSizeFromEnvironment()) << ")\n";
+    for (const EntryFile &entry : entries) {
+      const std::string name = entry.path.substr(entry.path.rfind('/') + 1, 32);
+      llvm::outs() << name << "  " << devdl::cache::bytesText(entry.size) << "  " << timeText(entry.lastUsed) << "  "
+                   << (entry.problem.empty() ? "ok  " + contents(entry.description) : "BAD  " + entry.problem) << "\n";
+    }
+    return 0;
+  }
+  for (const EntryFile &entry : entries)
+    if (!entry.problem.empty()) llvm::outs() << entry.path << ": " << entry.problem << "\n";
+  llvm::outs() << dir << ": " << entries.size() << " entries, " << bad << " bad\n";
+  return bad ? 1 : 0;
+}
