@@ -10,7 +10,8 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 
 echo "== tests"
-"$stage/bin/devdl_cuda_tests" "$@" || status=1
+# The disk cache is off, as under ctest; Cuda.DiskCacheAcrossProcesses gives its processes one.
+DEVDL_CACHE=0 "$stage/bin/devdl_cuda_tests" "$@" || status=1
 
 echo "== samples"
 s=$stage/samples
@@ -25,9 +26,16 @@ icd=$(mktemp -d)
 echo libnvidia-opencl.so.1 > "$icd/nvidia.icd"
 OCL_ICD_VENDORS=$icd DEVDL_DEVICE=NVIDIA DEVDL_DEBUG=libs,statistics run "$stage/bin/seed-dlopen" "$s"
 
+echo "== the disk cache: a cold load stores, the next process loads"
+cache=$(mktemp -d)
+DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics run "$stage/bin/cuda-seed" "$s/lib.cubin" "$s/app.cubin"
+DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics run "$stage/bin/cuda-seed" "$s/lib.cubin" "$s/app.cubin"
+run "$stage/bin/devdl-cache" list --dir "$cache"
+
 if [ -z "${DEVDL_GPU_NO_BENCH:-}" ]; then
-  echo "== benchmark"
+  echo "== benchmarks"
   "$stage/bin/bench_cuda_first_kernel" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
     --benchmark_report_aggregates_only=true || status=1
+  "$stage/bin/bench_cache" --benchmark_filter=Cuda || status=1
 fi
 exit $status

@@ -32,6 +32,7 @@ constexpr const char *kSuffix = ".devdl-cache";
 constexpr const char *kTemporaryPrefix = ".tmp-";
 // A temporary file this old belongs to a writer that was killed.
 constexpr int64_t kStaleTemporarySeconds = 600;
+constexpr int64_t kLastUseResolutionSeconds = 60;
 
 struct Header {
   char magic[8];
@@ -112,13 +113,12 @@ std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry 
       kHeaderSize + header.descriptionSize + header.binarySize != size)
     return "truncated or padded (" + std::to_string(size) + " bytes, header says " +
            std::to_string(kHeaderSize + std::min(header.descriptionSize, size) + std::min(header.binarySize, size)) + ")";
-  std::string rest(size - kHeaderSize, '\0');
-  if (!readAll(fd, rest.data(), rest.size(), kHeaderSize)) return "unreadable: " + errnoText();
-  const std::string_view description(rest.data(), header.descriptionSize);
-  const std::string_view binary(rest.data() + header.descriptionSize, header.binarySize);
-  if (checksumOf(header, description, binary) != header.checksum) return "checksum mismatch";
-  out.description = std::string(description);
-  out.binary = std::string(binary);
+  out.description.resize(header.descriptionSize);
+  out.binary.resize(header.binarySize);
+  if (!readAll(fd, out.description.data(), out.description.size(), kHeaderSize) ||
+      !readAll(fd, out.binary.data(), out.binary.size(), kHeaderSize + header.descriptionSize))
+    return "unreadable: " + errnoText();
+  if (checksumOf(header, out.description, out.binary) != header.checksum) return "checksum mismatch";
   out.buildNanoseconds = header.buildNanoseconds;
   return "";
 }
@@ -286,9 +286,12 @@ std::optional<Entry> DiskCache::load(const Key &key) {
     }
     return std::nullopt;
   }
-  // The file's time is its last use, for eviction (access times are often not kept).
-  const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
-  futimens(file.fd, times);
+  // The file's time is its last use, for eviction (access times are often not kept); to the
+  // minute is close enough, and spares most hits a write.
+  if (time(nullptr) - st.st_mtime >= kLastUseResolutionSeconds) {
+    const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+    futimens(file.fd, times);
+  }
   ++stats_.hits;
   stats_.bytesRead += static_cast<uint64_t>(st.st_size);
   return entry;
@@ -408,6 +411,7 @@ std::vector<EntryFile> DiskCache::list() const {
     const std::optional<Key> key = keyFromName(d->d_name);
     if (!key) continue;
     EntryFile file;
+    file.key = *key;
     file.path = directory_ + "/" + d->d_name;
     Fd fd(openat(dirfd(dir), d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     struct stat st;

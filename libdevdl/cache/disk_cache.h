@@ -45,6 +45,7 @@ struct Entry {
 
 /// One entry's file, as devdl-cache lists it.
 struct EntryFile {
+  Key key;
   std::string path;
   uint64_t size = 0;      // of the file
   int64_t lastUsed = 0;   // seconds since the epoch (the file's mtime, set on every hit)

@@ -11,6 +11,7 @@
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FormatVariadic.h>
 
 #include <dlfcn.h>
 #include <xxhash.h>
@@ -378,7 +379,7 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
     Debug::get().print("program for " + images_[root]->label + ": " + std::to_string(plan.images.size()) +
                        " images, " + std::to_string(plan.bindings.size()) + " bindings, " +
                        (cached ? "loaded from the disk cache in " : "linked in ") +
-                       std::to_string(static_cast<long>(ms)) + " ms on " + dev->name() +
+                       llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
                        (cached ? "" : " (" + std::string(dev->linkMethod()) + ")"));
   }
   programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), {plan.images}, dev, std::move(*built)}));

@@ -9,9 +9,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <sys/wait.h>
+#include <tuple>
 
 namespace devdl::test {
 namespace {
@@ -226,6 +229,58 @@ TEST_F(Cuda, DriverLogOfAMissingSymbol) {
 }
 
 // Where there is no driver, the library loads, and says so when CUDA is needed.
+// Run by Cuda.DiskCacheAcrossProcesses in a process of its own, with a cache directory of its
+// own: the seed example's cubins loaded through the disk cache, the kernel's output checked,
+// and a device global of the cached program found.
+TEST_F(Cuda, CacheChildLoadsAndRuns) {
+  if (!std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "run by Cuda.DiskCacheAcrossProcesses in a process of its own";
+  void *lib = device_dlopen(image("lib.cubin").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(runSeed({}, "app.cubin", "AppKernel"), times(2, 0, 8));
+  void *app = device_dlopen(image("app.cubin").c_str(), DEVDL_NOW);
+  ASSERT_NE(device_dlsym(app, "AppKernel"), nullptr) << error();
+  EXPECT_NE(device_dlsym(lib, "LibCounter"), nullptr) << error();
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
+// Runs CacheChildLoadsAndRuns in a new process; its exit status and what it printed.
+std::pair<int, std::string> runCacheChild(const std::string &dir) {
+  const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+  const std::string command = "DEVDL_TEST_CACHE_CHILD=1 DEVDL_CACHE= DEVDL_CACHE_DIR='" + dir +
+                              "' DEVDL_DEBUG=statistics '" + self + "' --gtest_filter=Cuda.CacheChildLoadsAndRuns 2>&1";
+  std::string out;
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_F(Cuda, DiskCacheAcrossProcesses) {
+  if (std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "this is the child";
+  char dir[] = "/tmp/devdl-cuda-cache-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  auto [status, out] = runCacheChild(dir);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << out;
+  std::tie(status, out) = runCacheChild(dir);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << out;
+  EXPECT_NE(out.find("loaded from the disk cache"), std::string::npos) << out;
+  // A damaged entry is deleted and the program linked again.
+  std::string entry;
+  for (const auto &file : std::filesystem::directory_iterator(dir)) entry = file.path();
+  std::string bytes = readFile(entry);
+  bytes[bytes.size() - 8] ^= 0x20;
+  std::ofstream(entry, std::ios::binary | std::ios::trunc) << bytes;
+  std::tie(status, out) = runCacheChild(dir);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored, 1 bad entries deleted"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CudaWithoutDriver, SaysSoCleanly) {
   std::string why;
   if (cuda::driver(&why)) GTEST_SKIP() << "a CUDA driver is here: the tests above use it";

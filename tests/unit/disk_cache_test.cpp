@@ -200,18 +200,23 @@ TEST(DiskCache, AnUnwritableDirectoryDegradesToNoCache) {
   EXPECT_FALSE(nowhere.enabled());
 }
 
+// Sets a file's last use `seconds` ago.
+void usedAgo(const std::string &path, int seconds) {
+  const struct timespec times[2] = {{time(nullptr) - seconds, 0}, {time(nullptr) - seconds, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
 TEST(DiskCache, EvictionKeepsTheBoundAndTheRecentlyUsed) {
   const std::string dir = scratchDir();
   const std::string binary(4000, 'x');
   // Room for three entries (header, empty description, binary), not four.
   DiskCache cache(dir, 3 * (64 + binary.size()) + 100);
-  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };  // file times are coarse
+  int ago = 400;
   for (const char *k : {"k0", "k1", "k2"}) {
     cache.store(keyOf(k), "", binary, 1);
-    pause();
+    usedAgo(entryPath(dir, keyOf(k)), ago -= 100);  // k0 the oldest
   }
   EXPECT_TRUE(cache.load(keyOf("k0")));  // used: now the most recent
-  pause();
   cache.store(keyOf("k3"), "", binary, 1);
   EXPECT_EQ(cache.statistics().evicted, 1u);
   EXPECT_FALSE(exists(entryPath(dir, keyOf("k1")))) << "the least recently used goes";

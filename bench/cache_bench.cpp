@@ -1,0 +1,284 @@
+// Time to first kernel in a fresh process (issue 5): the seeds' example (lib + app, AppKernel)
+// cold (DEVDL_CACHE=0: link and build), from devdl's disk cache, and by hand from the same
+// binary (the limit: clCreateProgramWithBinary + clBuildProgram + clCreateKernel, or
+// cuModuleLoadData + cuModuleGetFunction), each in a process of its own, side by side in every
+// iteration (in turns), as the figure is a ratio and this machine drifts between runs.
+//
+// Each process (this program with --child) first opens the device (device_dlnative) and then
+// times, on its own clock, from the first load call to the end of one launch of the kernel on
+// one work-item; it prints the nanoseconds. PoCL's kernel cache is off in every process
+// (POCL_KERNEL_CACHE=0, and a fresh empty POCL_CACHE_DIR each), as is CUDA's JIT cache.
+//
+//   bench_cache                           both backends (each skips, saying why, without a device)
+//   bench_cache --child opencl|cuda devdl LIB APP | binary FILE
+//
+// Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
+#include "backend/opencl/opencl_api.h"
+#include "cache/disk_cache.h"
+#include "devdl.h"
+#include "e2e/cuda_driver.h"
+
+#include <benchmark/benchmark.h>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+extern char **environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace cuda = devdl::test::cuda;
+using Clock = std::chrono::steady_clock;
+
+std::string image(const std::string &name) {
+  const char *dir = std::getenv("DEVDL_TEST_IMAGES");
+  return std::string(dir ? dir : "tests/images") + "/" + name;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// ---- the child: one first kernel, timed -------------------------------------------------------
+
+bool launchOpenCl(const devdl::backend::opencl::Api &cl, const devdl_native &native, cl_kernel kernel) {
+  auto context = static_cast<cl_context>(native.context);
+  cl_command_queue queue =
+      cl.clCreateCommandQueueWithProperties(context, static_cast<cl_device_id>(native.device), nullptr, nullptr);
+  cl_mem buffer = cl.clCreateBuffer(context, CL_MEM_WRITE_ONLY, sizeof(int), nullptr, nullptr);
+  const size_t one = 1;
+  return cl.clSetKernelArg(kernel, 0, sizeof buffer, &buffer) == CL_SUCCESS &&
+         cl.clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &one, nullptr, 0, nullptr, nullptr) == CL_SUCCESS &&
+         cl.clFinish(queue) == CL_SUCCESS;
+}
+
+bool launchCuda(const cuda::Driver &cu, const devdl_native &native, void *kernel) {
+  return !cuda::runIntKernel(cu, static_cast<cuda::CUcontext>(native.context), kernel, 1).empty();
+}
+
+int child(int argc, char **argv) {
+  if (argc < 4) return std::fprintf(stderr, "usage: --child opencl|cuda devdl LIB APP | binary FILE\n"), 2;
+  const std::string backend = argv[1], mode = argv[2];
+  setenv("DEVDL_BACKEND", backend.c_str(), 1);
+  devdl_native native{};
+  native.size = sizeof native;
+  if (device_dlnative(&native) != 0) return std::fprintf(stderr, "%s\n", device_dlerror()), 1;
+  const cuda::Driver *cu = backend == "cuda" ? cuda::driver() : nullptr;
+  auto clApi = devdl::backend::opencl::api();
+  if (!clApi) llvm::consumeError(clApi.takeError());
+  if (backend == "cuda" ? !cu : !clApi) return std::fprintf(stderr, "no %s driver\n", backend.c_str()), 1;
+
+  const auto start = Clock::now();
+  auto last = start;
+  std::string phases;  // " name=ns" each
+  auto mark = [&](const char *phase) {
+    const auto now = Clock::now();
+    phases += std::string(" ") + phase + "=" +
+              std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
+    last = now;
+  };
+  void *kernel = nullptr;
+  if (mode == "devdl") {
+    void *lib = device_dlopen(argv[3], DEVDL_LAZY | DEVDL_GLOBAL);
+    mark("open_lib");
+    void *app = lib ? device_dlopen(argv[4], DEVDL_NOW) : nullptr;  // the program is made here
+    mark("open_app");
+    kernel = app ? device_dlsym(app, "AppKernel") : nullptr;
+    mark("dlsym");
+    if (!kernel) return std::fprintf(stderr, "%s\n", device_dlerror()), 1;
+  } else if (backend == "opencl") {
+    const auto &cl = *clApi;
+    const std::string binary = readFile(argv[3]);
+    mark("read");
+    const auto *bytes = reinterpret_cast<const unsigned char *>(binary.data());
+    const size_t size = binary.size();
+    auto context = static_cast<cl_context>(native.context);
+    auto device = static_cast<cl_device_id>(native.device);
+    cl_int err = CL_SUCCESS;
+    cl_program program = cl.clCreateProgramWithBinary(context, 1, &device, &size, &bytes, nullptr, &err);
+    if (err == CL_SUCCESS) err = cl.clBuildProgram(program, 1, &device, "", nullptr, nullptr);
+    mark("load");
+    if (err == CL_SUCCESS) kernel = cl.clCreateKernel(program, "AppKernel", &err);
+    mark("kernel");
+    if (err != CL_SUCCESS) return std::fprintf(stderr, "OpenCL by hand failed: %d\n", err), 1;
+  } else {
+    const std::string binary = readFile(argv[3]);
+    mark("read");
+    auto context = static_cast<cuda::CUcontext>(native.context);
+    cuda::CUmodule module = nullptr;
+    cuda::CUfunction function = nullptr;
+    cu->cuCtxPushCurrent(context);
+    bool ok = cu->cuModuleLoadData(&module, binary.data()) == cuda::CUDA_SUCCESS;
+    mark("load");
+    ok = ok && cu->cuModuleGetFunction(&function, module, "AppKernel") == cuda::CUDA_SUCCESS;
+    mark("kernel");
+    cuda::CUcontext popped;
+    cu->cuCtxPopCurrent(&popped);
+    if (!ok) return std::fprintf(stderr, "CUDA by hand failed\n"), 1;
+    kernel = function;
+  }
+  const bool launched = backend == "cuda" ? launchCuda(*cu, native, kernel)
+                                          : launchOpenCl(*clApi, native, static_cast<cl_kernel>(kernel));
+  if (!launched) return std::fprintf(stderr, "launch failed\n"), 1;
+  mark("launch");
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(last - start).count();
+  std::printf("%lld%s\n", static_cast<long long>(ns), phases.c_str());
+  return 0;
+}
+
+// ---- the runner ---------------------------------------------------------------------------------
+
+std::string self;  // this program, for the children
+
+// Runs a child with `env` added to this process's environment; its nanoseconds, or -1, and the
+// nanoseconds of its phases.
+double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
+                std::map<std::string, double> *phases = nullptr) {
+  std::vector<std::string> environment;
+  for (char **e = environ; *e; ++e) environment.emplace_back(*e);
+  for (const std::string &v : env) {
+    const std::string name = v.substr(0, v.find('=') + 1);
+    std::erase_if(environment, [&](const std::string &e) { return e.starts_with(name); });
+    environment.push_back(v);
+  }
+  // A fresh, empty PoCL cache for each process: nothing PoCL compiled before carries over.
+  char poclDir[] = "/tmp/devdl-bench-pocl-XXXXXX";
+  if (!mkdtemp(poclDir)) return -1;
+  environment.push_back(std::string("POCL_CACHE_DIR=") + poclDir);
+  environment.push_back("POCL_KERNEL_CACHE=0");
+  environment.push_back("CUDA_CACHE_DISABLE=1");
+
+  std::vector<char *> argv{self.data()}, envp;
+  std::vector<std::string> all = {"--child"};
+  all.insert(all.end(), args.begin(), args.end());
+  for (std::string &a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string &e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  char outPath[] = "/tmp/devdl-bench-out-XXXXXX";
+  const int out = mkstemp(outPath);
+  unlink(outPath);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out, 1);
+  posix_spawn_file_actions_adddup2(&actions, out, 2);
+  pid_t pid = -1;
+  int status = -1;
+  if (posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) waitpid(pid, &status, 0);
+  posix_spawn_file_actions_destroy(&actions);
+  fs::remove_all(poclDir);
+  std::string text(4096, '\0');
+  text.resize(static_cast<size_t>(std::max<ssize_t>(0, pread(out, text.data(), text.size(), 0))));
+  close(out);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *error = "child " + args[0] + " " + args[1] + ": " + text;
+    return -1;
+  }
+  std::istringstream fields(text);
+  double total = -1;
+  fields >> total;
+  for (std::string field; phases && fields >> field;)
+    if (size_t eq = field.find('='); eq != std::string::npos) (*phases)[field.substr(0, eq)] = std::stod(field.substr(eq + 1));
+  return total;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void firstKernelInAFreshProcess(benchmark::State &state, const std::string &backend, const std::string &lib,
+                                const std::string &app) {
+  std::string error;
+  const fs::path work = fs::temp_directory_path() / ("devdl-bench-cache-" + std::to_string(getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work);
+  const std::string cacheDir = (work / "cache").string(), binaryFile = (work / "program.bin").string();
+  // One load fills the cache; the binary by hand is the one devdl stored.
+  if (runChild({backend, "devdl", lib, app}, {"DEVDL_CACHE_DIR=" + cacheDir}, &error) < 0) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  devdl::cache::DiskCache cache(cacheDir, ~uint64_t(0));
+  const auto entries = cache.list();
+  auto entry = entries.size() == 1 ? cache.load(entries[0].key) : std::nullopt;
+  if (!entry) {
+    state.SkipWithError("the first load stored no single entry");
+    return;
+  }
+  std::ofstream(binaryFile, std::ios::binary) << entry->binary;
+
+  const std::vector<std::string> kinds = {"cold", "hit", "by_hand"};
+  std::vector<std::vector<double>> times(kinds.size());
+  std::map<std::string, std::vector<double>> phaseTimes;  // "hit.open_app": ns of each process
+  size_t turn = 0;
+  for (auto _ : state) {
+    double hit = 0;
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      const size_t kind = (turn + k) % kinds.size();  // a different one first each time
+      std::map<std::string, double> phases;
+      const double ns =
+          kind == 0   ? runChild({backend, "devdl", lib, app}, {"DEVDL_CACHE=0"}, &error, &phases)
+          : kind == 1 ? runChild({backend, "devdl", lib, app}, {"DEVDL_CACHE=1", "DEVDL_CACHE_DIR=" + cacheDir}, &error, &phases)
+                      : runChild({backend, "binary", binaryFile}, {}, &error, &phases);
+      for (const auto &[phase, value] : phases) phaseTimes[kinds[kind] + "." + phase].push_back(value);
+      if (ns < 0) {
+        state.SkipWithError(error.c_str());
+        return;
+      }
+      times[kind].push_back(ns);
+      if (kind == 1) hit = ns;
+    }
+    ++turn;
+    state.SetIterationTime(hit / 1e9);
+  }
+  const double cold = median(times[0]), hit = median(times[1]), byHand = median(times[2]);
+  state.counters["cold_ms"] = cold / 1e6;
+  state.counters["hit_ms"] = hit / 1e6;
+  state.counters["by_hand_ms"] = byHand / 1e6;
+  state.counters["hit_over_by_hand"] = hit / byHand;
+  state.counters["cold_over_hit"] = cold / hit;
+  for (const auto &[phase, values] : phaseTimes)
+    if (!phase.starts_with("cold.")) state.counters[phase + "_us"] = median(values) / 1e3;
+  state.SetLabel("medians of " + std::to_string(times[1].size()) + " processes each");
+  fs::remove_all(work);
+}
+
+void BM_OpenClFirstKernelInAFreshProcess(benchmark::State &state) {
+  firstKernelInAFreshProcess(state, "opencl", image("lib.spv"), image("app.spv"));
+}
+void BM_CudaFirstKernelInAFreshProcess(benchmark::State &state) {
+  if (std::string why; !cuda::driver(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  firstKernelInAFreshProcess(state, "cuda", image("lib.cubin"), image("app.cubin"));
+}
+
+BENCHMARK(BM_OpenClFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+BENCHMARK(BM_CudaFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--child") return child(argc - 1, argv + 1);
+  self = fs::canonical("/proc/self/exe").string();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
