@@ -6,8 +6,9 @@
 //
 // Each process (this program with --child) first opens the device (device_dlnative) and then
 // times, on its own clock, from the first load call to the end of one launch of the kernel on
-// one work-item; it prints the nanoseconds. PoCL's kernel cache is off in every process
-// (POCL_KERNEL_CACHE=0, and a fresh empty POCL_CACHE_DIR each), as is CUDA's JIT cache.
+// one work-item; it prints the nanoseconds, those of each phase and the page faults taken.
+// PoCL's kernel cache is off in every process (POCL_KERNEL_CACHE=0, and a fresh empty
+// POCL_CACHE_DIR each), as is CUDA's JIT cache.
 //
 //   bench_cache                           both backends (each skips, saying why, without a device)
 //   bench_cache --child opencl|cuda devdl LIB APP | binary FILE
@@ -21,6 +22,7 @@
 #include <benchmark/benchmark.h>
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +83,8 @@ int child(int argc, char **argv) {
   if (!clApi) llvm::consumeError(clApi.takeError());
   if (backend == "cuda" ? !cu : !clApi) return std::fprintf(stderr, "no %s driver\n", backend.c_str()), 1;
 
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
   const auto start = Clock::now();
   auto last = start;
   std::string phases;  // " name=ns" each
@@ -134,6 +138,9 @@ int child(int argc, char **argv) {
                                           : launchOpenCl(*clApi, native, static_cast<cl_kernel>(kernel));
   if (!launched) return std::fprintf(stderr, "launch failed\n"), 1;
   mark("launch");
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  phases += " page_faults=" + std::to_string(after.ru_minflt - before.ru_minflt + after.ru_majflt - before.ru_majflt);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(last - start).count();
   std::printf("%lld%s\n", static_cast<long long>(ns), phases.c_str());
   return 0;
@@ -253,7 +260,9 @@ void firstKernelInAFreshProcess(benchmark::State &state, const std::string &back
   state.counters["hit_over_by_hand"] = hit / byHand;
   state.counters["cold_over_hit"] = cold / hit;
   for (const auto &[phase, values] : phaseTimes)
-    if (!phase.starts_with("cold.")) state.counters[phase + "_us"] = median(values) / 1e3;
+    if (!phase.starts_with("cold."))
+      state.counters[phase.ends_with("page_faults") ? phase : phase + "_us"] =
+          median(values) / (phase.ends_with("page_faults") ? 1 : 1e3);
   state.SetLabel("medians of " + std::to_string(times[1].size()) + " processes each");
   fs::remove_all(work);
 }

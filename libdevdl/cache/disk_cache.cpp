@@ -233,20 +233,22 @@ std::string DiskCache::pathOf(const Key &key) const { return directory_ + "/" + 
 
 bool DiskCache::prepare(std::string &why) {
   if (prepared_) return true;
-  // Missing components are made private to the user, as the XDG specification asks of its
-  // directories; an existing one is the user's choice.
-  for (size_t slash = directory_.find('/', 1); ; slash = directory_.find('/', slash + 1)) {
-    const std::string part = directory_.substr(0, slash);
-    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-      why = "cannot create " + part + ": " + errnoText();
-      return false;
-    }
-    if (slash == std::string::npos) break;
-  }
   struct stat st;
   if (stat(directory_.c_str(), &st) != 0) {
-    why = directory_ + ": " + errnoText();
-    return false;
+    // Missing components are made private to the user, as the XDG specification asks of its
+    // directories; an existing one is the user's choice.
+    for (size_t slash = directory_.find('/', 1);; slash = directory_.find('/', slash + 1)) {
+      const std::string part = directory_.substr(0, slash);
+      if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+        why = "cannot create " + part + ": " + errnoText();
+        return false;
+      }
+      if (slash == std::string::npos) break;
+    }
+    if (stat(directory_.c_str(), &st) != 0) {
+      why = directory_ + ": " + errnoText();
+      return false;
+    }
   }
   if (!S_ISDIR(st.st_mode)) why = directory_ + " is not a directory";
   else if (st.st_uid != geteuid()) why = directory_ + " belongs to user " + std::to_string(st.st_uid) + ", not to this user";

@@ -405,12 +405,16 @@ llvm::Expected<std::unique_ptr<backend::Program>> Loader::buildProgram(backend::
     diskKey = builder.finish();
     const auto start = Clock::now();
     if (std::optional<cache::Entry> entry = disk.load(*diskKey)) {
+      const uint64_t read = nanoseconds(start);
       auto loaded = dev.load(entry->binary);
       if (loaded) {
-        disk.saved(entry->buildNanoseconds, nanoseconds(start));
+        const uint64_t total = nanoseconds(start);
+        disk.saved(entry->buildNanoseconds, total);
         if (Debug::get().on(Debug::Statistics))
-          Debug::get().print("cache: hit " + diskKey->hex() + " (" + std::to_string(entry->binary.size()) + " bytes) for " +
-                             inputs.front().label);
+          Debug::get().print("cache: hit " + diskKey->hex() + " for " + inputs.front().label + ": " +
+                             std::to_string(entry->binary.size()) + " bytes read and verified in " +
+                             llvm::formatv("{0:f1}", read / 1e3).str() + " us, loaded by the driver in " +
+                             llvm::formatv("{0:f1}", (total - read) / 1e3).str() + " us");
         cached = true;
         return std::move(*loaded);
       }

@@ -1,15 +1,38 @@
 // One libFuzzer target per parser, selected at build time by DEVDL_FUZZ_PARSER. Every input
 // must be read or refused with an error: no crash, no out-of-bounds read (ASan), no leak.
 #include "bundle/host_elf.h"
+#include "cache/disk_cache.h"
 #include "image/read_image.h"
 #include "image/readers.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 namespace {
 
-enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile };
+enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, CacheEntry };
+
+// A disk cache entry as a file under the key "fuzz" (tests/data/fuzz-seeds has a valid
+// one to start from), then looked up and listed as devdl and devdl-cache do.
+void readCacheEntry(devdl::Bytes bytes) {
+  using namespace devdl::cache;
+  static const std::string dir = [] {
+    char name[] = "/tmp/devdl-fuzz-cache-XXXXXX";
+    return std::string(mkdtemp(name));
+  }();
+  static const Key key = KeyBuilder().add("fuzz").finish();
+  const std::string path = dir + "/" + key.hex() + ".devdl-cache";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::abort();
+  close(fd);
+  DiskCache cache(dir, uint64_t(1) << 30);
+  cache.list();
+  cache.load(key);
+}
 
 llvm::Error parse(devdl::Bytes bytes) {
   using namespace devdl;
@@ -25,6 +48,7 @@ llvm::Error parse(devdl::Bytes bytes) {
     case Bundle: return readBundleImages(bytes, storage).takeError();
     case HostElf: return bundle::findBundlesInElf(bytes).takeError();
     case AnyFile: return readImageMemory(bytes, "fuzz", storage).takeError();
+    case CacheEntry: readCacheEntry(bytes); return llvm::Error::success();
   }
   return llvm::Error::success();
 }

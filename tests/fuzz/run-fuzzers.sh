@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for a bounded time. Usage: run-fuzzers.sh FUZZ_BUILD TEST_BUILD [SECONDS]
 # Each target starts from the test images and host libraries of TEST_BUILD (a build with the
-# tests) and from the inputs that once crashed a parser (tests/data/fuzz-regressions). Inputs
-# that fail are left in FUZZ_BUILD/fuzz-artifacts.
+# tests), from inputs the build does not make (tests/data/fuzz-seeds: a disk cache entry) and
+# from the inputs that once crashed a parser (tests/data/fuzz-regressions). Inputs that fail
+# are left in FUZZ_BUILD/fuzz-artifacts.
 set -euo pipefail
 build=$1 tests=$2 seconds=${3:-30}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +15,8 @@ status=0
 for target in "$build"/tests/fuzz/fuzz_*; do
   name=$(basename "$target")
   mkdir -p "$corpus/$name"
-  cp "$tests"/tests/images/* "$tests"/tests/*.so "$here"/../data/fuzz-regressions/* "$corpus/$name/"
+  cp "$tests"/tests/images/* "$tests"/tests/*.so "$here"/../data/fuzz-seeds/* "$here"/../data/fuzz-regressions/* \
+     "$corpus/$name/"
   if "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$build/fuzz-artifacts/$name-" "$corpus/$name" > "$corpus/$name.log" 2>&1; then
     echo "fuzz: $name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$corpus/$name.log" | grep -o '[0-9]*$') inputs in ${seconds}s, no failure"

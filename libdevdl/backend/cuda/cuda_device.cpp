@@ -346,10 +346,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
 }
 
 std::string Device::identity() const {
+  // Asked for at every link: the driver's answers are read once.
+  if (!identity_.empty()) return identity_;
   int driver = 0;
   api_.cuDriverGetVersion(&driver);
-  return "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
-         std::string(linkMethod()) + "\n" + devdlBuild();
+  identity_ = "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
+              std::string(linkMethod()) + "\n" + devdlBuild();
+  return identity_;
 }
 
 }  // namespace devdl::backend::cuda

@@ -81,6 +81,7 @@ class Device final : public backend::Device {
   bool primary_;  // a primary context devdl retained, released with this object
   int sm_ = 0;
   std::string name_;
+  mutable std::string identity_;  // made on first use
 };
 
 }  // namespace devdl::backend::cuda

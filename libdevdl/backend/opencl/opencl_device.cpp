@@ -194,10 +194,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
 }
 
 std::string Device::identity() const {
-  return "OpenCL\n" + platformString(api_, platform_, CL_PLATFORM_NAME) + "\n" +
-         platformString(api_, platform_, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
-         deviceString(api_, device_, CL_DEVICE_VERSION) + "\n" + deviceString(api_, device_, CL_DRIVER_VERSION) +
-         "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\n" + devdlBuild();
+  // Asked for at every link: the driver's answers are read once.
+  if (!identity_.empty()) return identity_;
+  identity_ = "OpenCL\n" + platformString(api_, platform_, CL_PLATFORM_NAME) + "\n" +
+              platformString(api_, platform_, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
+              deviceString(api_, device_, CL_DEVICE_VERSION) + "\n" + deviceString(api_, device_, CL_DRIVER_VERSION) +
+              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\n" + devdlBuild();
+  return identity_;
 }
 
 llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_t> words) const {

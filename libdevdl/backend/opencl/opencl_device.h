@@ -89,6 +89,7 @@ class Device final : public backend::Device {
   cl_device_id device_;
   cl_context context_;
   std::string name_;
+  mutable std::string identity_;  // made on first use
   Capabilities caps_;
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
 };
