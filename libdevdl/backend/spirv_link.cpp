@@ -8,10 +8,14 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
+#include <spirv-tools/libspirv.h>
 #include <spirv-tools/linker.hpp>
+#include <spirv/unified1/spirv.h>
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace devdl::backend {
@@ -19,6 +23,80 @@ namespace devdl::backend {
 namespace {
 
 constexpr size_t kVersionWord = 1;
+constexpr size_t kHeaderWords = 5;
+
+/// The linker leaves each module's variable for a builtin (get_global_id reads
+/// GlobalInvocationId) in the linked module, as it never pairs builtins by their linkage: two
+/// variables for one builtin, which the translator refuses and PoCL crashes on. This keeps the
+/// first variable of each builtin, points every use of the others at it, and drops them with
+/// their names and decorations (operands found by spvBinaryParse, so no literal is touched).
+llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t> words) {
+  struct Scan {
+    std::set<uint32_t> variables;
+    std::vector<std::pair<uint32_t, uint32_t>> builtins;  // (variable or other id, builtin)
+  } scan;
+  auto collect = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
+    auto &scan = *static_cast<Scan *>(user);
+    if (inst->opcode == SpvOpVariable) scan.variables.insert(inst->result_id);
+    if (inst->opcode == SpvOpDecorate && inst->num_words >= 4 && inst->words[2] == SpvDecorationBuiltIn)
+      scan.builtins.emplace_back(inst->words[1], inst->words[3]);
+    return SPV_SUCCESS;
+  };
+  spv_context context = spvContextCreate(SPV_ENV_UNIVERSAL_1_6);
+  spv_diagnostic diagnostic = nullptr;
+  auto failed = [&](const char *what) {
+    std::string text = diagnostic ? diagnostic->error : "";
+    spvDiagnosticDestroy(diagnostic);
+    spvContextDestroy(context);
+    return fail(ErrorCode::Unsupported, llvm::Twine("linked SPIR-V: ") + what + ": " + text);
+  };
+  if (spvBinaryParse(context, &scan, words.data(), words.size(), nullptr, collect, &diagnostic) != SPV_SUCCESS)
+    return failed("cannot parse");
+  struct Rewrite {
+    std::map<uint32_t, uint32_t> replace;  // duplicate variable -> the one kept
+    std::vector<uint32_t> out;
+  } rewrite;
+  std::map<uint32_t, uint32_t> kept;  // builtin -> variable
+  for (const auto &[id, builtin] : scan.builtins)
+    if (scan.variables.count(id)) {
+      auto [it, first] = kept.try_emplace(builtin, id);
+      if (!first) rewrite.replace[id] = it->second;
+    }
+  if (rewrite.replace.empty()) {
+    spvContextDestroy(context);
+    return words;
+  }
+  rewrite.out.assign(words.begin(), words.begin() + kHeaderWords);
+  auto emit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
+    auto &rewrite = *static_cast<Rewrite *>(user);
+    const bool aboutDuplicate = (inst->opcode == SpvOpName || inst->opcode == SpvOpDecorate) && inst->num_words >= 2 &&
+                                rewrite.replace.count(inst->words[1]);
+    if (aboutDuplicate || (inst->opcode == SpvOpVariable && rewrite.replace.count(inst->result_id))) return SPV_SUCCESS;
+    const size_t start = rewrite.out.size();
+    rewrite.out.insert(rewrite.out.end(), inst->words, inst->words + inst->num_words);
+    std::set<uint32_t> interface;  // an entry point lists each variable once
+    for (uint16_t i = 0; i < inst->num_operands; ++i) {
+      const spv_parsed_operand_t &operand = inst->operands[i];
+      if (operand.type != SPV_OPERAND_TYPE_ID) continue;
+      uint32_t &word = rewrite.out[start + operand.offset];
+      if (auto it = rewrite.replace.find(word); it != rewrite.replace.end()) word = it->second;
+      if (inst->opcode == SpvOpEntryPoint && i >= 3 && !interface.insert(word).second) word = 0;  // dropped below
+    }
+    if (inst->opcode == SpvOpEntryPoint) {
+      // Operands from the fourth on are the interface: drop the repeats (marked 0, no valid id).
+      const size_t interfaceStart = start + inst->operands[std::min<uint16_t>(3, inst->num_operands - 1)].offset;
+      if (inst->num_operands > 3)
+        rewrite.out.erase(std::remove(rewrite.out.begin() + static_cast<std::ptrdiff_t>(interfaceStart), rewrite.out.end(), 0u),
+                          rewrite.out.end());
+      rewrite.out[start] = static_cast<uint32_t>(rewrite.out.size() - start) << 16 | SpvOpEntryPoint;
+    }
+    return SPV_SUCCESS;
+  };
+  if (spvBinaryParse(context, &rewrite, words.data(), words.size(), nullptr, emit, &diagnostic) != SPV_SUCCESS)
+    return failed("cannot rewrite");
+  spvContextDestroy(context);
+  return std::move(rewrite.out);
+}
 
 }  // namespace
 
@@ -52,7 +130,7 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
     for (size_t i = 0; i < labels.size(); ++i) names += (i ? ", " : "") + std::to_string(i + 1) + " = " + labels[i];
     return fail(ErrorCode::Unresolved, "SPIR-V link failed: " + messages + " (modules " + names + ")");
   }
-  return linked;
+  return mergeBuiltinVariables(std::move(linked));
 }
 
 bool canTranslateToSpir() { return DEVDL_HAVE_SPIRV_TRANSLATOR; }

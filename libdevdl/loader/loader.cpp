@@ -351,15 +351,18 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
   backend::Device *dev = deviceFor(images_[root]->image, &why);
   if (!dev) return fail(ErrorCode::Unsupported, images_[root]->label + ": " + why);
   // The same code linked for the same device is the same program, whichever handles or
-  // files the images came from (the seed's key: the plan's images, sorted).
+  // files the images came from (the seed's key: the plan's images, sorted). A program that
+  // holds all of the plan's images serves it too (the seed's nested key: a library's kernel
+  // from the program linked for the application that imports it): its images define each
+  // symbol once, so the plan's imports are bound there as the plan binds them.
   std::vector<ContentHash> key;
   for (uint32_t id : plan.images) key.push_back(images_[id]->hash);
   std::sort(key.begin(), key.end());
   for (const auto &program : programs_)
-    if (program->device == dev && program->key == key) {
+    if (program->device == dev && std::includes(program->key.begin(), program->key.end(), key.begin(), key.end())) {
       if (Debug::get().on(Debug::Statistics))
-        Debug::get().print("program for " + images_[root]->label + ": in memory (" +
-                           std::to_string(key.size()) + " images)");
+        Debug::get().print("program for " + images_[root]->label + ": in memory (" + std::to_string(key.size()) +
+                           " of its " + std::to_string(program->key.size()) + " images)");
       if (!llvm::is_contained(program->plans, plan.images)) program->plans.push_back(plan.images);
       programOfRoot_[root] = program.get();
       return program.get();

@@ -16,7 +16,7 @@ constexpr const char *kHelp =
     "  libs        images as they are found, loaded and unloaded\n"
     "  symbols     duplicate definitions in the global scope\n"
     "  bindings    each import and the definition it binds to\n"
-    "  statistics  link plans and build times\n"
+    "  statistics  link plans and build times, the disk cache's hits, misses and totals\n"
     "  all         all of the above\n"
     "  help        this list\n"
     "DEVDL_DEBUG_OUTPUT=FILE writes to FILE.PID instead of stderr.\n";

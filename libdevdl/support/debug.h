@@ -3,7 +3,8 @@
 //   libs        images as they are found and loaded, and unloaded
 //   symbols     duplicate definitions in the global scope (ODR violations)
 //   bindings    each import and the definition it binds to
-//   statistics  link plans and build times, and the time of each backend call of a link
+//   statistics  link plans and build times, the time of each backend call of a link, and the
+//               disk cache: hits, misses, problems, and its totals at exit
 //   help        print this list
 #pragma once
 

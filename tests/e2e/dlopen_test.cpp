@@ -259,6 +259,33 @@ TEST_F(DeviceDlopen, SameCodeFromAnotherFileSharesTheProgram) {
   device_dlclose(lib);
 }
 
+TEST_F(DeviceDlopen, ALibrarysKernelComesFromTheProgramOfItsImporter) {
+  // LAZY: the library's kernel is asked for after the application's (NOW would link it first).
+  void *lib = device_dlopen(image("kernel_lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("kernel_app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(lib, nullptr) << error();
+  ASSERT_NE(app, nullptr) << error();
+  void *user = device_dlsym(app, "UserKernel");
+  void *library = device_dlsym(lib, "LibKernel");
+  ASSERT_NE(user, nullptr) << error();
+  ASSERT_NE(library, nullptr) << error();
+  EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
+  // The library's code was built once: its kernel is in the application's program.
+  auto programOf = [](void *kernel) {
+    cl_program program = nullptr;
+    (*backend::opencl::api()).clGetKernelInfo(static_cast<cl_kernel>(kernel), CL_KERNEL_PROGRAM, sizeof program,
+                                              &program, nullptr);
+    return program;
+  };
+  EXPECT_EQ(programOf(library), programOf(user));
+  // Without the application the program stays for the library's kernel.
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(device_dlsym(lib, "LibKernel"), library);
+  EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
+  device_dlclose(lib);
+}
+
 TEST_F(DeviceDlopen, DeepbindPrefersTheHandlesOwnDefinition) {
   // A bundle holding the user and value_two: with DEEPBIND its own DupValue wins over the
   // global value_one.
