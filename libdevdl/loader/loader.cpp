@@ -78,6 +78,8 @@ uint32_t Loader::addImage(DeviceImage image, const std::string &file, unsigned i
   images_[id] = std::make_unique<LoadedImage>(
       LoadedImage{std::move(image), std::move(label), file, index, owner, false, hash});
   imagePointers_[id] = &images_[id]->image;
+  for (const Symbol &s : images_[id]->image.symbols)
+    if (s.kind == SymbolKind::Import) importers_[std::string(s.name)].push_back(id);
   return id;
 }
 
@@ -123,6 +125,13 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   llvm::erase_if(globalOrder_, [&](uint32_t id) { return dropped.count(id); });
   if (globalOrder_.size() != before) rebuildGlobalIndex();
   for (uint32_t id : ids) {
+    for (const Symbol &s : images_[id]->image.symbols) {
+      if (s.kind != SymbolKind::Import) continue;
+      auto it = importers_.find(s.name);
+      if (it == importers_.end()) continue;
+      llvm::erase_value(it->second, id);
+      if (it->second.empty()) importers_.erase(it);
+    }
     if (Debug::get().on(Debug::Libs)) Debug::get().print("unloaded " + images_[id]->label);
     images_[id].reset();
     imagePointers_[id] = nullptr;
@@ -367,16 +376,44 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
       programOfRoot_[root] = program.get();
       return program.get();
     }
-  if (Debug::get().on(Debug::Bindings))
-    for (const Binding &b : plan.bindings)
-      Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer]->label + " -> " +
-                         images_[b.definer]->label);
-  std::vector<backend::LinkInput> inputs;
-  for (uint32_t id : plan.images) inputs.push_back({&images_[id]->image, images_[id]->label});
+  // Linked with the loaded images that import from it, so that their kernels find this
+  // program later rather than build the plan's code again (the seed's double compilation when
+  // a library's kernel comes first). Should that link fail, the plan is linked alone.
+  std::vector<std::vector<uint32_t>> plans{plan.images};
+  std::vector<uint32_t> withImporters{root};
+  for (uint32_t importer : importersOf(plan, dev, plans)) withImporters.push_back(importer);
+  LinkPlan linked = withImporters.size() == 1 ? plan
+                                              : computeLinkPlan(withImporters, imagePointers_,
+                                                                [&](std::string_view symbol, uint32_t importer) {
+                                                                  return resolve(symbol, importer);
+                                                                });
+  auto build = [&](const LinkPlan &what, bool &cached) {
+    if (Debug::get().on(Debug::Bindings))
+      for (const Binding &b : what.bindings)
+        Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer]->label + " -> " +
+                           images_[b.definer]->label);
+    key.clear();
+    for (uint32_t id : what.images) key.push_back(images_[id]->hash);
+    std::sort(key.begin(), key.end());
+    std::vector<backend::LinkInput> inputs;
+    for (uint32_t id : what.images) inputs.push_back({&images_[id]->image, images_[id]->label});
+    return buildProgram(*dev, key, inputs, cached);
+  };
   const auto start = std::chrono::steady_clock::now();
   bool cached = false;
-  auto built = buildProgram(*dev, key, inputs, cached);
+  auto built = build(linked, cached);
+  if (!built && withImporters.size() > 1) {
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print("program for " + images_[root]->label + ": with its importers it did not link (" +
+                         llvm::toString(built.takeError()) + "); linked alone");
+    else
+      llvm::consumeError(built.takeError());
+    plans.resize(1);
+    linked = plan;
+    built = build(linked, cached);
+  }
   if (!built) return built.takeError();
+  plan = std::move(linked);
   if (Debug::get().on(Debug::Statistics)) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     Debug::get().print("program for " + images_[root]->label + ": " + std::to_string(plan.images.size()) +
@@ -385,9 +422,43 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
                        llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
                        (cached ? "" : " (" + std::string(dev->linkMethod()) + ")"));
   }
-  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), {plan.images}, dev, std::move(*built)}));
+  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(plans), dev, std::move(*built)}));
   programOfRoot_[root] = programs_.back().get();
   return programs_.back().get();
+}
+
+std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device *dev,
+                                          std::vector<std::vector<uint32_t>> &plans) {
+  std::vector<uint32_t> found;
+  std::set<uint32_t> inPlan(plan.images.begin(), plan.images.end()), seen;
+  // A worklist over the exports of what the program holds: the cost follows the imports of
+  // those names, never the number of loaded images.
+  std::vector<uint32_t> work(plan.images.begin(), plan.images.end());
+  while (!work.empty()) {
+    const uint32_t id = work.back();
+    work.pop_back();
+    for (const Symbol &s : images_[id]->image.symbols) {
+      if (s.kind == SymbolKind::Import) continue;
+      auto it = importers_.find(s.name);
+      if (it == importers_.end()) continue;
+      for (uint32_t importer : it->second) {
+        if (inPlan.count(importer) || !seen.insert(importer).second) continue;
+        if (deviceFor(images_[importer]->image) != dev || !candidate(Definition{importer, SymbolKind::Kernel, LinkFamily::None}))
+          continue;
+        if (resolve(s.name, importer) != id) continue;  // its import binds elsewhere
+        const uint32_t roots[] = {importer};
+        LinkPlan own = computeLinkPlan(roots, imagePointers_, [&](std::string_view symbol, uint32_t from) {
+          return resolve(symbol, from);
+        });
+        if (!own.unresolved.empty()) continue;  // LAZY: its missing symbols are its own business
+        found.push_back(importer);
+        plans.push_back(own.images);
+        for (uint32_t member : own.images)
+          if (inPlan.insert(member).second) work.push_back(member);
+      }
+    }
+  }
+  return found;
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Loader::buildProgram(backend::Device &dev,

@@ -127,6 +127,11 @@ class Loader {
   const Definition *firstCandidate(std::span<const Definition> definitions, LinkFamily family = LinkFamily::None);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
   llvm::Expected<LinkedProgram *> programFor(uint32_t root);
+  /// The loaded images that import, directly or through others, from `plan`'s images, bind to
+  /// them, go to `dev` and resolve completely: linked with the plan, a library's code is built
+  /// once whichever kernel is asked for first. With the plan of each, in `plans`.
+  std::vector<uint32_t> importersOf(const LinkPlan &plan, backend::Device *dev,
+                                    std::vector<std::vector<uint32_t>> &plans);
   /// The program of `inputs` from the disk cache (`cached`), else linked and stored there.
   llvm::Expected<std::unique_ptr<backend::Program>> buildProgram(backend::Device &dev, const std::vector<ContentHash> &key,
                                                                  std::span<const backend::LinkInput> inputs,
@@ -153,6 +158,7 @@ class Loader {
   std::vector<std::unique_ptr<LoadedImage>> images_;  // by id; null once unloaded
   std::vector<const DeviceImage *> imagePointers_;    // images_[id]->image, for link plans
   std::vector<uint32_t> freeIds_;                     // of unloaded images, to be taken again
+  std::map<std::string, std::vector<uint32_t>, std::less<>> importers_;  // symbol -> images importing it
   std::vector<uint32_t> globalOrder_;                // ids in global search order
   SymbolIndex global_;
   std::vector<std::unique_ptr<Handle>> handles_;

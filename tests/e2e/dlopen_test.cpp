@@ -286,6 +286,34 @@ TEST_F(DeviceDlopen, ALibrarysKernelComesFromTheProgramOfItsImporter) {
   device_dlclose(lib);
 }
 
+TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
+  void *lib = device_dlopen(image("kernel_lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("kernel_app.spv").c_str(), DEVDL_LAZY);
+  // An importer that cannot be linked (LAZY: its error waits for its own kernel) is left out.
+  void *broken = device_dlopen(image("kernel_app_broken.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  ASSERT_NE(app, nullptr) << error();
+  ASSERT_NE(broken, nullptr) << error();
+  void *library = device_dlsym(lib, "LibKernel");  // the library's kernel first
+  ASSERT_NE(library, nullptr) << error();
+  void *user = device_dlsym(app, "UserKernel");
+  ASSERT_NE(user, nullptr) << error();
+  EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
+  EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
+  auto programOf = [](void *kernel) {
+    cl_program program = nullptr;
+    (*backend::opencl::api()).clGetKernelInfo(static_cast<cl_kernel>(kernel), CL_KERNEL_PROGRAM, sizeof program,
+                                              &program, nullptr);
+    return program;
+  };
+  EXPECT_EQ(programOf(user), programOf(library)) << "the library's code was built twice";
+  EXPECT_EQ(device_dlsym(broken, "BrokenKernel"), nullptr);
+  EXPECT_NE(error().find("undefined device symbol `NowhereDefined`"), std::string::npos) << error();
+  device_dlclose(broken);
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
 TEST_F(DeviceDlopen, DeepbindPrefersTheHandlesOwnDefinition) {
   // A bundle holding the user and value_two: with DEEPBIND its own DupValue wins over the
   // global value_one.
