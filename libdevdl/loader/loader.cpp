@@ -799,7 +799,8 @@ llvm::Error Loader::native(devdl_native &out) {
   if (which == 0) {
     // The default: the backend DEVDL_BACKEND names, else one in use, else the first that has
     // a device.
-    if (!backendChoice().empty()) which = backendNumber(backendChoice()).value_or(-1);
+    // A name that is no backend: device() says so, as to device_dlopen.
+    if (!backendChoice().empty()) which = backendNumber(backendChoice()).value_or(DEVDL_BACKEND_OPENCL);
     for (int b : {DEVDL_BACKEND_OPENCL, DEVDL_BACKEND_CUDA})
       if (!which && backends_[b].device) which = b;
     for (int b : {DEVDL_BACKEND_OPENCL, DEVDL_BACKEND_CUDA}) {

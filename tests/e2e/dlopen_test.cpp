@@ -520,6 +520,12 @@ TEST_F(DeviceDlopen, BackendAndDeviceFromTheEnvironment) {
   EXPECT_NE(unknown.err.find("DEVDL_BACKEND=vulkan: no such backend (opencl, cuda and level_zero are)"),
             std::string::npos)
       << unknown.err;
+  // device_dlnative (which devdl_cache_probe calls first) says the same.
+  setenv("DEVDL_BACKEND", "vulkan", 1);
+  CommandResult native = devdl::test::run({DEVDL_TEST_CACHE_PROBE, "1", "AppKernel", image("app.spv")});
+  unsetenv("DEVDL_BACKEND");
+  EXPECT_EQ(native.status, 1);
+  EXPECT_EQ(native.err, "DEVDL_BACKEND=vulkan: no such backend (opencl, cuda and level_zero are)\n");
   // SPIR-V is linked by OpenCL, which the variable turned off.
   CommandResult cuda = probe("DEVDL_BACKEND", "cuda");
   EXPECT_EQ(cuda.status, 1);
