@@ -16,6 +16,7 @@
 #include <random>
 #include <regex>
 #include <thread>
+#include <tuple>
 
 namespace devdl {
 namespace {
@@ -29,6 +30,7 @@ const std::string kSeedOutput = "0 2 4 6 8 10 12 14\n";
 struct Load {
   CommandResult result;
   int hits = -1, misses = -1, stored = -1, deleted = -1;
+  std::tuple<int, int, int> counts() const { return {hits, misses, stored}; }
 };
 
 Load parse(CommandResult result) {
@@ -54,8 +56,7 @@ class DiskCacheE2E : public ::testing::Test {
   void SetUp() override {
     auto device = backend::opencl::Device::openDefault();
     if (!device) GTEST_SKIP() << "no OpenCL device to build on: " << llvm::toString(device.takeError());
-    for (const char *name : {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_MAX_SIZE", "DEVDL_BUILD_OPTIONS",
-                             "XDG_CACHE_HOME", "DEVDL_DEBUG", "HOME"})
+    for (const char *name : kVariables)
       if (const char *value = std::getenv(name)) saved_.emplace_back(name, value);
     unsetenv("DEVDL_CACHE");  // the test runner turns it off
     unsetenv("DEVDL_BUILD_OPTIONS");
@@ -64,9 +65,7 @@ class DiskCacheE2E : public ::testing::Test {
     setenv("DEVDL_DEBUG", "statistics", 1);
   }
   void TearDown() override {
-    for (const char *name : {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_MAX_SIZE", "DEVDL_BUILD_OPTIONS",
-                             "XDG_CACHE_HOME", "DEVDL_DEBUG", "HOME"})
-      unsetenv(name);
+    for (const char *name : kVariables) unsetenv(name);
     for (const auto &[name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
   }
 
@@ -79,22 +78,20 @@ class DiskCacheE2E : public ::testing::Test {
   std::string dir_;
 
  private:
+  // What the tests set, restored after each.
+  static constexpr const char *kVariables[] = {"DEVDL_CACHE",         "DEVDL_CACHE_DIR", "DEVDL_CACHE_MAX_SIZE",
+                                               "DEVDL_BUILD_OPTIONS", "XDG_CACHE_HOME",  "DEVDL_DEBUG"};
   std::vector<std::pair<std::string, std::string>> saved_;
 };
 
 TEST_F(DiskCacheE2E, OneProcessStoresTheNextLoads) {
-  Load cold = seed();
-  ASSERT_EQ(cold.result.status, 0) << cold.result.err;
-  EXPECT_EQ(cold.result.out, kSeedOutput);
-  EXPECT_EQ(cold.misses, 1);
-  EXPECT_EQ(cold.stored, 1);
-  EXPECT_EQ(cold.hits, 0);
-  Load warm = seed();
-  ASSERT_EQ(warm.result.status, 0) << warm.result.err;
-  EXPECT_EQ(warm.result.out, kSeedOutput);
-  EXPECT_EQ(warm.hits, 1);
-  EXPECT_EQ(warm.misses, 0);
-  EXPECT_EQ(warm.stored, 0);
+  Load cold = seed(), warm = seed();
+  for (const Load *load : {&cold, &warm}) {
+    ASSERT_EQ(load->result.status, 0) << load->result.err;
+    EXPECT_EQ(load->result.out, kSeedOutput);
+  }
+  EXPECT_EQ(cold.counts(), std::make_tuple(0, 1, 1)) << "hits, misses, stored";
+  EXPECT_EQ(warm.counts(), std::make_tuple(1, 0, 0)) << "hits, misses, stored";
   EXPECT_NE(warm.result.err.find("loaded from the disk cache"), std::string::npos) << warm.result.err;
   const auto files = entries();
   ASSERT_EQ(files.size(), 1u);

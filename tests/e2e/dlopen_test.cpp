@@ -38,6 +38,14 @@ class DeviceDlopen : public ::testing::Test {
     return e ? e : "";
   }
 
+  // The program a kernel was made from.
+  static cl_program programOf(void *kernel) {
+    cl_program program = nullptr;
+    (*backend::opencl::api()).clGetKernelInfo(static_cast<cl_kernel>(kernel), CL_KERNEL_PROGRAM, sizeof program,
+                                              &program, nullptr);
+    return program;
+  }
+
   cl_context context_ = nullptr;
   cl_device_id device_ = nullptr;
   std::string deviceName_;
@@ -272,12 +280,6 @@ TEST_F(DeviceDlopen, ALibrarysKernelComesFromTheProgramOfItsImporter) {
   EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
   EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
   // The library's code was built once: its kernel is in the application's program.
-  auto programOf = [](void *kernel) {
-    cl_program program = nullptr;
-    (*backend::opencl::api()).clGetKernelInfo(static_cast<cl_kernel>(kernel), CL_KERNEL_PROGRAM, sizeof program,
-                                              &program, nullptr);
-    return program;
-  };
   EXPECT_EQ(programOf(library), programOf(user));
   // Without the application the program stays for the library's kernel.
   EXPECT_EQ(device_dlclose(app), 0);
@@ -300,12 +302,6 @@ TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
   ASSERT_NE(user, nullptr) << error();
   EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
   EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
-  auto programOf = [](void *kernel) {
-    cl_program program = nullptr;
-    (*backend::opencl::api()).clGetKernelInfo(static_cast<cl_kernel>(kernel), CL_KERNEL_PROGRAM, sizeof program,
-                                              &program, nullptr);
-    return program;
-  };
   EXPECT_EQ(programOf(user), programOf(library)) << "the library's code was built twice";
   EXPECT_EQ(device_dlsym(broken, "BrokenKernel"), nullptr);
   EXPECT_NE(error().find("undefined device symbol `NowhereDefined`"), std::string::npos) << error();

@@ -18,22 +18,23 @@ llvm::Error clFailure(const char *what, cl_int code) {
   return fail(ErrorCode::Unsupported, llvm::Twine(what) + " failed: " + errorName(code));
 }
 
-std::string platformString(const Api &api, cl_platform_id platform, cl_platform_info param) {
+// A string an info query gives (clGetPlatformInfo, clGetDeviceInfo); "" where it fails.
+template <typename Query, typename Object, typename Param>
+std::string infoString(Query query, Object object, Param param) {
   size_t size = 0;
-  if (api.clGetPlatformInfo(platform, param, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  if (query(object, param, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
   std::string value(size, '\0');
-  if (api.clGetPlatformInfo(platform, param, size, value.data(), nullptr) != CL_SUCCESS) return {};
+  if (query(object, param, size, value.data(), nullptr) != CL_SUCCESS) return {};
   value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
   return value;
 }
 
+std::string platformString(const Api &api, cl_platform_id platform, cl_platform_info param) {
+  return infoString(api.clGetPlatformInfo, platform, param);
+}
+
 std::string deviceString(const Api &api, cl_device_id device, cl_device_info param) {
-  size_t size = 0;
-  if (api.clGetDeviceInfo(device, param, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
-  std::string value(size, '\0');
-  if (api.clGetDeviceInfo(device, param, size, value.data(), nullptr) != CL_SUCCESS) return {};
-  value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
-  return value;
+  return infoString(api.clGetDeviceInfo, device, param);
 }
 
 template <typename T>
@@ -179,16 +180,21 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
+  return buildBinary(binary, options_, "a cached program");
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::buildBinary(std::string_view binary, const std::string &options,
+                                                             std::string_view what) const {
   const auto *bytes = reinterpret_cast<const unsigned char *>(binary.data());
   const size_t size = binary.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
-  if (err != CL_SUCCESS) return clFailure("clCreateProgramWithBinary (a cached program)", err);
+  if (err != CL_SUCCESS) return clFailure(("clCreateProgramWithBinary (" + std::string(what) + ")").c_str(), err);
   auto owned = std::make_unique<Program>(api_, program, name_);
-  if ((err = api_.clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr)) != CL_SUCCESS) {
+  if ((err = api_.clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr)) != CL_SUCCESS) {
     const std::string log = buildLog(api_, program, device_);
-    return fail(ErrorCode::Unsupported, "clBuildProgram of a cached program on " + name_ + " failed: " +
-                                            errorName(err) + (log.empty() ? "" : "\n" + log));
+    return fail(ErrorCode::Unsupported, "clBuildProgram on " + name_ + " failed: " + errorName(err) + " (" +
+                                            std::string(what) + ")" + (log.empty() ? "" : "\n" + log));
   }
   return owned;
 }
@@ -300,22 +306,10 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(cl_device_id device, cl_c
 
 llvm::Expected<std::unique_ptr<Program>> Device::buildSpir(std::string_view bitcode, std::string_view options) const {
   if (!caps_.spir) return fail(ErrorCode::Unsupported, "device " + name_ + " does not take SPIR (no cl_khr_spir)");
-  const auto *bytes = reinterpret_cast<const unsigned char *>(bitcode.data());
-  const size_t size = bitcode.size();
-  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-  cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
-  if (err != CL_SUCCESS) return clFailure("clCreateProgramWithBinary (SPIR)", err);
-  auto owned = std::make_unique<Program>(api_, program, name_);
   std::string buildOptions = "-x spir -spir-std=1.2";
   for (std::string_view more : {std::string_view(options_), options})
     if (!more.empty()) buildOptions += " " + std::string(more);
-  err = api_.clBuildProgram(program, 1, &device_, buildOptions.c_str(), nullptr, nullptr);
-  if (err != CL_SUCCESS) {
-    std::string log = buildLog(api_, program, device_);
-    return fail(ErrorCode::Unsupported, "clBuildProgram on " + name_ + " failed: " + errorName(err) +
-                                            (log.empty() ? "" : "\n" + log));
-  }
-  return owned;
+  return buildBinary(bitcode, buildOptions, "SPIR");
 }
 
 }  // namespace devdl::backend::opencl

@@ -83,6 +83,10 @@ class Device final : public backend::Device {
 
  private:
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
+  /// clCreateProgramWithBinary and clBuildProgram with `options`; `what` the binary is, for
+  /// errors ("SPIR", "a cached program"), which carry the build log.
+  llvm::Expected<std::unique_ptr<Program>> buildBinary(std::string_view binary, const std::string &options,
+                                                       std::string_view what) const;
 
   const Api &api_;
   cl_platform_id platform_;
