@@ -45,5 +45,7 @@ int main(int argc, char **argv) {
     else if (memcmp(first, values, sizeof first) != 0) return fprintf(stderr, "load %d computed other values\n", load), 2;
   }
   for (int i = 0; i < kItems; ++i) printf("%d%c", values[i], i + 1 < kItems ? ' ' : '\n');
+  clReleaseMemObject(out);
+  clReleaseCommandQueue(queue);
   return 0;
 }
