@@ -2,9 +2,9 @@
 #include "support/debug.h"
 
 #include "backend/cuda/cuda_device.h"
-#include "cache/disk_cache.h"
 #include "backend/opencl/opencl_device.h"
 #include "bundle/host_elf.h"
+#include "cache/disk_cache.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -443,6 +443,7 @@ std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device 
       if (it == importers_.end()) continue;
       for (uint32_t importer : it->second) {
         if (inPlan.count(importer) || !seen.insert(importer).second) continue;
+        // Of this device's family, and an image the device takes (candidate() asks of the image).
         if (deviceFor(images_[importer]->image) != dev || !candidate(Definition{importer, SymbolKind::Kernel, LinkFamily::None}))
           continue;
         if (resolve(s.name, importer) != id) continue;  // its import binds elsewhere

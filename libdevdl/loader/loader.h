@@ -49,7 +49,7 @@ struct LoadedImage {
   enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
 };
 
-/// A program linked from one link plan.
+/// A program linked from a link plan, with the loaded images that import from it (importersOf).
 struct LinkedProgram {
   std::vector<ContentHash> key;  // the hashes of its images, sorted
   // The plans (image ids) it was linked or reused for; a plan goes when one of its images is
