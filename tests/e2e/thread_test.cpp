@@ -1,10 +1,12 @@
 // Every entry point from many threads at once (run under ThreadSanitizer by
 // `scripts/test.sh --tsan`): opens, symbol lookups, closes and errors interleave; each thread
 // sees its own errors and the same kernel object for the same program.
+#include "cache/disk_cache.h"
 #include "devdl.h"
 #include "test_support.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 namespace devdl::test {
@@ -57,6 +59,57 @@ TEST(Threads, EveryEntryPointAtOnce) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(device_dlclose(app), 0);
   EXPECT_EQ(device_dlclose(lib), 0);
+}
+
+TEST(Threads, LoadsThroughTheDiskCacheAtOnce) {
+  // The process's disk cache is set up from the environment at its first link: the threads
+  // run in a new process of this program, given a cache of its own (and, under ThreadSanitizer,
+  // checked there too: a race fails it).
+  if (!std::getenv("DEVDL_TEST_THREADS_CHILD")) {
+    const std::string dir = scratchDir() + "/cache";
+    setenv("DEVDL_TEST_THREADS_CHILD", "1", 1);
+    setenv("DEVDL_CACHE_DIR", dir.c_str(), 1);
+    const char *off = std::getenv("DEVDL_CACHE");
+    const std::string saved = off ? off : "";
+    unsetenv("DEVDL_CACHE");
+    CommandResult child = run({"/proc/self/exe", "--gtest_filter=Threads.LoadsThroughTheDiskCacheAtOnce"});
+    unsetenv("DEVDL_TEST_THREADS_CHILD");
+    unsetenv("DEVDL_CACHE_DIR");
+    if (off) setenv("DEVDL_CACHE", saved.c_str(), 1);
+    ASSERT_EQ(child.status, 0) << child.out << child.err;
+    if (child.out.find("[  SKIPPED ]") != std::string::npos) GTEST_SKIP() << child.out;
+    EXPECT_NE(child.out.find("[  PASSED  ] 1 test"), std::string::npos) << child.out;
+    const auto entries = cache::DiskCache(dir, ~uint64_t(0)).list();
+    EXPECT_EQ(entries.size(), 2u) << "one entry for each program";
+    for (const auto &entry : entries) EXPECT_EQ(entry.problem, "") << entry.path;
+    return;
+  }
+  devdl_native native{};
+  native.size = sizeof native;
+  if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
+  const std::string libPath = image("lib.spv");
+  const std::string users[] = {image("app.spv"), image("chain_top.spv")};
+  const std::string chain[] = {image("chain_mid.spv"), image("chain_base.spv")};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 10; ++round) {
+        // Every round opens and closes all it uses: each load is a disk cache lookup (the
+        // first ones miss and store), under the loader's lock with the other threads' opens.
+        const bool seed = (t + round) % 2 == 0;
+        std::vector<void *> handles;
+        for (const std::string &path : seed ? std::vector<std::string>{libPath} : std::vector<std::string>(chain, chain + 2))
+          handles.push_back(device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_GLOBAL));
+        void *user = device_dlopen(users[seed ? 0 : 1].c_str(), DEVDL_NOW);
+        if (!user || !device_dlsym(user, seed ? "AppKernel" : "ChainKernel")) ++failures;
+        if (user) device_dlclose(user);
+        for (void *h : handles)
+          if (!h || device_dlclose(h) != 0) ++failures;
+      }
+    });
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 }  // namespace
