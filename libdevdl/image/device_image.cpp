@@ -23,6 +23,8 @@ constexpr std::array kFormats = {
     FormatInfo{ImageFormat::Ptx, "ptx", LinkFamily::Cuda},
     FormatInfo{ImageFormat::Fatbin, "fatbin", LinkFamily::Cuda},
     FormatInfo{ImageFormat::DeviceElf, "elf", LinkFamily::Amdgpu},
+    // Linked by OpenCL, with SPIR-V where the device takes both.
+    FormatInfo{ImageFormat::OpenClBinary, "opencl-binary", LinkFamily::Spirv},
 };
 
 const FormatInfo &infoOf(ImageFormat format) {

@@ -33,9 +33,11 @@ enum class ImageFormat : uint8_t {
   Ptx,          // NVIDIA PTX text
   Fatbin,       // NVIDIA fat binary holding cubins and PTX
   DeviceElf,    // another device ELF object (AMDGPU, ...)
+  OpenClBinary, // a native OpenCL binary (a compiled object, CL_PROGRAM_BINARIES): no symbol
+                // table devdl can read, so only in a bundle that records its symbols
 };
 
-/// "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "unknown".
+/// "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "opencl-binary", "unknown".
 std::string_view formatName(ImageFormat format);
 /// The inverse of formatName; nullopt for an unknown name.
 std::optional<ImageFormat> formatFromName(std::string_view name);

@@ -264,6 +264,9 @@ llvm::Error derive(DeviceImage &image) {
     case ImageFormat::DeviceElf: return readDeviceElf(image);
     case ImageFormat::Ptx: return readPtx(image);
     case ImageFormat::Fatbin: return readFatbin(image);
+    case ImageFormat::OpenClBinary:
+      return fail(ErrorCode::Unsupported, "a native OpenCL binary has no symbol table devdl can read: pack it with "
+                                          "devdl-pack --opencl-binary-of (the image it was compiled from)");
     case ImageFormat::Unknown: break;
   }
   return fail(ErrorCode::Unsupported, "unknown image format");

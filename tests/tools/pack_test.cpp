@@ -72,6 +72,29 @@ TEST(DevdlPack, BadOptionsAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/x")) << "a failed pack writes nothing";
 }
 
+TEST(DevdlPack, NativeOpenClBinariesTakeTheSymbolsOfTheirSource) {
+  // Any bytes stand for the driver's binary here: devdl-pack does not read it.
+  const std::string dir = scratchDir();
+  writeFile(dir + "/app.clobj", "a driver's binary");
+  CommandResult pack = run({DEVDL_PACK, "-o", dir + "/native.devdl", "--opencl-binary-of", image("app.spv"),
+                            dir + "/app.clobj"});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  CommandResult nm = run({DEVDL_NM, dir + "/native.devdl"});
+  EXPECT_EQ(nm.out, "K AppKernel\nU LibDeviceFunc\n") << nm.err;
+  CommandResult json = run({DEVDL_NM, "--json", dir + "/native.devdl"});
+  EXPECT_NE(json.out.find("\"format\": \"opencl-binary\""), std::string::npos) << json.out;
+  // The source must be one SPIR-V or SPIR image; the binary itself cannot be read without it.
+  CommandResult two = run({DEVDL_PACK, "-o", dir + "/x.devdl", "--opencl-binary-of", dir + "/native.devdl",
+                           dir + "/app.clobj"});
+  EXPECT_EQ(two.status, 1);
+  EXPECT_EQ(two.err, "devdl-pack: " + dir + "/native.devdl: --opencl-binary-of needs one SPIR-V or SPIR image, "
+                     "the binary's source\n");
+  CommandResult dangling = run({DEVDL_PACK, "-o", dir + "/x.devdl", image("app.spv"), "--opencl-binary-of",
+                                image("app.spv")});
+  EXPECT_EQ(dangling.status, 1);
+  EXPECT_NE(dangling.err.find("image options after the last input file apply to nothing"), std::string::npos);
+}
+
 TEST(DevdlPack, CheckNamesTheUnresolvedSymbolWhenTheLibraryIsLeftOut) {
   CommandResult ok = run({DEVDL_PACK, "--check", image("app.spv"), image("lib.spv")});
   EXPECT_EQ(ok.status, 0) << ok.err;

@@ -48,6 +48,9 @@ Image options (for the next FILE):
   --aspects N[,N...]        SYCL/device requirements aspects (SYCL aspect numbers)
   --property SET:NAME=TYPE:VALUE
                             any property; TYPE is u32, str or bytes (hex)
+  --opencl-binary-of IMAGE  FILE is a native OpenCL binary (CL_PROGRAM_BINARIES of a program
+                            compiled with clCompileProgram) made from IMAGE (SPIR-V or SPIR):
+                            it is packed with IMAGE's symbols, as it has no table devdl reads
 
 Check:
   --check FILE...           resolve every import of every image over the files in order;
@@ -62,6 +65,31 @@ Check:
 
 void reportError(llvm::Error err) {
   llvm::errs() << "devdl-pack: " << llvm::toString(std::move(err)) << '\n';
+}
+
+// A native OpenCL binary, with the symbols and target of the one image of `source` (what it was
+// compiled from): a driver's binary has no symbol table devdl can read.
+llvm::Expected<ImageFile> readOpenClBinary(const std::string &path, const std::string &source) {
+  auto from = readImageFile(source);
+  if (!from) return from.takeError();
+  if (from->images.size() != 1 ||
+      (from->images[0].format != ImageFormat::SpirV && from->images[0].format != ImageFormat::SpirBitcode))
+    return inFile(fail(ErrorCode::InvalidArgument,
+                       "--opencl-binary-of needs one SPIR-V or SPIR image, the binary's source"),
+                  source);
+  auto buffer = llvm::MemoryBuffer::getFile(path, false, false);
+  if (!buffer) return inFile(fail(ErrorCode::NotFound, buffer.getError().message()), path);
+  if ((*buffer)->getBufferSize() == 0) return inFile(fail(ErrorCode::BadFormat, "empty file"), path);
+  auto storage = std::make_shared<Storage>(std::move(*buffer));
+  DeviceImage image;
+  image.format = ImageFormat::OpenClBinary;
+  image.bytes = storage->bytes();
+  image.triple = storage->save(from->images[0].triple);
+  for (const Symbol &symbol : from->images[0].symbols) image.symbols.push_back({storage->save(symbol.name), symbol.kind});
+  image.storage = std::move(storage);
+  ImageFile file{path, {}};
+  file.images.push_back(std::move(image));
+  return file;
 }
 
 using Edit = std::function<llvm::Error(DeviceImage &)>;
@@ -195,7 +223,13 @@ int main(int argc, char **argv) {
   std::string output, addTo, targetTriple, symbol;
   bool object = false;
   std::vector<Edit> pending;
-  std::vector<std::pair<std::string, std::vector<Edit>>> inputs;
+  std::string binaryOf;  // --opencl-binary-of, for the next FILE
+  struct Input {
+    std::string path;
+    std::vector<Edit> edits;
+    std::string binaryOf;
+  };
+  std::vector<Input> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
     auto value = [&]() -> std::string {
@@ -227,11 +261,12 @@ int main(int argc, char **argv) {
       take(parseProperty(std::string(kVirtualFunctionsSet) + ":dummy-image=u32:1"));
     else if (arg == "--aspects") take(parseAspects(value()));
     else if (arg == "--property") take(parseProperty(value()));
+    else if (arg == "--opencl-binary-of") binaryOf = value();
     else if (arg.size() > 1 && arg[0] == '-') usageError("unknown option " + arg);
-    else inputs.emplace_back(arg, std::move(pending)), pending.clear();
+    else inputs.push_back({arg, std::move(pending), std::move(binaryOf)}), pending.clear(), binaryOf.clear();
   }
   if (inputs.empty()) usageError("no input files");
-  if (!pending.empty()) usageError("image options after the last input file apply to nothing");
+  if (!pending.empty() || !binaryOf.empty()) usageError("image options after the last input file apply to nothing");
   if (object && !addTo.empty()) usageError("--object and --add-to exclude each other");
   if ((!targetTriple.empty() || !symbol.empty()) && !object)
     usageError("--target and --symbol apply to --object only");
@@ -242,8 +277,8 @@ int main(int argc, char **argv) {
 
   std::vector<ImageFile> files;
   std::vector<DeviceImage> images;
-  for (auto &[path, edits] : inputs) {
-    auto file = readImageFile(path);
+  for (auto &[path, edits, source] : inputs) {
+    auto file = source.empty() ? readImageFile(path) : readOpenClBinary(path, source);
     if (!file) {
       reportError(file.takeError());
       return 1;

@@ -15,7 +15,8 @@ namespace devdl::backend::opencl {
   X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo)               \
   X(clCreateContext) X(clRetainContext) X(clReleaseContext) X(clGetContextInfo)               \
   X(clCreateCommandQueueWithProperties) X(clReleaseCommandQueue) X(clFinish)                  \
-  X(clCreateProgramWithBinary) X(clCreateProgramWithIL) X(clBuildProgram) X(clCompileProgram) \
+  X(clCreateProgramWithBinary) X(clCreateProgramWithIL) X(clCreateProgramWithSource)          \
+  X(clBuildProgram) X(clCompileProgram)                                                       \
   X(clLinkProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram)           \
   X(clCreateKernel) X(clReleaseKernel) X(clGetKernelInfo) X(clSetKernelArg)                   \
   X(clEnqueueNDRangeKernel)                                                                   \

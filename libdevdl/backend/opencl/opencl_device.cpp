@@ -143,6 +143,17 @@ void Device::native(devdl_native &out) const {
 
 bool Device::accepts(const DeviceImage &image, std::string *why) const {
   if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir()))) return true;
+  if (image.format == ImageFormat::OpenClBinary) {
+    // Whether a binary is this device's is the driver's to say.
+    std::string refused = !caps_.linker ? "it has no linker (CL_DEVICE_LINKER_AVAILABLE)" : "";
+    if (refused.empty()) {
+      auto program = fromBinary(image.bytes);
+      if (program) return true;
+      refused = llvm::toString(program.takeError());
+    }
+    if (why) *why = "OpenCL device " + name_ + " does not take this native binary: " + refused;
+    return false;
+  }
   if (why)
     *why = image.format == ImageFormat::SpirV
                ? "OpenCL device " + name_ + " takes neither SPIR-V nor SPIR" +
@@ -153,9 +164,18 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
   auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
-    for (const LinkInput &input : inputs)
+    const LinkInput *native = nullptr, *spirv = nullptr;
+    for (const LinkInput &input : inputs) {
       if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
-    if (caps_.spirvIl && caps_.linker) return linkIl(inputs);
+      (input.image->format == ImageFormat::OpenClBinary ? native : spirv) = &input;
+    }
+    // Native binaries are compiled objects: only the device's linker joins them, to each other
+    // and to SPIR-V compiled as IL (the software link and SPIR have no place for them).
+    if (native && spirv && !caps_.spirvIl)
+      return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + name_ +
+                                              " takes no SPIR-V IL, so its native binaries link only with each other, "
+                                              "not with " + spirv->label);
+    if (native || (caps_.spirvIl && caps_.linker)) return linkObjects(inputs);
     // The software link, then the linked module as IL where the device takes it, else as SPIR.
     std::vector<const DeviceImage *> images;
     std::vector<std::string> labels;
@@ -183,20 +203,31 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   return buildBinary(binary, options_, "a cached program");
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::buildBinary(std::string_view binary, const std::string &options,
-                                                             std::string_view what) const {
-  const auto *bytes = reinterpret_cast<const unsigned char *>(binary.data());
+llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const {
+  const auto *bytes = binary.data();
   const size_t size = binary.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
-  if (err != CL_SUCCESS) return clFailure(("clCreateProgramWithBinary (" + std::string(what) + ")").c_str(), err);
-  auto owned = std::make_unique<Program>(api_, program, name_);
+  if (err == CL_SUCCESS && status != CL_SUCCESS) err = status;
+  if (err != CL_SUCCESS) {
+    if (program) api_.clReleaseProgram(program);
+    return clFailure("clCreateProgramWithBinary", err);
+  }
+  return std::make_unique<Program>(api_, program, name_);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::buildBinary(std::string_view binary, const std::string &options,
+                                                             std::string_view what) const {
+  auto owned = fromBinary(asBytes(binary));
+  if (!owned) return fail(ErrorCode::Unsupported, llvm::toString(owned.takeError()) + " (" + std::string(what) + ")");
+  cl_program program = (*owned)->get();
+  cl_int err = CL_SUCCESS;
   if ((err = api_.clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr)) != CL_SUCCESS) {
     const std::string log = buildLog(api_, program, device_);
     return fail(ErrorCode::Unsupported, "clBuildProgram on " + name_ + " failed: " + errorName(err) + " (" +
                                             std::string(what) + ")" + (log.empty() ? "" : "\n" + log));
   }
-  return owned;
+  return std::move(*owned);
 }
 
 std::string Device::identity() const {
@@ -223,12 +254,20 @@ llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_
   return owned;
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::linkIl(std::span<const LinkInput> inputs) const {
-  // Each image is compiled on its own, imports left open; the device's linker resolves them,
-  // as the plan bound them, since the plan holds one definition of each import.
+llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const LinkInput> inputs) const {
+  // Each image is compiled on its own, imports left open (a native binary is compiled
+  // already); the device's linker resolves them, as the plan bound them, since the plan holds
+  // one definition of each import.
   std::vector<std::unique_ptr<Program>> objects;
   std::vector<cl_program> handles;
   for (const LinkInput &input : inputs) {
+    if (input.image->format == ImageFormat::OpenClBinary) {
+      auto object = fromBinary(input.image->bytes);
+      if (!object) return inImage(object.takeError(), input.label);
+      handles.push_back((*object)->get());
+      objects.push_back(std::move(*object));
+      continue;
+    }
     cl_int err = CL_SUCCESS;
     cl_program program = api_.clCreateProgramWithIL(context_, input.image->bytes.data(), input.image->bytes.size(), &err);
     if (err != CL_SUCCESS) return inImage(clFailure("clCreateProgramWithIL", err), input.label);

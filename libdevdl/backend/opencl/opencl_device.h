@@ -62,7 +62,8 @@ class Device final : public backend::Device {
 
   int backend() const override;
   const std::string &name() const override { return name_; }
-  /// SPIR-V, on a device that takes it as IL or through SPIR.
+  /// SPIR-V, on a device that takes it as IL or through SPIR; a native binary the driver takes,
+  /// on a device with a linker.
   bool accepts(const DeviceImage &image, std::string *why) const override;
   /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
   /// built as IL where the device takes it, else translated to SPIR.
@@ -78,11 +79,14 @@ class Device final : public backend::Device {
   llvm::Expected<std::unique_ptr<Program>> buildSpir(std::string_view bitcode, std::string_view options = {}) const;
   /// Builds one (linked) SPIR-V module as IL.
   llvm::Expected<std::unique_ptr<Program>> buildIl(std::span<const uint32_t> words) const;
-  /// Compiles each SPIR-V image as IL and links the objects with the device's own linker.
-  llvm::Expected<std::unique_ptr<Program>> linkIl(std::span<const LinkInput> inputs) const;
+  /// Compiles each SPIR-V image as IL, takes each native binary as the compiled object it is,
+  /// and links the objects with the device's own linker.
+  llvm::Expected<std::unique_ptr<Program>> linkObjects(std::span<const LinkInput> inputs) const;
 
  private:
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
+  /// clCreateProgramWithBinary, checked (the binary's status too).
+  llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
   /// clCreateProgramWithBinary and clBuildProgram with `options`; `what` the binary is, for
   /// errors ("SPIR", "a cached program"), which carry the build log.
   llvm::Expected<std::unique_ptr<Program>> buildBinary(std::string_view binary, const std::string &options,
