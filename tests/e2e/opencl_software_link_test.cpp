@@ -42,6 +42,26 @@ class OpenClSoftwareLink : public ::testing::Test {
   std::vector<ImageFile> files_;
 };
 
+TEST_F(OpenClSoftwareLink, ImagesWithKernelsOfTheirOwnShareTheBuiltinVariables) {
+  // Both images read get_global_id: one GlobalInvocationId variable is left after the link
+  // (two made the translator refuse the module and PoCL crash).
+  DeviceImage app = read("kernel_app.spv"), lib = read("kernel_lib.spv");
+  const DeviceImage *plan[] = {&app, &lib};
+  const std::string labels[] = {"kernel_app.spv: image 0 (spirv)", "kernel_lib.spv: image 0 (spirv)"};
+  auto linked = backend::linkSpirv(plan, labels);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  size_t builtins = 0;
+  for (size_t at = 5; at < linked->size(); at += (*linked)[at] >> 16)
+    if (((*linked)[at] & 0xffff) == 71 /* OpDecorate */ && (*linked)[at + 2] == 11 /* BuiltIn */) ++builtins;
+  EXPECT_EQ(builtins, 1u);
+  auto spir = backend::spirvToSpir(*linked);
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  auto program = device_->buildSpir(*spir);
+  ASSERT_TRUE(!!program) << errorText(program);
+  EXPECT_EQ(run(**program, "UserKernel", 4), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(run(**program, "LibKernel", 4), (std::vector<int>{100, 102, 104, 106}));
+}
+
 TEST_F(OpenClSoftwareLink, SeedExampleRunsOnTheDevice) {
   DeviceImage app = read("app.spv"), lib = read("lib.spv");
   const DeviceImage *plan[] = {&app, &lib};
