@@ -72,12 +72,19 @@ typedef struct devdl_symbol_info {
   int kind;          /* DEVDL_SYMBOL_... */
   const char *file;  /* the file (or memory name) of the defining image */
   unsigned image;    /* the image's position in that file */
-  const char *format; /* "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf" */
+  const char *format; /* "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "opencl-binary" */
 } devdl_symbol_info;
 
 /* Describes the definition `name` binds to in the scope of `handle` (NULL's global scope with
  * device_dlopen(NULL, ...)'s handle). Returns 0, or non-zero with an error for device_dlerror. */
 DEVDL_API int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info *info);
+
+/* Sets specialization constant `spec_id` (the SPIR-V SpecId) of the images of `handle` that
+ * declare it to the `size` bytes at `value` (1, 2, 4 or 8: the constant's width), for the
+ * programs linked for them from now on; kernels found before keep their programs and values.
+ * Programs are cached (in memory and on disk) by these values too. Returns 0, or non-zero with
+ * an error for device_dlerror (no image of the handle declares the constant, a bad size). */
+DEVDL_API int device_dlspecialize(void *handle, unsigned spec_id, const void *value, size_t size);
 
 /* The link plan of kernel `name` in the scope of `handle`, as text: the kernel's image, then
  * one line per import and the image it binds to. NULL with an error for device_dlerror when

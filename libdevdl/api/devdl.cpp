@@ -69,6 +69,15 @@ int device_dlnative(devdl_native *native) {
   return status(devdl::Loader::instance().native(*native));
 }
 
+int device_dlspecialize(void *handle, unsigned spec_id, const void *value, size_t size) {
+  if (!value) {
+    lastError = {"device_dlspecialize: value is NULL", true};
+    return -1;
+  }
+  return status(devdl::Loader::instance().specialize(
+      handle, spec_id, std::string_view(static_cast<const char *>(value), size)));
+}
+
 int device_dlattach(const devdl_native *native) {
   if (!native || native->size < sizeof(devdl_native)) {
     lastError = {"device_dlattach: native is NULL or its size is not set", true};

@@ -6,6 +6,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -16,10 +17,14 @@ struct devdl_native;
 
 namespace devdl::backend {
 
+/// Specialization constants set for an image: SpecId -> value (1, 2, 4 or 8 bytes).
+using SpecConstants = std::map<uint32_t, std::string>;
+
 /// One image of a plan, and its label for messages ("app.spv: image 0 (spirv)").
 struct LinkInput {
   const DeviceImage *image;
   std::string label;
+  const SpecConstants *specConstants = nullptr;  // those set; null or empty for none
 };
 
 /// A linked program. The native objects it hands out live as long as it does.

@@ -24,6 +24,7 @@ namespace {
 
 constexpr size_t kVersionWord = 1;
 constexpr size_t kHeaderWords = 5;
+constexpr uint32_t kMaxSpecId = 0xffff;
 
 /// The linker leaves each module's variable for a builtin (get_global_id reads
 /// GlobalInvocationId) in the linked module, as it never pairs builtins by their linkage: two
@@ -114,6 +115,20 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
     modules.push_back(std::move(words));
   }
   for (auto &words : modules) words[kVersionWord] = version;
+  // Each module's specialization constants get SpecIds of their own (see linkedSpecId): two
+  // images may both use SpecId 0, and one value must not set both.
+  for (size_t i = 1; i < modules.size(); ++i) {
+    std::vector<uint32_t> &words = modules[i];
+    for (size_t at = kHeaderWords; at < words.size() && (words[at] >> 16); at += words[at] >> 16)
+      if ((words[at] & 0xffff) == SpvOpDecorate && (words[at] >> 16) == 4 && words[at + 2] == SpvDecorationSpecId) {
+        if (words[at + 3] > kMaxSpecId)
+          return inImage(fail(ErrorCode::Unsupported, "SpecId " + std::to_string(words[at + 3]) +
+                                                          " is too large to link with other images (at most " +
+                                                          std::to_string(kMaxSpecId) + ")"),
+                         labels[i]);
+        words[at + 3] = linkedSpecId(i, words[at + 3]);
+      }
+  }
 
   // The linker reports through the consumer; the message names the module by its position.
   std::string messages;
@@ -132,6 +147,8 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
   }
   return mergeBuiltinVariables(std::move(linked));
 }
+
+uint32_t linkedSpecId(size_t module, uint32_t specId) { return static_cast<uint32_t>(module) << 16 | specId; }
 
 bool canTranslateToSpir() { return DEVDL_HAVE_SPIRV_TRANSLATOR; }
 

@@ -16,13 +16,18 @@
 namespace devdl::backend {
 
 /// Links SPIR-V images, in plan order, into one executable module. Inputs of different SPIR-V
-/// versions are raised to the highest (what newer SPIRV-Tools' --use-highest-version does).
+/// versions are raised to the highest (what newer SPIRV-Tools' --use-highest-version does);
+/// specialization constants are renumbered per image (linkedSpecId).
 /// `labels` names each image in errors ("app.spv: image 0 (spirv)"), parallel to `images`.
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
                                                 std::span<const std::string> labels);
 
 /// A specialization constant: SpecId and value.
 using SpecConstant = std::pair<uint32_t, uint64_t>;
+
+/// The SpecId that SpecId `specId` of the `module`th image (from 0) has in what linkSpirv
+/// links: module << 16 | specId, so that images' constants stay apart (the first's keep theirs).
+uint32_t linkedSpecId(size_t module, uint32_t specId);
 
 /// Whether this build has the SPIRV-LLVM-Translator (not the portable one).
 bool canTranslateToSpir();

@@ -76,7 +76,7 @@ uint32_t Loader::addImage(DeviceImage image, const std::string &file, unsigned i
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
                        std::to_string(id) + ")");
   images_[id] = std::make_unique<LoadedImage>(
-      LoadedImage{std::move(image), std::move(label), file, index, owner, false, hash});
+      LoadedImage{std::move(image), std::move(label), file, index, owner, false, hash, hash, {}});
   imagePointers_[id] = &images_[id]->image;
   for (const Symbol &s : images_[id]->image.symbols)
     if (s.kind == SymbolKind::Import) importers_[std::string(s.name)].push_back(id);
@@ -396,7 +396,8 @@ llvm::Expected<LinkedProgram *> Loader::programFor(uint32_t root) {
     for (uint32_t id : what.images) key.push_back(images_[id]->hash);
     std::sort(key.begin(), key.end());
     std::vector<backend::LinkInput> inputs;
-    for (uint32_t id : what.images) inputs.push_back({&images_[id]->image, images_[id]->label});
+    for (uint32_t id : what.images)
+      inputs.push_back({&images_[id]->image, images_[id]->label, &images_[id]->specConstants});
     return buildProgram(*dev, key, inputs, cached);
   };
   const auto start = std::chrono::steady_clock::now();
@@ -791,6 +792,35 @@ llvm::Error Loader::close(void *handlePtr) {
   if (--handle.references > 0 || handle.nodelete) return llvm::Error::success();
   dropImages(handle.images);
   handles_.erase(it);
+  return llvm::Error::success();
+}
+
+llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_view value) {
+  std::lock_guard lock(mutex_);
+  auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
+  if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlspecialize: invalid handle");
+  const Handle &handle = **it;
+  if (value.size() != 1 && value.size() != 2 && value.size() != 4 && value.size() != 8)
+    return fail(ErrorCode::InvalidArgument, handle.path + ": specialization constant " + std::to_string(specId) +
+                                                ": a value of " + std::to_string(value.size()) +
+                                                " bytes (1, 2, 4 or 8 are)");
+  bool declared = false;
+  for (uint32_t id : handle.images) {
+    LoadedImage &loaded = *images_[id];
+    const PropertySet *set = loaded.image.findSet(kSpecConstantsSet);
+    if (!set || !llvm::any_of(set->properties, [&](const Property &p) { return p.type == PropertyType::UInt32 && p.u32 == specId; })) continue;
+    declared = true;
+    loaded.specConstants[specId] = std::string(value);
+    // What the image's programs are keyed by: its bytes and the values set.
+    std::string parts(reinterpret_cast<const char *>(&loaded.bytesHash), sizeof loaded.bytesHash);
+    for (const auto &[spec, bytes] : loaded.specConstants)
+      parts += std::string(reinterpret_cast<const char *>(&spec), sizeof spec) + char(bytes.size()) + bytes;
+    const XXH128_hash_t xxh = XXH3_128bits(parts.data(), parts.size());
+    loaded.hash = {xxh.low64, xxh.high64};
+  }
+  if (!declared)
+    return fail(ErrorCode::NotFound, handle.path + ": no image declares specialization constant " + std::to_string(specId));
+  programOfRoot_.clear();  // later lookups link with the new values
   return llvm::Error::success();
 }
 

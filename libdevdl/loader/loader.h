@@ -44,7 +44,9 @@ struct LoadedImage {
   unsigned index;         // the image's position in it
   Handle *owner;          // the handle it was opened with; null for the process's own images
   bool global;            // in the global scope
-  ContentHash hash;
+  ContentHash bytesHash;  // of the bytes alone
+  ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
+  backend::SpecConstants specConstants;
   // Whether the device takes it, once asked: lookups ask on every call.
   enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
 };
@@ -94,6 +96,7 @@ class Loader {
   llvm::Error close(void *handle);
   llvm::Error native(devdl_native &out);
   llvm::Error attach(const devdl_native &native);
+  llvm::Error specialize(void *handle, unsigned specId, std::string_view value);
   llvm::Error symbolInfo(void *handle, std::string_view name, devdl_symbol_info &out);
   llvm::Expected<std::string> planText(void *handle, std::string_view name);
 

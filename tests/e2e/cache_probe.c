@@ -1,21 +1,33 @@
 /* Loads a kernel through devdl as an application does, LOADS times over: every image but the
- * last opened DEVDL_GLOBAL, the last DEVDL_NOW, the kernel run on 8 work-items, everything
- * closed again (so that each load finds no program in memory and asks the disk cache).
- * Prints the values of the last run. Exit 1 with devdl's message on an error, 2 when two
- * loads computed different values. */
+ * last opened DEVDL_GLOBAL, the last one opened LAZY, its specialization constants set
+ * (--spec ID=VALUE, 32 bits), the kernel found and run on 8 work-items, everything closed
+ * again (so that each load finds no program in memory and asks the disk cache). Prints the
+ * values of the last run. Exit 1 with devdl's message on an error, 2 when two loads computed
+ * different values. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <devdl.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { kItems = 8, kMaxImages = 8 };
+enum { kItems = 8, kMaxImages = 8, kMaxSpecs = 8 };
 
 int main(int argc, char **argv) {
+  unsigned specIds[kMaxSpecs];
+  uint32_t specValues[kMaxSpecs];
+  int specs = 0;
+  while (argc > 2 && strcmp(argv[1], "--spec") == 0 && specs < kMaxSpecs) {
+    if (sscanf(argv[2], "%u=%u", &specIds[specs], &specValues[specs]) != 2)
+      return fprintf(stderr, "--spec ID=VALUE\n"), 2;
+    ++specs;
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 4 || argc - 3 > kMaxImages)
-    return fprintf(stderr, "usage: devdl_cache_probe LOADS KERNEL IMAGE...\n"), 2;
+    return fprintf(stderr, "usage: devdl_cache_probe [--spec ID=VALUE]... LOADS KERNEL IMAGE...\n"), 2;
   const int loads = atoi(argv[1]);
   const char *name = argv[2];
   const int images = argc - 3;
@@ -28,9 +40,12 @@ int main(int argc, char **argv) {
   for (int load = 0; load < loads; ++load) {
     void *handles[kMaxImages];
     for (int i = 0; i < images; ++i) {
-      handles[i] = device_dlopen(argv[3 + i], i + 1 < images ? DEVDL_LAZY | DEVDL_GLOBAL : DEVDL_NOW);
+      handles[i] = device_dlopen(argv[3 + i], i + 1 < images ? DEVDL_LAZY | DEVDL_GLOBAL : DEVDL_LAZY);
       if (!handles[i]) return fprintf(stderr, "%s\n", device_dlerror()), 1;
     }
+    for (int s = 0; s < specs; ++s)
+      if (device_dlspecialize(handles[images - 1], specIds[s], &specValues[s], sizeof specValues[s]) != 0)
+        return fprintf(stderr, "%s\n", device_dlerror()), 1;
     cl_kernel kernel = device_dlsym(handles[images - 1], name);
     if (!kernel) return fprintf(stderr, "%s\n", device_dlerror()), 1;
     const size_t items = kItems;

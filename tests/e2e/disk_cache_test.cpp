@@ -126,6 +126,29 @@ TEST_F(DiskCacheE2E, OtherBuildOptionsAreAnotherEntry) {
   EXPECT_EQ(entries().size(), 2u);
 }
 
+TEST_F(DiskCacheE2E, OtherSpecializationConstantsAreAnotherEntry) {
+  auto spec = [](std::vector<std::string> values) {
+    std::vector<std::string> argv = {DEVDL_TEST_CACHE_PROBE};
+    for (const std::string &v : values) argv.insert(argv.end(), {"--spec", v});
+    for (const char *arg : {"1", "SpecKernel"}) argv.push_back(arg);
+    argv.push_back(image("spec_kernel.spv"));
+    return parse(test::run(argv));
+  };
+  Load defaults = spec({});
+  ASSERT_EQ(defaults.result.status, 0) << defaults.result.err;
+  EXPECT_EQ(defaults.result.out, "5 8 11 14 17 20 23 26\n");  // i * 3 + 5
+  EXPECT_EQ(defaults.counts(), std::make_tuple(0, 1, 1));
+  Load set = spec({"3=10", "7=1"});
+  ASSERT_EQ(set.result.status, 0) << set.result.err;
+  EXPECT_EQ(set.result.out, "1 11 21 31 41 51 61 71\n");
+  EXPECT_EQ(set.counts(), std::make_tuple(0, 1, 1)) << "other values: another program";
+  EXPECT_EQ(spec({"3=10", "7=1"}).counts(), std::make_tuple(1, 0, 0));
+  Load again = spec({});
+  EXPECT_EQ(again.result.out, "5 8 11 14 17 20 23 26\n");
+  EXPECT_EQ(again.counts(), std::make_tuple(1, 0, 0));
+  EXPECT_EQ(entries().size(), 2u);
+}
+
 TEST_F(DiskCacheE2E, DamagedEntriesAreRebuilt) {
   ASSERT_EQ(seed().stored, 1);
   ASSERT_EQ(entries().size(), 1u);

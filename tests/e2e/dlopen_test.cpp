@@ -310,6 +310,33 @@ TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
   device_dlclose(lib);
 }
 
+TEST_F(DeviceDlopen, SpecializationConstantsSetForTheProgramsLinkedAfter) {
+  void *handle = device_dlopen(image("spec_kernel.spv").c_str(), DEVDL_LAZY);
+  ASSERT_NE(handle, nullptr) << error();
+  void *defaults = device_dlsym(handle, "SpecKernel");
+  ASSERT_NE(defaults, nullptr) << error();
+  EXPECT_EQ(run(defaults, 4), (std::vector<int>{5, 8, 11, 14}));  // i * 3 + 5
+  const uint32_t scale = 10, offset = 1;
+  ASSERT_EQ(device_dlspecialize(handle, 3, &scale, sizeof scale), 0) << error();
+  ASSERT_EQ(device_dlspecialize(handle, 7, &offset, sizeof offset), 0) << error();
+  void *specialized = device_dlsym(handle, "SpecKernel");
+  ASSERT_NE(specialized, nullptr) << error();
+  EXPECT_NE(specialized, defaults);
+  EXPECT_EQ(run(specialized, 4), (std::vector<int>{1, 11, 21, 31}));
+  EXPECT_EQ(run(defaults, 4), (std::vector<int>{5, 8, 11, 14})) << "a kernel found before keeps its values";
+  // The same values again: the program in memory.
+  ASSERT_EQ(device_dlspecialize(handle, 3, &scale, sizeof scale), 0) << error();
+  EXPECT_EQ(device_dlsym(handle, "SpecKernel"), specialized);
+
+  EXPECT_NE(device_dlspecialize(handle, 99, &scale, sizeof scale), 0);
+  EXPECT_EQ(error(), image("spec_kernel.spv") + ": no image declares specialization constant 99");
+  EXPECT_NE(device_dlspecialize(handle, 3, &scale, 3), 0);
+  EXPECT_EQ(error(), image("spec_kernel.spv") + ": specialization constant 3: a value of 3 bytes (1, 2, 4 or 8 are)");
+  EXPECT_NE(device_dlspecialize(nullptr, 3, &scale, sizeof scale), 0);
+  EXPECT_EQ(error(), "device_dlspecialize: invalid handle");
+  device_dlclose(handle);
+}
+
 // Native OpenCL binaries: the test data's OpenCL C compiled by this device (clCompileProgram)
 // into objects, packed by devdl-pack with the symbols of the SPIR-V made from the same source.
 class NativeBinaries : public DeviceDlopen {

@@ -6,6 +6,7 @@
 #include "image/read_image.h"
 #include "test_support.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace devdl::test {
@@ -60,6 +61,22 @@ TEST_F(OpenClSoftwareLink, ImagesWithKernelsOfTheirOwnShareTheBuiltinVariables) 
   ASSERT_TRUE(!!program) << errorText(program);
   EXPECT_EQ(run(**program, "UserKernel", 4), (std::vector<int>{1, 3, 5, 7}));
   EXPECT_EQ(run(**program, "LibKernel", 4), (std::vector<int>{100, 102, 104, 106}));
+}
+
+TEST_F(OpenClSoftwareLink, EachImageKeepsItsOwnSpecializationConstants) {
+  // Both images use SpecIds 3 and 7: the second's become 1 << 16 | 3 and 1 << 16 | 7.
+  DeviceImage kernel = read("spec_kernel.spv"), helper = read("spec_constants.spv");
+  const DeviceImage *plan[] = {&kernel, &helper};
+  const std::string labels[] = {"spec_kernel.spv: image 0 (spirv)", "spec_constants.spv: image 0 (spirv)"};
+  auto linked = backend::linkSpirv(plan, labels);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  std::vector<uint32_t> specIds;
+  for (size_t at = 5; at < linked->size(); at += (*linked)[at] >> 16)
+    if (((*linked)[at] & 0xffff) == 71 /* OpDecorate */ && (*linked)[at + 2] == 1 /* SpecId */)
+      specIds.push_back((*linked)[at + 3]);
+  std::sort(specIds.begin(), specIds.end());
+  EXPECT_EQ(specIds, (std::vector<uint32_t>{3, 7, backend::linkedSpecId(1, 3), backend::linkedSpecId(1, 7)}));
+  EXPECT_EQ(backend::linkedSpecId(1, 3), 0x10003u);
 }
 
 TEST_F(OpenClSoftwareLink, SeedExampleRunsOnTheDevice) {

@@ -30,6 +30,8 @@ Loaded load() {
     loaded.error = "libOpenCL.so.1 lacks " #name " (an OpenCL 2.1 ICD loader is needed)";
   DEVDL_OPENCL_FUNCTIONS(DEVDL_LOAD)
 #undef DEVDL_LOAD
+  loaded.api.clSetProgramSpecializationConstant = reinterpret_cast<decltype(&::clSetProgramSpecializationConstant)>(
+      dlsym(library, "clSetProgramSpecializationConstant"));
   return loaded;
 }
 

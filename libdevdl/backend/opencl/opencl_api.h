@@ -26,6 +26,8 @@ struct Api {
 #define DEVDL_DECLARE(name) decltype(&::name) name = nullptr;
   DEVDL_OPENCL_FUNCTIONS(DEVDL_DECLARE)
 #undef DEVDL_DECLARE
+  // OpenCL 2.2, where the ICD loader has it (null otherwise): specialization constants of IL.
+  decltype(&::clSetProgramSpecializationConstant) clSetProgramSpecializationConstant = nullptr;
 };
 
 /// The ICD loader's entry points, loaded on first use and kept for the life of the process.

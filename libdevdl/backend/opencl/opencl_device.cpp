@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace devdl::backend::opencl {
@@ -185,8 +186,19 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     }
     auto linked = linkSpirv(images, labels);
     if (!linked) return linked.takeError();
-    if (caps_.spirvIl) return buildIl(*linked);
-    auto spir = spirvToSpir(*linked);
+    // The constants set, under the SpecIds they have in the linked module.
+    SpecConstants specs;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].specConstants)
+        for (const auto &[id, value] : *inputs[i].specConstants) specs[linkedSpecId(i, id)] = value;
+    if (caps_.spirvIl) return buildIl(*linked, specs);
+    std::vector<SpecConstant> values;
+    for (const auto &[id, bytes] : specs) {
+      uint64_t value = 0;
+      std::memcpy(&value, bytes.data(), std::min(bytes.size(), sizeof value));  // little-endian hosts
+      values.emplace_back(id, value);
+    }
+    auto spir = spirvToSpir(*linked, values);
     if (!spir) return spir.takeError();
     return buildSpir(*spir);
   }();
@@ -240,11 +252,22 @@ std::string Device::identity() const {
   return identity_;
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_t> words) const {
+llvm::Error Device::specialize(cl_program program, const SpecConstants &specs) const {
+  if (specs.empty()) return llvm::Error::success();
+  if (!api_.clSetProgramSpecializationConstant)
+    return fail(ErrorCode::Unsupported, "the OpenCL ICD loader has no clSetProgramSpecializationConstant (OpenCL 2.2)");
+  for (const auto &[id, value] : specs)
+    if (cl_int err = api_.clSetProgramSpecializationConstant(program, id, value.size(), value.data()); err != CL_SUCCESS)
+      return clFailure(("clSetProgramSpecializationConstant (SpecId " + std::to_string(id) + ")").c_str(), err);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_t> words, const SpecConstants &specs) const {
   cl_int err = CL_SUCCESS;
   cl_program program = api_.clCreateProgramWithIL(context_, words.data(), words.size() * sizeof(uint32_t), &err);
   if (err != CL_SUCCESS) return clFailure("clCreateProgramWithIL", err);
   auto owned = std::make_unique<Program>(api_, program, name_);
+  if (llvm::Error e = specialize(program, specs)) return e;
   err = api_.clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     std::string log = buildLog(api_, program, device_);
@@ -272,6 +295,8 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
     cl_program program = api_.clCreateProgramWithIL(context_, input.image->bytes.data(), input.image->bytes.size(), &err);
     if (err != CL_SUCCESS) return inImage(clFailure("clCreateProgramWithIL", err), input.label);
     objects.push_back(std::make_unique<Program>(api_, program, name_));
+    if (input.specConstants)
+      if (llvm::Error e = specialize(program, *input.specConstants)) return inImage(std::move(e), input.label);
     err = api_.clCompileProgram(program, 1, &device_, options_.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
     if (err != CL_SUCCESS) {
       const std::string log = buildLog(api_, program, device_);

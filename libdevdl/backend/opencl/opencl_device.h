@@ -77,14 +77,16 @@ class Device final : public backend::Device {
 
   /// Builds SPIR 1.2 bitcode; a failed build's error carries the build log.
   llvm::Expected<std::unique_ptr<Program>> buildSpir(std::string_view bitcode, std::string_view options = {}) const;
-  /// Builds one (linked) SPIR-V module as IL.
-  llvm::Expected<std::unique_ptr<Program>> buildIl(std::span<const uint32_t> words) const;
+  /// Builds one (linked) SPIR-V module as IL, its specialization constants set.
+  llvm::Expected<std::unique_ptr<Program>> buildIl(std::span<const uint32_t> words, const SpecConstants &specs = {}) const;
   /// Compiles each SPIR-V image as IL, takes each native binary as the compiled object it is,
   /// and links the objects with the device's own linker.
   llvm::Expected<std::unique_ptr<Program>> linkObjects(std::span<const LinkInput> inputs) const;
 
  private:
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
+  /// Sets specialization constants of an IL program (clSetProgramSpecializationConstant).
+  llvm::Error specialize(cl_program program, const SpecConstants &specs) const;
   /// clCreateProgramWithBinary, checked (the binary's status too).
   llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
   /// clCreateProgramWithBinary and clBuildProgram with `options`; `what` the binary is, for
