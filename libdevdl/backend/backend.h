@@ -56,7 +56,7 @@ class Device {
   virtual llvm::Expected<std::unique_ptr<Program>> load(std::string_view binary) = 0;
   /// Everything besides the images that decides what link() makes: backend, device, driver
   /// version, link method, build options, devdl's version. Part of the disk cache's key.
-  virtual std::string identity() const = 0;
+  virtual const std::string &identity() const = 0;
   /// How link() links on this device, for DEVDL_DEBUG: "clLinkProgram", "cuLink".
   virtual std::string_view linkMethod() const = 0;
   /// The native platform, device and context, for device_dlnative.

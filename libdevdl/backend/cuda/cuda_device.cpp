@@ -173,6 +173,10 @@ Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
   api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
   sm_ = major * 10 + minor;
+  int driver = 0;
+  api.cuDriverGetVersion(&driver);
+  identity_ = "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
+              std::string(linkMethod()) + "\n" + devdlBuild();
 }
 
 Device::~Device() {
@@ -343,16 +347,6 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   if (CUresult err = api_.cuModuleLoadData(&module, binary.data()); err != CUDA_SUCCESS)
     return cudaFailure("cuModuleLoadData of a cached program on " + name_, err);
   return std::make_unique<Program>(api_, context_, module, name_);
-}
-
-std::string Device::identity() const {
-  // Asked for at every link: the driver's answers are read once.
-  if (!identity_.empty()) return identity_;
-  int driver = 0;
-  api_.cuDriverGetVersion(&driver);
-  identity_ = "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
-              std::string(linkMethod()) + "\n" + devdlBuild();
-  return identity_;
 }
 
 }  // namespace devdl::backend::cuda

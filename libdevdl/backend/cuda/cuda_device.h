@@ -68,7 +68,7 @@ class Device final : public backend::Device {
                                                         std::string *binary) override;
   /// cuModuleLoadData of a linked cubin.
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
-  std::string identity() const override;
+  const std::string &identity() const override { return identity_; }
   std::string_view linkMethod() const override { return "cuLinkCreate, cuLinkAddData, cuLinkComplete"; }
   void native(devdl_native &out) const override;
 
@@ -81,7 +81,7 @@ class Device final : public backend::Device {
   bool primary_;  // a primary context devdl retained, released with this object
   int sm_ = 0;
   std::string name_;
-  mutable std::string identity_;  // made on first use
+  std::string identity_;  // made when the device is opened: the driver's answers do not change
 };
 
 }  // namespace devdl::backend::cuda

@@ -123,6 +123,10 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
   if (const char *options = std::getenv("DEVDL_BUILD_OPTIONS")) options_ = options;
+  identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
+              platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
+              deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
+              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\n" + devdlBuild();
 }
 
 Device::~Device() { api_.clReleaseContext(context_); }
@@ -240,16 +244,6 @@ llvm::Expected<std::unique_ptr<Program>> Device::buildBinary(std::string_view bi
                                             std::string(what) + ")" + (log.empty() ? "" : "\n" + log));
   }
   return std::move(*owned);
-}
-
-std::string Device::identity() const {
-  // Asked for at every link: the driver's answers are read once.
-  if (!identity_.empty()) return identity_;
-  identity_ = "OpenCL\n" + platformString(api_, platform_, CL_PLATFORM_NAME) + "\n" +
-              platformString(api_, platform_, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
-              deviceString(api_, device_, CL_DEVICE_VERSION) + "\n" + deviceString(api_, device_, CL_DRIVER_VERSION) +
-              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\n" + devdlBuild();
-  return identity_;
 }
 
 llvm::Error Device::specialize(cl_program program, const SpecConstants &specs) const {

@@ -71,7 +71,7 @@ class Device final : public backend::Device {
                                                         std::string *binary) override;
   /// clCreateProgramWithBinary and clBuildProgram of a binary link() gave.
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
-  std::string identity() const override;
+  const std::string &identity() const override { return identity_; }
   std::string_view linkMethod() const override;
   void native(devdl_native &out) const override;
 
@@ -99,7 +99,7 @@ class Device final : public backend::Device {
   cl_device_id device_;
   cl_context context_;
   std::string name_;
-  mutable std::string identity_;  // made on first use
+  std::string identity_;  // made when the device is opened: the driver's answers do not change
   Capabilities caps_;
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
 };
