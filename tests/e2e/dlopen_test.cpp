@@ -38,6 +38,14 @@ class DeviceDlopen : public ::testing::Test {
     return e ? e : "";
   }
 
+  // UserKernel (kernel_app.spv) and LibKernel (kernel_lib.spv), found, compute what they should.
+  void expectKernelLibraryKernels(void *user, void *library) {
+    ASSERT_NE(user, nullptr) << error();
+    ASSERT_NE(library, nullptr) << error();
+    EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
+    EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
+  }
+
   // The program a kernel was made from.
   static cl_program programOf(void *kernel) {
     cl_program program = nullptr;
@@ -275,10 +283,7 @@ TEST_F(DeviceDlopen, ALibrarysKernelComesFromTheProgramOfItsImporter) {
   ASSERT_NE(app, nullptr) << error();
   void *user = device_dlsym(app, "UserKernel");
   void *library = device_dlsym(lib, "LibKernel");
-  ASSERT_NE(user, nullptr) << error();
-  ASSERT_NE(library, nullptr) << error();
-  EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
-  EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
+  ASSERT_NO_FATAL_FAILURE(expectKernelLibraryKernels(user, library));
   // The library's code was built once: its kernel is in the application's program.
   EXPECT_EQ(programOf(library), programOf(user));
   // Without the application the program stays for the library's kernel.
@@ -389,10 +394,7 @@ TEST_F(NativeBinaries, LinkWithEachOtherAndRun) {
   EXPECT_STREQ(info.format, "opencl-binary");
   void *user = device_dlsym(handle, "UserKernel");
   void *library = device_dlsym(handle, "LibKernel");
-  ASSERT_NE(user, nullptr) << error();
-  ASSERT_NE(library, nullptr) << error();
-  EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
-  EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
+  ASSERT_NO_FATAL_FAILURE(expectKernelLibraryKernels(user, library));
   EXPECT_EQ(device_dlclose(handle), 0);
 }
 

@@ -39,6 +39,31 @@ class OpenClSoftwareLink : public ::testing::Test {
     return runIntKernel(device_->context(), device_->id(), static_cast<cl_kernel>(*kernel), n);
   }
 
+  // The images, read by name, linked in this order as the software link strategy links them.
+  std::vector<uint32_t> link(const std::vector<std::string> &names) {
+    std::vector<DeviceImage> images;
+    for (const std::string &name : names) images.push_back(read(name));
+    std::vector<const DeviceImage *> plan;
+    std::vector<std::string> labels;
+    for (size_t i = 0; i < images.size(); ++i) {
+      plan.push_back(&images[i]);
+      labels.push_back(names[i] + ": image 0 (spirv)");
+    }
+    auto linked = backend::linkSpirv(plan, labels);
+    EXPECT_TRUE(!!linked) << errorText(linked);
+    return linked ? *linked : std::vector<uint32_t>();
+  }
+
+  // The first literal of each OpDecorate of `decoration` in a module, sorted.
+  static std::vector<uint32_t> decorated(const std::vector<uint32_t> &words, uint32_t decoration) {
+    std::vector<uint32_t> values;
+    for (size_t at = 5; at < words.size() && (words[at] >> 16); at += words[at] >> 16)
+      if ((words[at] & 0xffff) == 71 /* OpDecorate */ && (words[at] >> 16) >= 4 && words[at + 2] == decoration)
+        values.push_back(words[at + 3]);
+    std::sort(values.begin(), values.end());
+    return values;
+  }
+
   std::unique_ptr<Device> device_;
   std::vector<ImageFile> files_;
 };
@@ -46,16 +71,9 @@ class OpenClSoftwareLink : public ::testing::Test {
 TEST_F(OpenClSoftwareLink, ImagesWithKernelsOfTheirOwnShareTheBuiltinVariables) {
   // Both images read get_global_id: one GlobalInvocationId variable is left after the link
   // (two made the translator refuse the module and PoCL crash).
-  DeviceImage app = read("kernel_app.spv"), lib = read("kernel_lib.spv");
-  const DeviceImage *plan[] = {&app, &lib};
-  const std::string labels[] = {"kernel_app.spv: image 0 (spirv)", "kernel_lib.spv: image 0 (spirv)"};
-  auto linked = backend::linkSpirv(plan, labels);
-  ASSERT_TRUE(!!linked) << errorText(linked);
-  size_t builtins = 0;
-  for (size_t at = 5; at < linked->size(); at += (*linked)[at] >> 16)
-    if (((*linked)[at] & 0xffff) == 71 /* OpDecorate */ && (*linked)[at + 2] == 11 /* BuiltIn */) ++builtins;
-  EXPECT_EQ(builtins, 1u);
-  auto spir = backend::spirvToSpir(*linked);
+  const std::vector<uint32_t> linked = link({"kernel_app.spv", "kernel_lib.spv"});
+  EXPECT_EQ(decorated(linked, 11 /* BuiltIn */), (std::vector<uint32_t>{28 /* GlobalInvocationId */}));
+  auto spir = backend::spirvToSpir(linked);
   ASSERT_TRUE(!!spir) << errorText(spir);
   auto program = device_->buildSpir(*spir);
   ASSERT_TRUE(!!program) << errorText(program);
@@ -65,17 +83,9 @@ TEST_F(OpenClSoftwareLink, ImagesWithKernelsOfTheirOwnShareTheBuiltinVariables) 
 
 TEST_F(OpenClSoftwareLink, EachImageKeepsItsOwnSpecializationConstants) {
   // Both images use SpecIds 3 and 7: the second's become 1 << 16 | 3 and 1 << 16 | 7.
-  DeviceImage kernel = read("spec_kernel.spv"), helper = read("spec_constants.spv");
-  const DeviceImage *plan[] = {&kernel, &helper};
-  const std::string labels[] = {"spec_kernel.spv: image 0 (spirv)", "spec_constants.spv: image 0 (spirv)"};
-  auto linked = backend::linkSpirv(plan, labels);
-  ASSERT_TRUE(!!linked) << errorText(linked);
-  std::vector<uint32_t> specIds;
-  for (size_t at = 5; at < linked->size(); at += (*linked)[at] >> 16)
-    if (((*linked)[at] & 0xffff) == 71 /* OpDecorate */ && (*linked)[at + 2] == 1 /* SpecId */)
-      specIds.push_back((*linked)[at + 3]);
-  std::sort(specIds.begin(), specIds.end());
-  EXPECT_EQ(specIds, (std::vector<uint32_t>{3, 7, backend::linkedSpecId(1, 3), backend::linkedSpecId(1, 7)}));
+  const std::vector<uint32_t> linked = link({"spec_kernel.spv", "spec_constants.spv"});
+  EXPECT_EQ(decorated(linked, 1 /* SpecId */),
+            (std::vector<uint32_t>{3, 7, backend::linkedSpecId(1, 3), backend::linkedSpecId(1, 7)}));
   EXPECT_EQ(backend::linkedSpecId(1, 3), 0x10003u);
 }
 
