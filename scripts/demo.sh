@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds devdl and its samples and shows the seeds' example: a library's device image exporting
 # LibDeviceFunc, an application kernel importing it, the library packed into a host shared
-# library, devdl-pack --check resolving the application against it, and the application
-# running through device_dlopen on the default OpenCL device (PoCL's CPU device here).
+# library, devdl-pack --check resolving the application against it, the application running
+# through device_dlopen on the default OpenCL device (PoCL's CPU device here), and the disk
+# cache serving a second process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/demo
@@ -32,6 +33,15 @@ show "$seed/seed-linked" "$seed"
 echo; echo "== LD_PRELOAD of a host library carrying another LibDeviceFunc (it triples) interposes it"
 echo; echo "\$ LD_PRELOAD=$build/samples/interposition/libdevicepatch.so $seed/seed-linked $seed"
 LD_PRELOAD=$build/samples/interposition/libdevicepatch.so "$seed/seed-linked" "$seed"
+
+echo; echo "== The disk cache: the first process builds and stores the program, the next one loads it"
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+for run in first second; do
+  echo; echo "\$ DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics $seed/seed-dlopen $seed   # $run"
+  DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics "$seed/seed-dlopen" "$seed" 2>&1 | grep -E "program for|cache: [0-9]|^[0-9]"
+done
+show "$build/tools/devdl-cache/devdl-cache" list --dir "$cache"
 
 echo; echo "== The same in CUDA: cubins linked by the driver's linker through device_dlopen"
 cuda=$build/samples/cuda-seed
