@@ -1,5 +1,6 @@
 #include "bundle/host_elf.h"
 #include "support/error.h"
+#include "support/xxhash.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/MC/MCAsmBackend.h>
@@ -20,8 +21,6 @@
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
-
-#include <xxhash.h>
 
 #include <cstdio>
 #include <cstring>
