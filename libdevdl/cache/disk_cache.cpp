@@ -1,8 +1,7 @@
 #include "cache/disk_cache.h"
 
 #include "support/debug.h"
-
-#include <xxhash.h>
+#include "support/xxhash.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,8 +23,9 @@ namespace {
 
 // The entry header (docs/cache-format.md): host byte order, as entries never leave the machine.
 constexpr char kMagic[8] = {'D', 'E', 'V', 'D', 'L', 'P', 'C', '\n'};
-constexpr uint32_t kFormatVersion = 1;
-constexpr size_t kHeaderSize = 64;
+// 2: the binary right after the header, at an offset drivers can read it from in place.
+constexpr uint32_t kFormatVersion = 2;
+constexpr size_t kHeaderSize = Entry::kHeaderSize;
 constexpr size_t kChecksumOffset = 56;
 constexpr uint64_t kMaxDescription = 64 * 1024;
 constexpr const char *kSuffix = ".devdl-cache";
@@ -46,12 +46,12 @@ struct Header {
 };
 static_assert(sizeof(Header) == kHeaderSize && offsetof(Header, checksum) == kChecksumOffset);
 
-uint64_t checksumOf(const Header &header, std::string_view description, std::string_view binary) {
+uint64_t checksumOf(const Header &header, std::string_view binary, std::string_view description) {
   XXH3_state_t *state = XXH3_createState();
   XXH3_64bits_reset(state);
   XXH3_64bits_update(state, &header, kChecksumOffset);
-  XXH3_64bits_update(state, description.data(), description.size());
   XXH3_64bits_update(state, binary.data(), binary.size());
+  XXH3_64bits_update(state, description.data(), description.size());
   const uint64_t sum = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   return sum;
@@ -113,12 +113,14 @@ std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry 
       kHeaderSize + header.descriptionSize + header.binarySize != size)
     return "truncated or padded (" + std::to_string(size) + " bytes, header says " +
            std::to_string(kHeaderSize + std::min(header.descriptionSize, size) + std::min(header.binarySize, size)) + ")";
-  out.description.resize(header.descriptionSize);
-  out.binary.resize(header.binarySize);
-  if (!readAll(fd, out.description.data(), out.description.size(), kHeaderSize) ||
-      !readAll(fd, out.binary.data(), out.binary.size(), kHeaderSize + header.descriptionSize))
-    return "unreadable: " + errnoText();
-  if (checksumOf(header, out.description, out.binary) != header.checksum) return "checksum mismatch";
+  // The whole file as LLVM reads files: mapped from 16 KB on (no copy, no page of fresh memory
+  // to fault in for each 4 KB), else read. Entries are never written in place (a store renames a
+  // new file over the old one), so a mapping does not change under the checksum.
+  auto buffer = llvm::MemoryBuffer::getOpenFile(fd, "", size, /*RequiresNullTerminator=*/false);
+  if (!buffer) return "unreadable: " + buffer.getError().message();
+  out.file = std::move(*buffer);
+  out.binarySize = header.binarySize;
+  if (checksumOf(header, out.binary(), out.description()) != header.checksum) return "checksum mismatch";
   out.buildNanoseconds = header.buildNanoseconds;
   return "";
 }
@@ -321,7 +323,7 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
   header.descriptionSize = description.size();
   header.binarySize = binary.size();
   header.buildNanoseconds = buildNanoseconds;
-  header.checksum = checksumOf(header, description, binary);
+  header.checksum = checksumOf(header, binary, description);
 
   // Written whole under a name no reader looks for, synced, then renamed into place: readers
   // see the old entry, or none, or the new one, never a part; a writer killed on the way leaves
@@ -335,8 +337,8 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
     Fd file(open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (file.fd < 0) failure = "cannot create " + temporary + ": " + errnoText();
     else if (!writeAll(file.fd, reinterpret_cast<const char *>(&header), kHeaderSize) ||
-             !writeAll(file.fd, description.data(), description.size()) ||
-             !writeAll(file.fd, binary.data(), binary.size()))
+             !writeAll(file.fd, binary.data(), binary.size()) ||
+             !writeAll(file.fd, description.data(), description.size()))
       failure = "cannot write " + temporary + ": " + errnoText();
     else if (fsync(file.fd) != 0) failure = "cannot sync " + temporary + ": " + errnoText();
   }
@@ -424,7 +426,7 @@ std::vector<EntryFile> DiskCache::list() const {
       file.lastUsed = st.st_mtime;
       Entry entry;
       file.problem = readEntry(fd.fd, st, *key, entry);
-      file.description = std::move(entry.description);
+      if (file.problem.empty()) file.description = entry.description();
     }
     files.push_back(std::move(file));
   }

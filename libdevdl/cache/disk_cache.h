@@ -8,7 +8,10 @@
 // verified before use; a bad one is deleted.
 #pragma once
 
+#include <llvm/Support/MemoryBuffer.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,9 +41,19 @@ class KeyBuilder {
 
 /// An entry as read back: the binary, and what building it cost the process that stored it.
 struct Entry {
-  std::string description;  // what the binary is, for devdl-cache list
-  std::string binary;
+  std::unique_ptr<llvm::MemoryBuffer> file;  // the whole entry file, mapped where it is large
+  uint64_t binarySize = 0;
   uint64_t buildNanoseconds = 0;
+
+  /// At offset 64 of the file, so as aligned as the buffer (a page where mapped).
+  std::string_view binary() const { return bytes().substr(kHeaderSize, binarySize); }
+  /// What the binary is, for devdl-cache list.
+  std::string_view description() const { return bytes().substr(kHeaderSize + binarySize); }
+
+  static constexpr size_t kHeaderSize = 64;
+
+ private:
+  std::string_view bytes() const { return std::string_view(file->getBufferStart(), file->getBufferSize()); }
 };
 
 /// One entry's file, as devdl-cache lists it.

@@ -356,14 +356,26 @@ llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::sh
   return file;
 }
 
+namespace {
+
+llvm::Error ioError(std::error_code ec, const std::string &path) {
+  return inFile(fail(ec == std::errc::no_such_file_or_directory ? ErrorCode::NotFound : ErrorCode::Io, ec.message()),
+                path);
+}
+
+}  // namespace
+
 llvm::Expected<ImageFile> readImageFile(const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    std::error_code ec = buffer.getError();
-    return inFile(fail(ec == std::errc::no_such_file_or_directory ? ErrorCode::NotFound : ErrorCode::Io,
-                       ec.message()),
-                  path);
-  }
+  if (!buffer) return ioError(buffer.getError(), path);
+  auto storage = std::make_shared<Storage>(std::move(*buffer));
+  Bytes bytes = storage->bytes();
+  return readImageMemory(bytes, path, std::move(storage));
+}
+
+llvm::Expected<ImageFile> readImageFile(int fd, uint64_t size, const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getOpenFile(fd, path, size, /*RequiresNullTerminator=*/false);
+  if (!buffer) return ioError(buffer.getError(), path);
   auto storage = std::make_shared<Storage>(std::move(*buffer));
   Bytes bytes = storage->bytes();
   return readImageMemory(bytes, path, std::move(storage));

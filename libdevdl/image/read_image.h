@@ -26,6 +26,9 @@ ImageFormat sniffFormat(Bytes bytes);
 /// or unreadable (NotFound, Io), empty, truncated or corrupt (BadFormat, also naming the image),
 /// an ELF file that is neither a device object nor carries a bundle (BadFormat).
 llvm::Expected<ImageFile> readImageFile(const std::string &path);
+/// Same for a file already open on `fd`, of `size` bytes (its fstat), named `path` in errors;
+/// `fd` stays open.
+llvm::Expected<ImageFile> readImageFile(int fd, uint64_t size, const std::string &path);
 
 /// Same for bytes in memory. `storage` owns them, or they outlive every image returned; in
 /// both cases what reading makes (decompressed members, unescaped strings) goes into `storage`,

@@ -6,15 +6,18 @@
 #include "bundle/host_elf.h"
 #include "cache/disk_cache.h"
 #include "support/error.h"
+#include "support/xxhash.h"
 
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/ScopeExit.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <dlfcn.h>
-#include <xxhash.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 
@@ -482,13 +485,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Loader::buildProgram(backend::
     const auto start = Clock::now();
     if (std::optional<cache::Entry> entry = disk.load(*diskKey)) {
       const uint64_t read = nanoseconds(start);
-      auto loaded = dev.load(entry->binary);
+      auto loaded = dev.load(entry->binary());
       if (loaded) {
         const uint64_t total = nanoseconds(start);
         disk.saved(entry->buildNanoseconds, total);
         if (Debug::get().on(Debug::Statistics))
           Debug::get().print("cache: hit " + diskKey->hex() + " for " + inputs.front().label + ": " +
-                             std::to_string(entry->binary.size()) + " bytes read and verified in " +
+                             std::to_string(entry->binary().size()) + " bytes read and verified in " +
                              llvm::formatv("{0:f1}", read / 1e3).str() + " us, loaded by the driver in " +
                              llvm::formatv("{0:f1}", (total - read) / 1e3).str() + " us");
         cached = true;
@@ -572,13 +575,20 @@ llvm::Expected<Handle *> Loader::reopen(const Handle::Identity &identity, int fl
 }
 
 llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
+  // The file is opened once: the identity that finds it again and the bytes read are the same
+  // file's, whatever is renamed over its path meanwhile.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return inFile(fail(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, std::strerror(errno)), file);
+  const auto closeFd = llvm::make_scope_exit([fd] { ::close(fd); });
   struct stat st {};
-  if (stat(file.c_str(), &st) != 0) return inFile(fail(ErrorCode::NotFound, std::strerror(errno)), file);
+  if (fstat(fd, &st) != 0) return inFile(fail(ErrorCode::Io, std::strerror(errno)), file);
+  if (S_ISDIR(st.st_mode)) return inFile(fail(ErrorCode::Io, std::strerror(EISDIR)), file);
   const Handle::Identity identity{st.st_dev, st.st_ino, nullptr};
   auto again = reopen(identity, flags);
   if (!again || *again) return again;
   if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, file + ": not loaded (DEVDL_NOLOAD)");
-  auto read = readImageFile(file);
+  // Anything but a regular file (a pipe) is read to its end.
+  auto read = readImageFile(fd, S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : ~uint64_t(0), file);
   if (!read) return read.takeError();
   return addHandle(std::move(*read), identity, flags);
 }

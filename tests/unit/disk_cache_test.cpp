@@ -60,7 +60,7 @@ std::string patternFor(unsigned key, uint32_t write, size_t size) {
   return bytes;
 }
 
-bool matchesPattern(const std::string &bytes, unsigned key, size_t size) {
+bool matchesPattern(std::string_view bytes, unsigned key, size_t size) {
   if (bytes.size() != size) return false;
   return std::all_of(bytes.begin() + sizeof(uint32_t), bytes.end(), [&](char c) { return c == static_cast<char>('a' + key); });
 }
@@ -79,8 +79,8 @@ TEST(DiskCache, StoredEntryLoadsBackWithWhatItCost) {
   cache.store(keyOf("one"), "device\nimage", std::string("bin\0ary", 7), 12345);
   auto entry = cache.load(keyOf("one"));
   ASSERT_TRUE(entry);
-  EXPECT_EQ(entry->binary, std::string("bin\0ary", 7));
-  EXPECT_EQ(entry->description, "device\nimage");
+  EXPECT_EQ(entry->binary(), std::string("bin\0ary", 7));
+  EXPECT_EQ(entry->description(), "device\nimage");
   EXPECT_EQ(entry->buildNanoseconds, 12345u);
   EXPECT_FALSE(cache.load(keyOf("two")));
   EXPECT_EQ(cache.statistics().hits, 1u);
@@ -106,7 +106,8 @@ TEST(DiskCache, DamagedEntriesAreDeletedNeverLoaded) {
     std::function<void(std::string &)> apply;
   };
   const std::vector<Damage> damages = {
-      {"a byte of the binary flipped", [](std::string &f) { f[f.size() - 3] ^= 0x10; }},
+      {"a byte of the binary flipped", [](std::string &f) { f[64 + 500] ^= 0x10; }},
+      {"a byte of the description flipped", [](std::string &f) { f[f.size() - 3] ^= 0x10; }},
       {"a byte of the key flipped", [](std::string &f) { f[17] ^= 0x01; }},
       {"a byte of the checksum flipped", [](std::string &f) { f[60] ^= 0x80; }},
       {"a byte of the build time flipped", [](std::string &f) { f[50] ^= 0x01; }},
@@ -134,7 +135,7 @@ TEST(DiskCache, DamagedEntriesAreDeletedNeverLoaded) {
     reader.store(keyOf("k"), "description", std::string(1000, 'b'), 7);
     auto rebuilt = reader.load(keyOf("k"));
     ASSERT_TRUE(rebuilt);
-    EXPECT_EQ(rebuilt->binary, std::string(1000, 'b'));
+    EXPECT_EQ(rebuilt->binary(), std::string(1000, 'b'));
   }
 }
 
@@ -284,7 +285,7 @@ TEST(DiskCache, WritersKilledMidWriteLeaveNoEntryThatIsUsed) {
   for (const EntryFile &file : files) EXPECT_EQ(file.problem, "") << file.path;
   for (unsigned key = 0; key < 4; ++key)
     if (auto entry = cache.load(keyOf("key" + std::to_string(key))))
-      EXPECT_TRUE(matchesPattern(entry->binary, key, kKilledEntrySize)) << "key " << key;
+      EXPECT_TRUE(matchesPattern(entry->binary(), key, kKilledEntrySize)) << "key " << key;
   EXPECT_EQ(cache.statistics().rejected, 0u);
 }
 
@@ -303,7 +304,7 @@ TEST(DiskCache, ProcessesReadingAndWritingOneCacheAtOnce) {
       for (uint32_t op = 0; op < 50; ++op) {
         const unsigned key = random() % 6;
         if (auto entry = cache.load(keyOf("key" + std::to_string(key)))) {
-          if (!matchesPattern(entry->binary, key, kBinary)) _exit(3);
+          if (!matchesPattern(entry->binary(), key, kBinary)) _exit(3);
         } else {
           cache.store(keyOf("key" + std::to_string(key)), "", patternFor(key, op, kBinary), 1);
         }
