@@ -92,6 +92,22 @@ TEST(DiskCache, StoredEntryLoadsBackWithWhatItCost) {
   EXPECT_TRUE(other.load(keyOf("one")));
 }
 
+TEST(DiskCache, BinariesComeBackAlignedForTheDriver) {
+  // The driver reads the binary where it lies (cuModuleLoadData): small entries are read into
+  // an allocation, large ones mapped; either way the binary starts 64 bytes in.
+  DiskCache cache(scratchDir(), kUnbounded);
+  for (size_t size : {size_t(100), size_t(1) << 20}) {
+    SCOPED_TRACE(size);
+    const std::string binary(size, 'b');
+    cache.store(keyOf(std::to_string(size)), "an odd-sized description", binary, 1);
+    auto entry = cache.load(keyOf(std::to_string(size)));
+    ASSERT_TRUE(entry);
+    EXPECT_EQ(entry->binary(), binary);
+    EXPECT_EQ(entry->description(), "an odd-sized description");
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(entry->binary().data()) % 16, 0u);
+  }
+}
+
 TEST(DiskCache, DirectoriesAndEntriesArePrivateToTheUser) {
   const std::string base = scratchDir();
   DiskCache cache(base + "/a/b/devdl", kUnbounded);
