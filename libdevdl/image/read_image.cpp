@@ -358,27 +358,26 @@ llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::sh
 
 namespace {
 
-llvm::Error ioError(std::error_code ec, const std::string &path) {
-  return inFile(fail(ec == std::errc::no_such_file_or_directory ? ErrorCode::NotFound : ErrorCode::Io, ec.message()),
-                path);
+// The images of a file read into `buffer` (mapped or read, as LLVM chose), or why it could not be.
+llvm::Expected<ImageFile> readBuffer(llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer, const std::string &path) {
+  if (!buffer) {
+    const std::error_code ec = buffer.getError();
+    return inFile(fail(ec == std::errc::no_such_file_or_directory ? ErrorCode::NotFound : ErrorCode::Io, ec.message()),
+                  path);
+  }
+  auto storage = std::make_shared<Storage>(std::move(*buffer));
+  Bytes bytes = storage->bytes();
+  return readImageMemory(bytes, path, std::move(storage));
 }
 
 }  // namespace
 
 llvm::Expected<ImageFile> readImageFile(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) return ioError(buffer.getError(), path);
-  auto storage = std::make_shared<Storage>(std::move(*buffer));
-  Bytes bytes = storage->bytes();
-  return readImageMemory(bytes, path, std::move(storage));
+  return readBuffer(llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false), path);
 }
 
 llvm::Expected<ImageFile> readImageFile(int fd, uint64_t size, const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getOpenFile(fd, path, size, /*RequiresNullTerminator=*/false);
-  if (!buffer) return ioError(buffer.getError(), path);
-  auto storage = std::make_shared<Storage>(std::move(*buffer));
-  Bytes bytes = storage->bytes();
-  return readImageMemory(bytes, path, std::move(storage));
+  return readBuffer(llvm::MemoryBuffer::getOpenFile(fd, path, size, /*RequiresNullTerminator=*/false), path);
 }
 
 }  // namespace devdl

@@ -822,11 +822,11 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
     declared = true;
     loaded.specConstants[specId] = std::string(value);
     // What the image's programs are keyed by: its bytes and the values set.
-    std::string parts(reinterpret_cast<const char *>(&loaded.bytesHash), sizeof loaded.bytesHash);
-    for (const auto &[spec, bytes] : loaded.specConstants)
-      parts += std::string(reinterpret_cast<const char *>(&spec), sizeof spec) + char(bytes.size()) + bytes;
-    const XXH128_hash_t xxh = XXH3_128bits(parts.data(), parts.size());
-    loaded.hash = {xxh.low64, xxh.high64};
+    cache::KeyBuilder builder;
+    builder.add(loaded.bytesHash.low).add(loaded.bytesHash.high);
+    for (const auto &[spec, bytes] : loaded.specConstants) builder.add(uint64_t(spec)).add(bytes);
+    const cache::Key key = builder.finish();
+    loaded.hash = {key.low, key.high};
   }
   if (!declared)
     return fail(ErrorCode::NotFound, handle.path + ": no image declares specialization constant " + std::to_string(specId));
