@@ -1,6 +1,6 @@
 #include "bundle/host_elf.h"
 #include "support/error.h"
-#include "support/xxhash.h"
+#include "support/xxh3.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/MC/MCAsmBackend.h>
@@ -86,7 +86,7 @@ void initializeTargets() {
 std::string defaultBundleSymbol(Bytes bundle) {
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(XXH3_64bits(bundle.data(), bundle.size())));
+                static_cast<unsigned long long>(xxh3::hash64(bundle.data(), bundle.size())));
   return std::string(kBundleSymbolPrefix) + hash;
 }
 

@@ -1,7 +1,7 @@
 #include "cache/disk_cache.h"
 
 #include "support/debug.h"
-#include "support/xxhash.h"
+#include "support/xxh3.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -47,14 +47,7 @@ struct Header {
 static_assert(sizeof(Header) == kHeaderSize && offsetof(Header, checksum) == kChecksumOffset);
 
 uint64_t checksumOf(const Header &header, std::string_view binary, std::string_view description) {
-  XXH3_state_t *state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  XXH3_64bits_update(state, &header, kChecksumOffset);
-  XXH3_64bits_update(state, binary.data(), binary.size());
-  XXH3_64bits_update(state, description.data(), description.size());
-  const uint64_t sum = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return sum;
+  return xxh3::hash64({std::string_view(reinterpret_cast<const char *>(&header), kChecksumOffset), binary, description});
 }
 
 bool readAll(int fd, char *data, size_t size, size_t offset) {
@@ -169,8 +162,8 @@ KeyBuilder &KeyBuilder::add(uint64_t value) {
 }
 
 Key KeyBuilder::finish() const {
-  const XXH128_hash_t hash = XXH3_128bits(parts_.data(), parts_.size());
-  return {hash.low64, hash.high64};
+  const xxh3::Hash128 hash = xxh3::hash128(parts_.data(), parts_.size());
+  return {hash.low, hash.high};
 }
 
 std::string DiskCache::directoryFromEnvironment(std::string *why) {

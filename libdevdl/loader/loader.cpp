@@ -6,7 +6,7 @@
 #include "bundle/host_elf.h"
 #include "cache/disk_cache.h"
 #include "support/error.h"
-#include "support/xxhash.h"
+#include "support/xxh3.h"
 
 #include "devdl.h"
 
@@ -63,8 +63,8 @@ Loader &Loader::instance() {
 
 uint32_t Loader::addImage(DeviceImage image, const std::string &file, unsigned index, Handle *owner) {
   std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
-  const XXH128_hash_t xxh = XXH3_128bits(image.bytes.data(), image.bytes.size());
-  const ContentHash hash{xxh.low64, xxh.high64};
+  const xxh3::Hash128 xxh = xxh3::hash128(image.bytes.data(), image.bytes.size());
+  const ContentHash hash{xxh.low, xxh.high};
   // Ids of unloaded images are taken again, so that what is sized by the ids stays the size
   // of what is loaded, however often images come and go.
   uint32_t id = static_cast<uint32_t>(images_.size());

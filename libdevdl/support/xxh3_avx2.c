@@ -1,0 +1,4 @@
+/* XXH3 with AVX2 vectors (see xxh3.h); built with the matching -m option. */
+#define XXH_VECTOR XXH_AVX2
+#define DEVDL_XXH3_VARIANT devdl_xxh3_avx2
+#include "support/xxh3_variant.h"
