@@ -562,7 +562,7 @@ llvm::Expected<Handle *> Loader::reopen(const Handle::Identity &identity, int fl
     // As dlopen(RTLD_NOW) of a library loaded lazily: its links are made now, or the open
     // fails and the handle stays as it was.
     if ((flags & DEVDL_NOW) && !h->linkedNow)
-      if (llvm::Error err = linkNow(*h)) return std::move(err);
+      if (llvm::Error err = linkNow(*h)) return err;
     ++h->references;
     h->nodelete |= (flags & DEVDL_NODELETE) != 0;
     if ((flags & DEVDL_GLOBAL) && !h->global) {
@@ -623,7 +623,7 @@ llvm::Expected<Handle *> Loader::addHandle(ImageFile read, const Handle::Identit
     // On failure the loader is left as it was before this call.
     if (llvm::Error err = linkNow(*handle)) {
       dropImages(handle->images);
-      return std::move(err);
+      return err;
     }
   }
   handles_.push_back(std::move(handle));
