@@ -149,14 +149,10 @@ void Device::native(devdl_native &out) const {
 bool Device::accepts(const DeviceImage &image, std::string *why) const {
   if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir()))) return true;
   if (image.format == ImageFormat::OpenClBinary) {
-    // Whether a binary is this device's is the driver's to say.
-    std::string refused = !caps_.linker ? "it has no linker (CL_DEVICE_LINKER_AVAILABLE)" : "";
-    if (refused.empty()) {
-      auto program = fromBinary(image.bytes);
-      if (program) return true;
-      refused = llvm::toString(program.takeError());
-    }
-    if (why) *why = "OpenCL device " + name_ + " does not take this native binary: " + refused;
+    auto object = nativeObject(image.bytes);
+    if (object) return true;
+    const std::string refused = llvm::toString(object.takeError());
+    if (why) *why = refused;
     return false;
   }
   if (why)
@@ -171,8 +167,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
     const LinkInput *native = nullptr, *spirv = nullptr;
     for (const LinkInput &input : inputs) {
-      if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
-      (input.image->format == ImageFormat::OpenClBinary ? native : spirv) = &input;
+      const bool isNative = input.image->format == ImageFormat::OpenClBinary;
+      // A native binary is asked of the driver where linkObjects makes its program: once.
+      if (std::string why; !isNative && !accepts(*input.image, &why))
+        return fail(ErrorCode::Unsupported, input.label + ": " + why);
+      (isNative ? native : spirv) = &input;
     }
     // Native binaries are compiled objects: only the device's linker joins them, to each other
     // and to SPIR-V compiled as IL (the software link and SPIR have no place for them).
@@ -232,6 +231,17 @@ llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const 
   return std::make_unique<Program>(api_, program, name_);
 }
 
+llvm::Expected<std::unique_ptr<Program>> Device::nativeObject(Bytes binary) const {
+  // Whether a binary is this device's is the driver's to say.
+  std::string refused = !caps_.linker ? "it has no linker (CL_DEVICE_LINKER_AVAILABLE)" : "";
+  if (refused.empty()) {
+    auto object = fromBinary(binary);
+    if (object) return object;
+    refused = llvm::toString(object.takeError());
+  }
+  return fail(ErrorCode::Unsupported, "OpenCL device " + name_ + " does not take this native binary: " + refused);
+}
+
 llvm::Expected<std::unique_ptr<Program>> Device::buildBinary(std::string_view binary, const std::string &options,
                                                              std::string_view what) const {
   auto owned = fromBinary(asBytes(binary));
@@ -279,8 +289,8 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
   std::vector<cl_program> handles;
   for (const LinkInput &input : inputs) {
     if (input.image->format == ImageFormat::OpenClBinary) {
-      auto object = fromBinary(input.image->bytes);
-      if (!object) return inImage(object.takeError(), input.label);
+      auto object = nativeObject(input.image->bytes);
+      if (!object) return fail(ErrorCode::Unsupported, input.label + ": " + llvm::toString(object.takeError()));
       handles.push_back((*object)->get());
       objects.push_back(std::move(*object));
       continue;

@@ -89,6 +89,9 @@ class Device final : public backend::Device {
   llvm::Error specialize(cl_program program, const SpecConstants &specs) const;
   /// clCreateProgramWithBinary, checked (the binary's status too).
   llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
+  /// A native binary as this device's compiled object, or why the device does not take it (no
+  /// linker, or the driver refuses the binary).
+  llvm::Expected<std::unique_ptr<Program>> nativeObject(Bytes binary) const;
   /// clCreateProgramWithBinary and clBuildProgram with `options`; `what` the binary is, for
   /// errors ("SPIR", "a cached program"), which carry the build log.
   llvm::Expected<std::unique_ptr<Program>> buildBinary(std::string_view binary, const std::string &options,
