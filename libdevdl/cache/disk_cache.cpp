@@ -50,16 +50,6 @@ uint64_t checksumOf(const Header &header, std::string_view binary, std::string_v
   return xxh3::hash64({std::string_view(reinterpret_cast<const char *>(&header), kChecksumOffset), binary, description});
 }
 
-bool readAll(int fd, char *data, size_t size, size_t offset) {
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = pread(fd, data + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 bool writeAll(int fd, const char *data, size_t size) {
   for (size_t done = 0; done < size;) {
     const ssize_t n = write(fd, data + done, size - done);
@@ -95,8 +85,13 @@ std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry 
   if (std::string why = untrusted(st); !why.empty()) return why;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kHeaderSize) return "truncated (" + std::to_string(size) + " bytes)";
+  // The whole file in one read, as LLVM reads files: mapped from 16 KB on (no copy, no page of
+  // fresh memory to fault in for each 4 KB), else read. Entries are never written in place (a
+  // store renames a new file over the old one), so a mapping does not change under the checks.
+  auto buffer = llvm::MemoryBuffer::getOpenFile(fd, "", size, /*RequiresNullTerminator=*/false);
+  if (!buffer) return "unreadable: " + buffer.getError().message();
   Header header;
-  if (!readAll(fd, reinterpret_cast<char *>(&header), kHeaderSize, 0)) return "unreadable: " + errnoText();
+  std::memcpy(&header, (*buffer)->getBufferStart(), kHeaderSize);
   if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0) return "not a devdl cache entry";
   if (header.version != kFormatVersion || header.headerSize != kHeaderSize)
     return "format version " + std::to_string(header.version) + " (this devdl reads " +
@@ -106,11 +101,6 @@ std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry 
       kHeaderSize + header.descriptionSize + header.binarySize != size)
     return "truncated or padded (" + std::to_string(size) + " bytes, header says " +
            std::to_string(kHeaderSize + std::min(header.descriptionSize, size) + std::min(header.binarySize, size)) + ")";
-  // The whole file as LLVM reads files: mapped from 16 KB on (no copy, no page of fresh memory
-  // to fault in for each 4 KB), else read. Entries are never written in place (a store renames a
-  // new file over the old one), so a mapping does not change under the checksum.
-  auto buffer = llvm::MemoryBuffer::getOpenFile(fd, "", size, /*RequiresNullTerminator=*/false);
-  if (!buffer) return "unreadable: " + buffer.getError().message();
   out.file = std::move(*buffer);
   out.binarySize = header.binarySize;
   if (checksumOf(header, out.binary(), out.description()) != header.checksum) return "checksum mismatch";
