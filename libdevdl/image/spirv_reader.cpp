@@ -83,6 +83,13 @@ struct Context {
   ~Context() { spvContextDestroy(ctx); }
 };
 
+// What SPIRV-Tools says, destroyed with its holder: the validator leaves one for a warning even
+// where it succeeds.
+struct Diagnostic {
+  spv_diagnostic diag = nullptr;
+  ~Diagnostic() { spvDiagnosticDestroy(diag); }
+};
+
 }  // namespace
 
 llvm::Error readSpirv(DeviceImage &image) {
@@ -96,25 +103,18 @@ llvm::Error readSpirv(DeviceImage &image) {
   const auto *words = reinterpret_cast<const uint32_t *>(image.bytes.data());
   const size_t numWords = image.bytes.size() / 4;
   Context context;
-  spv_diagnostic diag = nullptr;
 
   spv_const_binary_t binary{words, numWords};
-  if (spvValidate(context.ctx, &binary, &diag) != SPV_SUCCESS) {
-    std::string text = diagnosticText(diag);
-    spvDiagnosticDestroy(diag);
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + text);
-  }
+  if (Diagnostic validation; spvValidate(context.ctx, &binary, &validation.diag) != SPV_SUCCESS)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + diagnosticText(validation.diag));
 
   SpirvFacts facts;
   facts.begin = words;
   facts.numWords = numWords;
   facts.storage = image.storage.get();
-  if (spvBinaryParse(context.ctx, &facts, words, numWords, nullptr, onInstruction, &diag) !=
-      SPV_SUCCESS) {
-    std::string text = diagnosticText(diag);
-    spvDiagnosticDestroy(diag);
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + text);
-  }
+  if (Diagnostic parsing;
+      spvBinaryParse(context.ctx, &facts, words, numWords, nullptr, onInstruction, &parsing.diag) != SPV_SUCCESS)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + diagnosticText(parsing.diag));
 
   image.triple = facts.addressing == SpvAddressingModelPhysical64   ? "spir64-unknown-unknown"
                  : facts.addressing == SpvAddressingModelPhysical32 ? "spir-unknown-unknown"

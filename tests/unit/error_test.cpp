@@ -61,7 +61,7 @@ TEST(ReadErrors, EveryReaderRefusesTinyInput) {
   }
 }
 
-// Inputs that once made a parser read out of bounds or crash (found by the fuzzers; the ASan
+// Inputs that once made a parser read out of bounds, crash or leak (found by the fuzzers; the ASan
 // build catches a relapse): each is read or refused naming the file.
 TEST(ReadErrors, FuzzRegressions) {
   const std::filesystem::path dir = std::filesystem::path(DEVDL_TEST_DATA) / "fuzz-regressions";
