@@ -2,6 +2,7 @@
 #include "support/error.h"
 #include "support/xxh3.h"
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/MC/MCAsmBackend.h>
 #include <llvm/MC/MCAsmInfo.h>
@@ -19,10 +20,10 @@
 #include <llvm/ObjCopy/ConfigManager.h>
 #include <llvm/ObjCopy/ObjCopy.h>
 #include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Support/Endian.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
 
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -84,10 +85,9 @@ void initializeTargets() {
 }  // namespace
 
 std::string defaultBundleSymbol(Bytes bundle) {
-  char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(xxh3::hash64(bundle.data(), bundle.size())));
-  return std::string(kBundleSymbolPrefix) + hash;
+  uint8_t hash[8];  // in full width, most significant first
+  llvm::support::endian::write64be(hash, xxh3::hash64(bundle.data(), bundle.size()));
+  return std::string(kBundleSymbolPrefix) + llvm::toHex(hash, /*LowerCase=*/true);
 }
 
 bool isElf(Bytes bytes) {

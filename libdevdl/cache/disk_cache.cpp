@@ -3,6 +3,9 @@
 #include "support/debug.h"
 #include "support/xxh3.h"
 
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/Endian.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/auxv.h>
@@ -134,10 +137,15 @@ std::string bytesText(uint64_t bytes) {
   return text;
 }
 
+// Not snprintf: a cache hit is often in a fresh process, where printf's code is a few page faults
+// of its own.
 std::string Key::hex() const {
-  char text[33];
-  std::snprintf(text, sizeof text, "%016" PRIx64 "%016" PRIx64, high, low);
-  return text;
+  uint8_t bytes[16];
+  llvm::support::endian::write64be(bytes, high);
+  llvm::support::endian::write64be(bytes + 8, low);
+  llvm::SmallString<32> text;
+  llvm::toHex(bytes, /*LowerCase=*/true, text);
+  return std::string(text);
 }
 
 KeyBuilder &KeyBuilder::add(std::string_view part) {

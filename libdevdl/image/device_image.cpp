@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 namespace devdl {
 
@@ -78,6 +79,13 @@ const Property *PropertySet::find(std::string_view property) const {
   for (const auto &p : properties)
     if (p.name == property) return &p;
   return nullptr;
+}
+
+std::string_view Storage::save(std::string_view s) {
+  char *copy = strings_.Allocate<char>(s.size() + 1);
+  std::memcpy(copy, s.data(), s.size());
+  copy[s.size()] = '\0';
+  return {copy, s.size()};
 }
 
 Bytes Storage::adopt(std::unique_ptr<llvm::MemoryBuffer> buffer) {

@@ -4,7 +4,6 @@
 
 #include <llvm/Support/Allocator.h>
 #include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/StringSaver.h>
 
 #include <cstdint>
 #include <memory>
@@ -95,15 +94,16 @@ class Storage {
                    : Bytes();
   }
   /// Copies `s` into storage that lives as long as this object.
-  std::string_view save(std::string_view s) { return saver_.save(llvm::StringRef(s.data(), s.size())); }
+  std::string_view save(std::string_view s);
   /// Keeps `buffer` alive as long as this object (decompressed or realigned copies).
   Bytes adopt(std::unique_ptr<llvm::MemoryBuffer> buffer);
 
  private:
   std::unique_ptr<llvm::MemoryBuffer> buffer_;
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> adopted_;
-  llvm::BumpPtrAllocator alloc_;
-  llvm::StringSaver saver_{alloc_};
+  // Small slabs: most images save a few short strings (a CUDA arch), and a fresh process takes a
+  // page fault for each heap page it touches first (a 4 KB slab is one a file).
+  llvm::BumpPtrAllocatorImpl<llvm::MallocAllocator, 512, 512> strings_;
 };
 
 class DeviceImage {

@@ -72,6 +72,11 @@ TEST(DiskCacheKey, PartsCannotRunIntoEachOther) {
   EXPECT_EQ(keyOf("x").hex().size(), 32u);
 }
 
+TEST(DiskCacheKey, HexIsTheHighThenTheLowHalfInFullWidth) {
+  EXPECT_EQ((Key{.low = 0xabcdef, .high = 0x0123456789abcdef}).hex(), "0123456789abcdef0000000000abcdef");
+  EXPECT_EQ(Key{}.hex(), std::string(32, '0'));
+}
+
 TEST(DiskCache, StoredEntryLoadsBackWithWhatItCost) {
   const std::string dir = scratchDir() + "/cache";
   DiskCache cache(dir, kUnbounded);
@@ -299,9 +304,11 @@ TEST(DiskCache, WritersKilledMidWriteLeaveNoEntryThatIsUsed) {
   const auto files = cache.list();
   EXPECT_GT(files.size(), 1u) << "the writers should have finished some entries";
   for (const EntryFile &file : files) EXPECT_EQ(file.problem, "") << file.path;
-  for (unsigned key = 0; key < 4; ++key)
-    if (auto entry = cache.load(keyOf("key" + std::to_string(key))))
+  for (unsigned key = 0; key < 4; ++key) {
+    if (auto entry = cache.load(keyOf("key" + std::to_string(key)))) {
       EXPECT_TRUE(matchesPattern(entry->binary(), key, kKilledEntrySize)) << "key " << key;
+    }
+  }
   EXPECT_EQ(cache.statistics().rejected, 0u);
 }
 

@@ -7,7 +7,9 @@
 #include <llvm/Object/ObjectFile.h>
 
 #include <dlfcn.h>
+#include <xxhash.h>  // the reference: libxxhash
 
+#include <cstdio>
 #include <filesystem>
 
 extern "C" const char *devdl_test_carrier(void);
@@ -21,6 +23,14 @@ TEST(HostElf, SharedLibraryShowsItsBundleFromTheFile) {
   ASSERT_EQ(file->images.size(), 1u);
   EXPECT_EQ(file->images[0].moduleId(), "liblinked");
   EXPECT_TRUE(contains(symbolLines(file->images[0]), "T LibDeviceFunc"));
+}
+
+TEST(HostElf, DefaultBundleSymbolNamesTheBundlesXxh3InSixteenHexDigits) {
+  for (const std::string bundle : {"a bundle", "another"}) {
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(XXH3_64bits(bundle.data(), bundle.size())));
+    EXPECT_EQ(bundle::defaultBundleSymbol(asBytes(bundle)), std::string("__devdl_bundle_") + hash);
+  }
 }
 
 std::vector<std::string> loadedModuleIds(const std::string &objectSuffix) {
