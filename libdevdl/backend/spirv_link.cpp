@@ -1,5 +1,6 @@
 #include "backend/spirv_link.h"
 #include "support/error.h"
+#include "support/spirv_tools.h"
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
@@ -43,16 +44,13 @@ llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t
       scan.builtins.emplace_back(inst->words[1], inst->words[3]);
     return SPV_SUCCESS;
   };
-  spv_context context = spvContextCreate(SPV_ENV_UNIVERSAL_1_6);
-  spv_diagnostic diagnostic = nullptr;
-  auto failed = [&](const char *what) {
-    std::string text = diagnostic ? diagnostic->error : "";
-    spvDiagnosticDestroy(diagnostic);
-    spvContextDestroy(context);
-    return fail(ErrorCode::Unsupported, llvm::Twine("linked SPIR-V: ") + what + ": " + text);
+  spirv::Context context;
+  auto failed = [](const char *what, const spirv::Diagnostic &diagnostic) {
+    return fail(ErrorCode::Unsupported, llvm::Twine("linked SPIR-V: ") + what + ": " + diagnostic.text());
   };
-  if (spvBinaryParse(context, &scan, words.data(), words.size(), nullptr, collect, &diagnostic) != SPV_SUCCESS)
-    return failed("cannot parse");
+  if (spirv::Diagnostic diagnostic; spvBinaryParse(context.get(), &scan, words.data(), words.size(), nullptr, collect,
+                                                   diagnostic.out()) != SPV_SUCCESS)
+    return failed("cannot parse", diagnostic);
   struct Rewrite {
     std::map<uint32_t, uint32_t> replace;  // duplicate variable -> the one kept
     std::vector<uint32_t> out;
@@ -63,10 +61,7 @@ llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t
       auto [it, first] = kept.try_emplace(builtin, id);
       if (!first) rewrite.replace[id] = it->second;
     }
-  if (rewrite.replace.empty()) {
-    spvContextDestroy(context);
-    return words;
-  }
+  if (rewrite.replace.empty()) return words;
   rewrite.out.assign(words.begin(), words.begin() + kHeaderWords);
   auto emit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &rewrite = *static_cast<Rewrite *>(user);
@@ -93,9 +88,9 @@ llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t
     }
     return SPV_SUCCESS;
   };
-  if (spvBinaryParse(context, &rewrite, words.data(), words.size(), nullptr, emit, &diagnostic) != SPV_SUCCESS)
-    return failed("cannot rewrite");
-  spvContextDestroy(context);
+  if (spirv::Diagnostic diagnostic; spvBinaryParse(context.get(), &rewrite, words.data(), words.size(), nullptr, emit,
+                                                   diagnostic.out()) != SPV_SUCCESS)
+    return failed("cannot rewrite", diagnostic);
   return std::move(rewrite.out);
 }
 

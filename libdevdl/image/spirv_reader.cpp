@@ -2,6 +2,7 @@
 // LinkageAttributes decorations, kernels from OpEntryPoint, spec constants from SpecId.
 #include "image/readers.h"
 #include "support/error.h"
+#include "support/spirv_tools.h"
 
 #include <spirv-tools/libspirv.h>
 #include <spirv/unified1/spirv.h>
@@ -13,7 +14,6 @@
 namespace devdl::readers {
 
 namespace {
-
 
 struct Linkage {
   uint32_t id;
@@ -71,25 +71,6 @@ spv_result_t onInstruction(void *user, const spv_parsed_instruction_t *inst) {
   return SPV_SUCCESS;
 }
 
-std::string diagnosticText(spv_diagnostic diag) {
-  if (!diag) return "unknown error";
-  std::string text = diag->error ? diag->error : "unknown error";
-  if (!diag->isTextSource) text += " (at word " + std::to_string(diag->position.index) + ")";
-  return text;
-}
-
-struct Context {
-  spv_context ctx = spvContextCreate(SPV_ENV_UNIVERSAL_1_6);
-  ~Context() { spvContextDestroy(ctx); }
-};
-
-// What SPIRV-Tools says, destroyed with its holder: the validator leaves one for a warning even
-// where it succeeds.
-struct Diagnostic {
-  spv_diagnostic diag = nullptr;
-  ~Diagnostic() { spvDiagnosticDestroy(diag); }
-};
-
 }  // namespace
 
 llvm::Error readSpirv(DeviceImage &image) {
@@ -102,19 +83,19 @@ llvm::Error readSpirv(DeviceImage &image) {
 
   const auto *words = reinterpret_cast<const uint32_t *>(image.bytes.data());
   const size_t numWords = image.bytes.size() / 4;
-  Context context;
+  spirv::Context context;
 
   spv_const_binary_t binary{words, numWords};
-  if (Diagnostic validation; spvValidate(context.ctx, &binary, &validation.diag) != SPV_SUCCESS)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + diagnosticText(validation.diag));
+  if (spirv::Diagnostic validation; spvValidate(context.get(), &binary, validation.out()) != SPV_SUCCESS)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + validation.text());
 
   SpirvFacts facts;
   facts.begin = words;
   facts.numWords = numWords;
   facts.storage = image.storage.get();
-  if (Diagnostic parsing;
-      spvBinaryParse(context.ctx, &facts, words, numWords, nullptr, onInstruction, &parsing.diag) != SPV_SUCCESS)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + diagnosticText(parsing.diag));
+  if (spirv::Diagnostic parsing;
+      spvBinaryParse(context.get(), &facts, words, numWords, nullptr, onInstruction, parsing.out()) != SPV_SUCCESS)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
 
   image.triple = facts.addressing == SpvAddressingModelPhysical64   ? "spir64-unknown-unknown"
                  : facts.addressing == SpvAddressingModelPhysical32 ? "spir-unknown-unknown"
