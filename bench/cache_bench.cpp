@@ -1,6 +1,6 @@
 // Time to first kernel in a fresh process (issue 5): the seeds' example (lib + app, AppKernel;
-// on CUDA also with an 800 KB library in place of the seed's few hundred bytes of code) cold
-// (DEVDL_CACHE=0: link and build), from devdl's disk cache, and by hand from the same
+// on CUDA also with an 800 KB library in place of the seed's few hundred bytes of code, and as
+// PTX) cold (DEVDL_CACHE=0: link and build), from devdl's disk cache, and by hand from the same
 // binary (the limit: clCreateProgramWithBinary + clBuildProgram + clCreateKernel, or
 // cuModuleLoadData + cuModuleGetFunction), each in a process of its own, side by side in every
 // iteration (in turns), as the figure is a ratio and this machine drifts between runs.
@@ -280,23 +280,32 @@ void firstKernelInAFreshProcess(benchmark::State &state, const std::string &back
 void BM_OpenClFirstKernelInAFreshProcess(benchmark::State &state) {
   firstKernelInAFreshProcess(state, "opencl", image("lib.spv"), image("app.spv"));
 }
-void cudaFirstKernelInAFreshProcess(benchmark::State &state, const std::string &lib) {
+void cudaFirstKernelInAFreshProcess(benchmark::State &state, const std::string &lib, const std::string &app) {
   if (std::string why; !cuda::driver(&why)) {
     state.SkipWithError(why.c_str());
     return;
   }
-  firstKernelInAFreshProcess(state, "cuda", image(lib), image("app.cubin"));
+  firstKernelInAFreshProcess(state, "cuda", image(lib), image(app));
 }
-void BM_CudaFirstKernelInAFreshProcess(benchmark::State &state) { cudaFirstKernelInAFreshProcess(state, "lib.cubin"); }
+void BM_CudaFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib.cubin", "app.cubin");
+}
 // The same with the library of 96 more kernels (an 800 KB cubin): a program of some size,
 // where the driver's load and the link weigh more than a fresh process's fixed costs.
 void BM_CudaLargeLibraryFirstKernelInAFreshProcess(benchmark::State &state) {
-  cudaFirstKernelInAFreshProcess(state, "lib_large.cubin");
+  cudaFirstKernelInAFreshProcess(state, "lib_large.cubin", "app.cubin");
+}
+// The seed's program as PTX, as a release ships it for GPUs newer than its cubins: a cold load
+// compiles it in the driver (whose own JIT cache is off), as PoCL compiles SPIR-V; a hit loads
+// the linked cubin devdl stored, and so does the by-hand program.
+void BM_CudaPtxFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib.ptx", "app.ptx");
 }
 
 BENCHMARK(BM_OpenClFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaLargeLibraryFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+BENCHMARK(BM_CudaPtxFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 
 }  // namespace
 
