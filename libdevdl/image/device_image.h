@@ -101,8 +101,8 @@ class Storage {
  private:
   std::unique_ptr<llvm::MemoryBuffer> buffer_;
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> adopted_;
-  // Small slabs: most images save a few short strings (a CUDA arch), and a fresh process takes a
-  // page fault for each heap page it touches first (a 4 KB slab is one a file).
+  // Small slabs: most images save a few short strings (a CUDA arch), and in a fresh process each
+  // heap page touched first is a page fault (4 KB slabs cost one for each file read).
   llvm::BumpPtrAllocatorImpl<llvm::MallocAllocator, 512, 512> strings_;
 };
 
