@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cctype>
 #include <cinttypes>
 #include <cstddef>
 #include <cstdlib>
@@ -111,8 +112,8 @@ std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry 
   return "";
 }
 
-std::optional<Key> keyFromName(std::string_view name) {
-  if (name.size() != 32 + std::strlen(kSuffix) || name.substr(32) != kSuffix) return std::nullopt;
+std::optional<Key> keyFromHex(std::string_view name) {
+  if (name.size() < 32) return std::nullopt;
   Key key;
   for (int half = 0; half < 2; ++half) {
     uint64_t value = 0;
@@ -124,6 +125,18 @@ std::optional<Key> keyFromName(std::string_view name) {
     (half == 0 ? key.high : key.low) = value;
   }
   return key;
+}
+
+std::optional<Key> keyFromName(std::string_view name) {
+  if (name.size() != 32 + std::strlen(kSuffix) || name.substr(32) != kSuffix) return std::nullopt;
+  return keyFromHex(name);
+}
+
+// A writer's temporary file: ".tmp-<key>-<pid>-<n>". Nothing else in the directory is touched.
+bool isTemporaryName(std::string_view name) {
+  if (!name.starts_with(kTemporaryPrefix)) return false;
+  name.remove_prefix(std::strlen(kTemporaryPrefix));
+  return keyFromHex(name) && name.size() > 33 && name[32] == '-';
 }
 
 }  // namespace
@@ -187,7 +200,7 @@ uint64_t DiskCache::maxSizeFromEnvironment() {
   uint64_t size = std::strtoull(value, &end, 10);
   const int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
   if (shift) ++end;
-  if (errno || end == value || *end || value[0] == '-' || size > (UINT64_MAX >> shift)) {
+  if (errno || !std::isdigit(static_cast<unsigned char>(value[0])) || *end || size > (UINT64_MAX >> shift)) {
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("cache: DEVDL_CACHE_MAX_SIZE=" + std::string(value) + " is no size (bytes, or with K, M or G); 1G it is");
     return kDefault;
@@ -259,7 +272,9 @@ std::optional<Entry> DiskCache::load(const Key &key) {
     return std::nullopt;
   }
   const std::string path = pathOf(key);
-  Fd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // O_NONBLOCK: a FIFO put in an entry's place must not hang the load before fstat shows it is
+  // no regular file (regular files ignore the flag).
+  Fd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   struct stat st;
   if (file.fd < 0 || fstat(file.fd, &st) != 0) {
     if (errno != ENOENT) report("cannot read " + path + ": " + errnoText());
@@ -351,6 +366,9 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
 void DiskCache::discard(const Key &key, std::string_view why) {
   if (!enabled()) return;
   unlink(pathOf(key).c_str());
+  // load() counted it as a hit; the program is built after all.
+  if (stats_.hits) --stats_.hits;
+  ++stats_.misses;
   ++stats_.rejected;
   report(pathOf(key) + ": " + std::string(why) + "; deleted, the program is built again");
 }
@@ -374,7 +392,7 @@ void DiskCache::evict() {
     const std::string_view name = d->d_name;
     struct stat st;
     if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (name.starts_with(kTemporaryPrefix)) {
+    if (isTemporaryName(name)) {
       if (now - st.st_mtime > kStaleTemporarySeconds) unlinkat(dirfd(dir), d->d_name, 0);
     } else if (keyFromName(name)) {
       entries.push_back({std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
@@ -408,7 +426,7 @@ std::vector<EntryFile> DiskCache::list() const {
     EntryFile file;
     file.key = *key;
     file.path = directory_ + "/" + d->d_name;
-    Fd fd(openat(dirfd(dir), d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    Fd fd(openat(dirfd(dir), d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st;
     if (fd.fd < 0 || fstat(fd.fd, &st) != 0) {
       file.problem = "unreadable: " + errnoText();
@@ -432,7 +450,7 @@ size_t DiskCache::clear() const {
   size_t deleted = 0;
   while (const dirent *d = readdir(dir)) {
     const std::string_view name = d->d_name;
-    if ((keyFromName(name) || name.starts_with(kTemporaryPrefix)) && unlinkat(dirfd(dir), d->d_name, 0) == 0) ++deleted;
+    if ((keyFromName(name) || isTemporaryName(name)) && unlinkat(dirfd(dir), d->d_name, 0) == 0) ++deleted;
   }
   closedir(dir);
   return deleted;

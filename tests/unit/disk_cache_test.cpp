@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -95,6 +96,45 @@ TEST(DiskCache, StoredEntryLoadsBackWithWhatItCost) {
   // A second cache object (another process, in effect) sees the entry.
   DiskCache other(dir, kUnbounded);
   EXPECT_TRUE(other.load(keyOf("one")));
+}
+
+TEST(DiskCache, AnEntryTheBackendRefusesIsAMissNotAHit) {
+  DiskCache cache(scratchDir(), kUnbounded);
+  cache.store(keyOf("one"), "", "binary", 1);
+  ASSERT_TRUE(cache.load(keyOf("one")));
+  cache.discard(keyOf("one"), "refused by the driver");
+  EXPECT_EQ(cache.statistics().hits, 0u);
+  EXPECT_EQ(cache.statistics().misses, 1u);
+  EXPECT_EQ(cache.statistics().rejected, 1u);
+  EXPECT_FALSE(cache.load(keyOf("one")));
+}
+
+// A FIFO in an entry's place (put there by someone who can write the directory's parent) is not
+// trusted, and neither a load nor a listing waits for a writer to open it.
+TEST(DiskCache, AFifoInAnEntrysPlaceDoesNotHangTheLoad) {
+  const std::string dir = scratchDir();
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("other"), "", "binary", 1);  // makes the directory
+  const std::string path = entryPath(dir, keyOf("fifo"));
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  auto listed = std::async(std::launch::async, [&] {
+    DiskCache reader(dir, kUnbounded);
+    const bool loaded = reader.load(keyOf("fifo")).has_value();
+    return std::make_pair(loaded, reader.list());
+  });
+  if (listed.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    // Release the reader before failing: a writer opening the FIFO ends each of its waits (the
+    // load's open, then the listing's).
+    while (listed.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+      close(open(path.c_str(), O_WRONLY | O_NONBLOCK));
+    FAIL() << "the load waited on the FIFO";
+  }
+  const auto [loaded, files] = listed.get();
+  EXPECT_FALSE(loaded);
+  ASSERT_EQ(files.size(), 2u);
+  const EntryFile &fifo = files[0].path == path ? files[0] : files[1];
+  EXPECT_EQ(fifo.problem, "not a regular file");
+  EXPECT_TRUE(exists(path)) << "what is not trusted is left alone";
 }
 
 TEST(DiskCache, BinariesComeBackAlignedForTheDriver) {
@@ -257,17 +297,26 @@ TEST(DiskCache, LeftoversOfKilledWritersAreRemovedWhenOld) {
   const std::string dir = scratchDir();
   DiskCache cache(dir, kUnbounded);
   cache.store(keyOf("first"), "", "binary", 1);
-  const std::string stale = dir + "/.tmp-stale", fresh = dir + "/.tmp-fresh";
+  // Named as store() names them: .tmp-<key>-<pid>-<n>.
+  const std::string stale = dir + "/.tmp-" + keyOf("a").hex() + "-99-0", fresh = dir + "/.tmp-" + keyOf("b").hex() + "-99-1";
+  // Old files of the user's that only look alike are not the cache's (DEVDL_CACHE_DIR may be a
+  // directory of other things).
+  const std::string users = dir + "/.tmp-notes", shortKey = dir + "/.tmp-0123-99-0";
   writeFile(stale, "half an entry");
   writeFile(fresh, "being written");
+  writeFile(users, "mine");
+  writeFile(shortKey, "mine too");
   const struct timespec hourAgo[2] = {{time(nullptr) - 3600, 0}, {time(nullptr) - 3600, 0}};
-  ASSERT_EQ(utimensat(AT_FDCWD, stale.c_str(), hourAgo, 0), 0);
+  for (const std::string &old : {stale, users, shortKey}) ASSERT_EQ(utimensat(AT_FDCWD, old.c_str(), hourAgo, 0), 0);
   cache.store(keyOf("second"), "", "binary", 1);
   EXPECT_FALSE(exists(stale));
   EXPECT_TRUE(exists(fresh));
+  EXPECT_TRUE(exists(users));
+  EXPECT_TRUE(exists(shortKey));
   EXPECT_EQ(cache.list().size(), 2u);
   EXPECT_EQ(cache.clear(), 3u);  // two entries and the fresh temporary file
   EXPECT_TRUE(cache.list().empty());
+  EXPECT_TRUE(exists(users));
 }
 
 // A child that writes entries of 8 MiB for four keys until it is killed.
@@ -387,7 +436,8 @@ TEST_F(DiskCacheEnvironment, SizeBoundInBytesOrWithASuffix) {
   EXPECT_EQ(DiskCache::maxSizeFromEnvironment(), uint64_t(1) << 30);
   for (auto [text, bytes] : std::vector<std::pair<const char *, uint64_t>>{
            {"4096", 4096}, {"10K", 10240}, {"3M", 3 << 20}, {"2G", uint64_t(2) << 30}, {"bogus", uint64_t(1) << 30},
-           {"5X", uint64_t(1) << 30}, {"-1", uint64_t(1) << 30}}) {
+           {"5X", uint64_t(1) << 30}, {"-1", uint64_t(1) << 30}, {" -1", uint64_t(1) << 30}, {"+5", uint64_t(1) << 30},
+           {"K", uint64_t(1) << 30}, {"0x10", uint64_t(1) << 30}}) {
     setenv("DEVDL_CACHE_MAX_SIZE", text, 1);
     EXPECT_EQ(DiskCache::maxSizeFromEnvironment(), bytes) << text;
   }
