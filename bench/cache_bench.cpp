@@ -231,7 +231,7 @@ void firstKernelInAFreshProcess(benchmark::State &state, const std::string &back
     return;
   }
   devdl::cache::DiskCache cache(cacheDir, ~uint64_t(0));
-  const auto entries = cache.list();
+  const auto entries = llvm::cantFail(cache.list());
   auto entry = entries.size() == 1 ? cache.load(entries[0].key) : std::nullopt;
   if (!entry) {
     state.SkipWithError("the first load stored no single entry");

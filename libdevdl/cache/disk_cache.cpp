@@ -1,6 +1,7 @@
 #include "cache/disk_cache.h"
 
 #include "support/debug.h"
+#include "support/error.h"
 #include "support/xxh3.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -13,7 +14,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cctype>
 #include <cinttypes>
@@ -37,6 +37,9 @@ constexpr const char *kTemporaryPrefix = ".tmp-";
 // A temporary file this old belongs to a writer that was killed.
 constexpr int64_t kStaleTemporarySeconds = 600;
 constexpr int64_t kLastUseResolutionSeconds = 60;
+// Names of temporary files tried before a store gives up (each taken one was left by a killed
+// writer that had this process ID).
+constexpr int kTemporaryNameAttempts = 16;
 
 struct Header {
   char magic[8];
@@ -58,6 +61,7 @@ bool writeAll(int fd, const char *data, size_t size) {
   for (size_t done = 0; done < size;) {
     const ssize_t n = write(fd, data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = ENOSPC;  // no progress, and no errno of its own to report
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
@@ -97,9 +101,11 @@ std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry 
   Header header;
   std::memcpy(&header, (*buffer)->getBufferStart(), kHeaderSize);
   if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0) return "not a devdl cache entry";
-  if (header.version != kFormatVersion || header.headerSize != kHeaderSize)
+  if (header.version != kFormatVersion)
     return "format version " + std::to_string(header.version) + " (this devdl reads " +
            std::to_string(kFormatVersion) + ")";
+  if (header.headerSize != kHeaderSize)
+    return "a header of " + std::to_string(header.headerSize) + " bytes (the format's is " + std::to_string(kHeaderSize) + ")";
   if (header.keyLow != expected.low || header.keyHigh != expected.high) return "holds another key than its name";
   if (header.descriptionSize > kMaxDescription || header.binarySize > size ||
       kHeaderSize + header.descriptionSize + header.binarySize != size)
@@ -130,6 +136,30 @@ std::optional<Key> keyFromHex(std::string_view name) {
 std::optional<Key> keyFromName(std::string_view name) {
   if (name.size() != 32 + std::strlen(kSuffix) || name.substr(32) != kSuffix) return std::nullopt;
   return keyFromHex(name);
+}
+
+std::string entryName(const Key &key) { return key.hex() + kSuffix; }
+
+int openDirectory(const std::string &path) { return open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
+
+struct CloseDirectory {
+  void operator()(DIR *dir) const { closedir(dir); }
+};
+using Directory = std::unique_ptr<DIR, CloseDirectory>;
+
+/// The directory opened for reading its names; none (and no error) where it does not exist,
+/// which is an empty cache.
+llvm::Expected<Directory> openListing(const std::string &path) {
+  if (path.empty()) return Directory();
+  const int fd = openDirectory(path);
+  if (fd < 0 && errno == ENOENT) return Directory();
+  Directory dir(fd < 0 ? nullptr : fdopendir(fd));
+  if (!dir) {
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    return fail(ErrorCode::Io, path + ": " + std::strerror(error));
+  }
+  return dir;
 }
 
 // A writer's temporary file: ".tmp-<key>-<pid>-<n>". Nothing else in the directory is touched.
@@ -222,6 +252,7 @@ DiskCache &DiskCache::process() {
 DiskCache::DiskCache(std::string directory, uint64_t maxSize) : directory_(std::move(directory)), maxSize_(maxSize) {}
 
 DiskCache::~DiskCache() {
+  if (holdsDirectory()) close(directoryFd_);
   if (!Debug::get().on(Debug::Statistics) || stats_.hits + stats_.misses == 0) return;
   char saved[32];
   std::snprintf(saved, sizeof saved, "%.1f ms", static_cast<double>(stats_.nanosecondsSaved) / 1e6);
@@ -235,12 +266,23 @@ void DiskCache::report(const std::string &text) const {
   if (Debug::get().on(Debug::Statistics)) Debug::get().print("cache: " + text);
 }
 
-std::string DiskCache::pathOf(const Key &key) const { return directory_ + "/" + key.hex() + kSuffix; }
+std::string DiskCache::pathOf(const std::string &name) const { return directory_ + "/" + name; }
+
+// A program that closes every descriptor (a daemon starting) may have put another file under
+// the number: then it is no longer the cache's.
+bool DiskCache::holdsDirectory() const {
+  struct stat held;
+  return directoryFd_ >= 0 && fstat(directoryFd_, &held) == 0 && held.st_dev == directoryDevice_ &&
+         held.st_ino == directoryInode_;
+}
 
 bool DiskCache::prepare(std::string &why) {
-  if (prepared_) return true;
-  struct stat st;
-  if (stat(directory_.c_str(), &st) != 0) {
+  // Everything goes through the directory opened here (openat, renameat): what is checked below
+  // holds for the directory used, even if its path is made to lead elsewhere later.
+  if (holdsDirectory()) return true;
+  directoryFd_ = -1;
+  int fd = openDirectory(directory_);
+  if (fd < 0 && errno == ENOENT) {
     // Missing components are made private to the user, as the XDG specification asks of its
     // directories; an existing one is the user's choice.
     for (size_t slash = directory_.find('/', 1);; slash = directory_.find('/', slash + 1)) {
@@ -251,16 +293,23 @@ bool DiskCache::prepare(std::string &why) {
       }
       if (slash == std::string::npos) break;
     }
-    if (stat(directory_.c_str(), &st) != 0) {
-      why = directory_ + ": " + errnoText();
-      return false;
-    }
+    fd = openDirectory(directory_);
   }
-  if (!S_ISDIR(st.st_mode)) why = directory_ + " is not a directory";
+  if (fd < 0) {
+    why = directory_ + ": " + errnoText();
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) why = directory_ + ": " + errnoText();
   else if (st.st_uid != geteuid()) why = directory_ + " belongs to user " + std::to_string(st.st_uid) + ", not to this user";
   else if (st.st_mode & (S_IWGRP | S_IWOTH)) why = directory_ + " is writable by others";
-  if (!why.empty()) return false;
-  prepared_ = true;
+  if (!why.empty()) {
+    close(fd);
+    return false;
+  }
+  directoryFd_ = fd;
+  directoryDevice_ = st.st_dev;
+  directoryInode_ = st.st_ino;
   return true;
 }
 
@@ -271,13 +320,13 @@ std::optional<Entry> DiskCache::load(const Key &key) {
     directory_.clear();
     return std::nullopt;
   }
-  const std::string path = pathOf(key);
+  const std::string name = entryName(key);
   // O_NONBLOCK: a FIFO put in an entry's place must not hang the load before fstat shows it is
   // no regular file (regular files ignore the flag).
-  Fd file(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  Fd file(openat(directoryFd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   struct stat st;
   if (file.fd < 0 || fstat(file.fd, &st) != 0) {
-    if (errno != ENOENT) report("cannot read " + path + ": " + errnoText());
+    if (errno != ENOENT) report("cannot read " + pathOf(name) + ": " + errnoText());
     ++stats_.misses;
     return std::nullopt;
   }
@@ -288,11 +337,13 @@ std::optional<Entry> DiskCache::load(const Key &key) {
       // Delete it only if it is still the file read: another process may have put a good
       // entry in its place meanwhile.
       struct stat now;
-      if (stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) unlink(path.c_str());
+      if (fstatat(directoryFd_, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+          now.st_dev == st.st_dev)
+        unlinkat(directoryFd_, name.c_str(), 0);
       ++stats_.rejected;
-      report(path + ": " + why + "; deleted, the program is built again");
+      report(pathOf(name) + ": " + why + "; deleted, the program is built again");
     } else {
-      report(path + ": not trusted, " + why + "; the program is built again");
+      report(pathOf(name) + ": not trusted, " + why + "; the program is built again");
     }
     return std::nullopt;
   }
@@ -333,44 +384,58 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
 
   // Written whole under a name no reader looks for, synced, then renamed into place: readers
   // see the old entry, or none, or the new one, never a part; a writer killed on the way leaves
-  // only a temporary file, which evict() removes later.
-  static std::atomic<unsigned> counter{0};
-  const std::string temporary = directory_ + "/" + kTemporaryPrefix + key.hex() + "-" + std::to_string(getpid()) +
-                                "-" + std::to_string(counter++);
-  const std::string path = pathOf(key);
-  std::string failure;
+  // only a temporary file, which evict() removes later. A name that exists already was left by a
+  // killed writer that had this process ID (before a reboot, or in another PID namespace sharing
+  // the directory), or is being written by another cache object of this process: the next is taken.
+  const std::string name = entryName(key);
+  std::string temporary, failure;
+  bool created = false, lostThisOne = false;
   {
-    Fd file(open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (file.fd < 0) failure = "cannot create " + temporary + ": " + errnoText();
+    Fd file(-1);
+    for (int attempt = 0; file.fd < 0 && attempt < kTemporaryNameAttempts; ++attempt) {
+      temporary = kTemporaryPrefix + key.hex() + "-" + std::to_string(getpid()) + "-" + std::to_string(temporaries_++);
+      file.fd = openat(directoryFd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (file.fd < 0 && errno != EEXIST) break;
+    }
+    created = file.fd >= 0;
+    if (!created) failure = "cannot create " + pathOf(temporary) + ": " + errnoText();
     else if (!writeAll(file.fd, reinterpret_cast<const char *>(&header), kHeaderSize) ||
              !writeAll(file.fd, binary.data(), binary.size()) ||
              !writeAll(file.fd, description.data(), description.size()))
-      failure = "cannot write " + temporary + ": " + errnoText();
-    else if (fsync(file.fd) != 0) failure = "cannot sync " + temporary + ": " + errnoText();
+      failure = "cannot write " + pathOf(temporary) + ": " + errnoText();
+    else if (fsync(file.fd) != 0) failure = "cannot sync " + pathOf(temporary) + ": " + errnoText();
   }
-  if (failure.empty() && rename(temporary.c_str(), path.c_str()) != 0)
-    failure = "cannot rename " + temporary + " to " + path + ": " + errnoText();
+  if (failure.empty() && renameat(directoryFd_, temporary.c_str(), directoryFd_, name.c_str()) != 0) {
+    // ENOENT: the temporary file was deleted meanwhile (devdl-cache clear); only this entry is lost.
+    lostThisOne = errno == ENOENT;
+    failure = "cannot rename " + pathOf(temporary) + " to " + pathOf(name) + ": " + errnoText();
+  }
   if (!failure.empty()) {
-    unlink(temporary.c_str());
+    if (created) unlinkat(directoryFd_, temporary.c_str(), 0);
+    if (lostThisOne) {
+      report(failure + "; not stored");
+      return;
+    }
     storing_ = false;
     report(failure + "; nothing more is stored by this process");
     return;
   }
   // The rename itself survives a crash once the directory is synced.
-  if (Fd dir(open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dir.fd >= 0) fsync(dir.fd);
+  fsync(directoryFd_);
   ++stats_.stores;
   stats_.bytesWritten += size;
   evict();
 }
 
 void DiskCache::discard(const Key &key, std::string_view why) {
-  if (!enabled()) return;
-  unlink(pathOf(key).c_str());
+  if (std::string ignored; !enabled() || !prepare(ignored)) return;
+  const std::string name = entryName(key);
+  unlinkat(directoryFd_, name.c_str(), 0);
   // load() counted it as a hit; the program is built after all.
   if (stats_.hits) --stats_.hits;
   ++stats_.misses;
   ++stats_.rejected;
-  report(pathOf(key) + ": " + std::string(why) + "; deleted, the program is built again");
+  report(pathOf(name) + ": " + std::string(why) + "; deleted, the program is built again");
 }
 
 void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {
@@ -378,7 +443,8 @@ void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {
 }
 
 void DiskCache::evict() {
-  DIR *dir = opendir(directory_.c_str());
+  // An open file description of its own: readdir moves its offset, which a dup would share.
+  Directory dir(fdopendir(openat(directoryFd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
   if (!dir) return;
   struct File {
     std::string name;
@@ -388,45 +454,44 @@ void DiskCache::evict() {
   std::vector<File> entries;
   uint64_t total = 0;
   const int64_t now = time(nullptr);
-  while (const dirent *d = readdir(dir)) {
+  while (const dirent *d = readdir(dir.get())) {
     const std::string_view name = d->d_name;
     struct stat st;
-    if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (fstatat(directoryFd_, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     if (isTemporaryName(name)) {
-      if (now - st.st_mtime > kStaleTemporarySeconds) unlinkat(dirfd(dir), d->d_name, 0);
+      if (now - st.st_mtime > kStaleTemporarySeconds) unlinkat(directoryFd_, d->d_name, 0);
     } else if (keyFromName(name)) {
       entries.push_back({std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
       total += static_cast<uint64_t>(st.st_size);
     }
   }
-  if (total > maxSize_) {
-    std::sort(entries.begin(), entries.end(), [](const File &a, const File &b) {
-      return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
-    });
-    for (const File &entry : entries) {
-      if (total <= maxSize_) break;
-      // Another process may evict the same file: it is gone either way.
-      if (unlinkat(dirfd(dir), entry.name.c_str(), 0) == 0 || errno == ENOENT) {
-        total -= entry.size;
-        ++stats_.evicted;
-      }
+  if (total <= maxSize_) return;
+  std::sort(entries.begin(), entries.end(), [](const File &a, const File &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  for (const File &entry : entries) {
+    if (total <= maxSize_) break;
+    // Another process may evict the same file: it is gone either way.
+    if (unlinkat(directoryFd_, entry.name.c_str(), 0) == 0 || errno == ENOENT) {
+      total -= entry.size;
+      ++stats_.evicted;
     }
-    report("evicted the least recently used entries down to " + bytesText(total) + " (bound " + bytesText(maxSize_) + ")");
   }
-  closedir(dir);
+  report("evicted the least recently used entries down to " + bytesText(total) + " (bound " + bytesText(maxSize_) + ")");
 }
 
-std::vector<EntryFile> DiskCache::list() const {
+llvm::Expected<std::vector<EntryFile>> DiskCache::list() const {
+  auto dir = openListing(directory_);
+  if (!dir) return dir.takeError();
   std::vector<EntryFile> files;
-  DIR *dir = directory_.empty() ? nullptr : opendir(directory_.c_str());
-  if (!dir) return files;
-  while (const dirent *d = readdir(dir)) {
+  if (!*dir) return files;
+  while (const dirent *d = readdir(dir->get())) {
     const std::optional<Key> key = keyFromName(d->d_name);
     if (!key) continue;
     EntryFile file;
     file.key = *key;
-    file.path = directory_ + "/" + d->d_name;
-    Fd fd(openat(dirfd(dir), d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    file.path = pathOf(d->d_name);
+    Fd fd(openat(dirfd(dir->get()), d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st;
     if (fd.fd < 0 || fstat(fd.fd, &st) != 0) {
       file.problem = "unreadable: " + errnoText();
@@ -439,20 +504,28 @@ std::vector<EntryFile> DiskCache::list() const {
     }
     files.push_back(std::move(file));
   }
-  closedir(dir);
   std::sort(files.begin(), files.end(), [](const EntryFile &a, const EntryFile &b) { return a.path < b.path; });
   return files;
 }
 
-size_t DiskCache::clear() const {
-  DIR *dir = directory_.empty() ? nullptr : opendir(directory_.c_str());
-  if (!dir) return 0;
-  size_t deleted = 0;
-  while (const dirent *d = readdir(dir)) {
+llvm::Expected<size_t> DiskCache::clear() const {
+  auto dir = openListing(directory_);
+  if (!dir) return dir.takeError();
+  if (!*dir) return 0;
+  size_t deleted = 0, kept = 0;
+  std::string firstKept;
+  while (const dirent *d = readdir(dir->get())) {
     const std::string_view name = d->d_name;
-    if ((keyFromName(name) || isTemporaryName(name)) && unlinkat(dirfd(dir), d->d_name, 0) == 0) ++deleted;
+    if (!keyFromName(name) && !isTemporaryName(name)) continue;
+    if (unlinkat(dirfd(dir->get()), d->d_name, 0) == 0 || errno == ENOENT) {
+      ++deleted;
+    } else if (kept++ == 0) {
+      firstKept = pathOf(d->d_name) + ": " + errnoText();
+    }
   }
-  closedir(dir);
+  if (kept)
+    return fail(ErrorCode::Io, "deleted " + std::to_string(deleted) + " files, but not " + std::to_string(kept) +
+                                   " (" + firstKept + (kept > 1 ? ", and more" : "") + ")");
   return deleted;
 }
 

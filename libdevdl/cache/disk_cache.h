@@ -8,7 +8,10 @@
 // verified before use; a bad one is deleted.
 #pragma once
 
+#include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -108,25 +111,32 @@ class DiskCache {
   /// Adds the build time a hit saved, less what loading it cost.
   void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds);
 
-  /// Every entry file, checked as load() checks it (for devdl-cache).
-  std::vector<EntryFile> list() const;
-  /// Deletes every entry and leftover temporary file; the number of files deleted.
-  size_t clear() const;
+  /// Every entry file, checked as load() checks it (for devdl-cache); none where the directory
+  /// does not exist, an error naming it where it cannot be read.
+  llvm::Expected<std::vector<EntryFile>> list() const;
+  /// Deletes every entry and leftover temporary file: the number deleted, or an error naming the
+  /// directory or the files that could not be deleted (the others are deleted all the same).
+  llvm::Expected<size_t> clear() const;
 
   const Statistics &statistics() const { return stats_; }
 
  private:
-  std::string pathOf(const Key &key) const;
-  /// Creates the directory (0700) where missing; false, with the reason, when it is not a
-  /// directory of this user's that others cannot write to.
+  std::string pathOf(const std::string &name) const;
+  /// Creates the directory (0700) where missing and opens it; false, with the reason, when it is
+  /// not a directory of this user's that others cannot write to.
   bool prepare(std::string &why);
+  /// Whether directoryFd_ is still the directory prepare() opened and checked.
+  bool holdsDirectory() const;
   void evict();
   void report(const std::string &text) const;
 
   std::string directory_;
   uint64_t maxSize_;
-  bool prepared_ = false;
+  int directoryFd_ = -1;  // open once prepared: entries are opened, written and renamed in it
+  dev_t directoryDevice_ = 0;  // what directoryFd_ was opened on
+  ino_t directoryInode_ = 0;
   bool storing_ = true;
+  unsigned temporaries_ = 0;  // numbers this object's temporary files
   Statistics stats_;
 };
 

@@ -73,7 +73,7 @@ class DiskCacheE2E : public ::testing::Test {
   Load value(const char *definer) {
     return parse(test::run(probeCommand(1, "ValueKernel", {definer, "value_user.spv"})));
   }
-  std::vector<cache::EntryFile> entries() const { return cache::DiskCache(dir_, ~uint64_t(0)).list(); }
+  std::vector<cache::EntryFile> entries() const { return llvm::cantFail(cache::DiskCache(dir_, ~uint64_t(0)).list()); }
 
   std::string dir_;
 
@@ -193,7 +193,7 @@ TEST_F(DiskCacheE2E, EightProcessesOfFiftyLoadsShareOneCache) {
 TEST_F(DiskCacheE2E, ProcessesKilledWhileBuildingLeaveEntriesThatVerify) {
   std::mt19937 random(7);
   for (int round = 0; round < 6; ++round) {
-    cache::DiskCache(dir_, ~uint64_t(0)).clear();
+    llvm::cantFail(cache::DiskCache(dir_, ~uint64_t(0)).clear());
     Child child(probeCommand(1, "AppKernel", {"lib.spv", "app.spv"}));
     // A cold load takes about half a second here: the kill lands anywhere in it.
     std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 900));
@@ -233,7 +233,7 @@ TEST_F(DiskCacheE2E, DefaultDirectoryIsUnderXdgCacheHome) {
   struct stat st{};
   ASSERT_EQ(stat((xdg + "/devdl").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ(cache::DiskCache(xdg + "/devdl", ~uint64_t(0)).list().size(), 1u);
+  EXPECT_EQ(llvm::cantFail(cache::DiskCache(xdg + "/devdl", ~uint64_t(0)).list()).size(), 1u);
 }
 
 }  // namespace

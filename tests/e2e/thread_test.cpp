@@ -79,7 +79,7 @@ TEST(Threads, LoadsThroughTheDiskCacheAtOnce) {
     ASSERT_EQ(child.status, 0) << child.out << child.err;
     if (child.out.find("[  SKIPPED ]") != std::string::npos) GTEST_SKIP() << child.out;
     EXPECT_NE(child.out.find("[  PASSED  ] 1 test"), std::string::npos) << child.out;
-    const auto entries = cache::DiskCache(dir, ~uint64_t(0)).list();
+    const auto entries = llvm::cantFail(cache::DiskCache(dir, ~uint64_t(0)).list());
     EXPECT_EQ(entries.size(), 2u) << "one entry for each program";
     for (const auto &entry : entries) EXPECT_EQ(entry.problem, "") << entry.path;
     return;

@@ -30,7 +30,7 @@ void readCacheEntry(devdl::Bytes bytes) {
   if (fd < 0 || write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::abort();
   close(fd);
   DiskCache cache(dir, uint64_t(1) << 30);
-  cache.list();
+  if (!cache.list()) std::abort();  // the directory is there and readable
   cache.load(key);
 }
 

@@ -51,7 +51,22 @@ TEST_F(CacheTool, ClearDeletesEverythingInTheDirectoryTheEnvironmentNames) {
   unsetenv("DEVDL_CACHE_DIR");
   ASSERT_EQ(cleared.status, 0) << cleared.err;
   EXPECT_EQ(cleared.out, dir_ + ": deleted 2 files\n");
-  EXPECT_TRUE(cache::DiskCache(dir_, ~uint64_t(0)).list().empty());
+  EXPECT_TRUE(llvm::cantFail(cache::DiskCache(dir_, ~uint64_t(0)).list()).empty());
+}
+
+TEST_F(CacheTool, ADirectoryItCannotReadIsAnError) {
+  const std::string file = test::scratchDir() + "/file";
+  test::writeFile(file, "not a directory");
+  for (const char *command : {"list", "verify", "clear"}) {
+    auto result = run({DEVDL_CACHE_TOOL, command, "--dir", file});
+    EXPECT_EQ(result.status, 1) << command;
+    EXPECT_EQ(result.err, "devdl-cache: " + file + ": Not a directory\n") << command;
+    EXPECT_EQ(result.out, "") << command;
+  }
+  // One that does not exist is an empty cache.
+  auto listed = run({DEVDL_CACHE_TOOL, "list", "--dir", file + ".none"});
+  EXPECT_EQ(listed.status, 0) << listed.err;
+  EXPECT_NE(listed.out.find(": 0 entries"), std::string::npos) << listed.out;
 }
 
 TEST_F(CacheTool, SaysWhenThereIsNoCache) {

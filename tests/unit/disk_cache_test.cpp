@@ -120,7 +120,7 @@ TEST(DiskCache, AFifoInAnEntrysPlaceDoesNotHangTheLoad) {
   auto listed = std::async(std::launch::async, [&] {
     DiskCache reader(dir, kUnbounded);
     const bool loaded = reader.load(keyOf("fifo")).has_value();
-    return std::make_pair(loaded, reader.list());
+    return std::make_pair(loaded, llvm::cantFail(reader.list()));
   });
   if (listed.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
     // Release the reader before failing: a writer opening the FIFO ends each of its waits (the
@@ -207,7 +207,7 @@ TEST(DiskCache, AnEntryUnderAnotherKeysNameIsRejected) {
   writeFile(entryPath(dir, keyOf("b")), readFile(entryPath(dir, keyOf("a"))));
   chmod(entryPath(dir, keyOf("b")).c_str(), 0600);
   EXPECT_FALSE(cache.load(keyOf("b")));
-  const auto files = cache.list();
+  const auto files = llvm::cantFail(cache.list());
   ASSERT_EQ(files.size(), 1u);  // the bad one was deleted
   EXPECT_EQ(files[0].problem, "");
 }
@@ -220,8 +220,8 @@ TEST(DiskCache, EntriesOthersCouldHaveWrittenAreNotTrusted) {
   ASSERT_EQ(chmod(path.c_str(), 0622), 0);
   EXPECT_FALSE(cache.load(keyOf("k")));
   EXPECT_TRUE(exists(path)) << "not ours to judge: left, and replaced by the next store";
-  ASSERT_EQ(cache.list().size(), 1u);
-  EXPECT_EQ(cache.list()[0].problem, "writable by others");
+  ASSERT_EQ(llvm::cantFail(cache.list()).size(), 1u);
+  EXPECT_EQ(llvm::cantFail(cache.list())[0].problem, "writable by others");
   cache.store(keyOf("k"), "", "binary", 1);
   EXPECT_TRUE(cache.load(keyOf("k")));
 }
@@ -233,7 +233,7 @@ TEST(DiskCache, EntriesOfAnotherUserAreNotTrusted) {
   cache.store(keyOf("k"), "", "binary", 1);
   ASSERT_EQ(chown(entryPath(dir, keyOf("k")).c_str(), 65534, 65534), 0);
   EXPECT_FALSE(cache.load(keyOf("k")));
-  EXPECT_EQ(cache.list()[0].problem, "owned by user 65534, not by this user");
+  EXPECT_EQ(llvm::cantFail(cache.list())[0].problem, "owned by user 65534, not by this user");
 }
 
 TEST(DiskCache, ADirectoryOthersCanWriteIsNotUsed) {
@@ -262,6 +262,85 @@ TEST(DiskCache, AnUnwritableDirectoryDegradesToNoCache) {
   EXPECT_FALSE(nowhere.enabled());
 }
 
+// The directory is checked once and then used through what was opened: a path made to lead
+// elsewhere afterwards (the directory renamed, another put in its place) does not move the cache.
+TEST(DiskCache, TheDirectoryCheckedIsTheDirectoryUsed) {
+  const std::string dir = scratchDir() + "/cache", moved = dir + ".moved";
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("one"), "", "binary", 1);
+  ASSERT_EQ(rename(dir.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  cache.store(keyOf("two"), "", "binary", 1);
+  EXPECT_EQ(cache.statistics().stores, 2u);
+  EXPECT_TRUE(exists(entryPath(moved, keyOf("two"))));
+  EXPECT_TRUE(filesIn(dir).empty());
+  EXPECT_TRUE(cache.load(keyOf("one")));
+}
+
+// A program that closes every descriptor and opens others (a daemon starting) may give the
+// cache's number to another directory: the cache does not write there, and opens its own again.
+TEST(DiskCache, ADescriptorThatIsNoLongerTheCachesIsLetGo) {
+  const std::string scratch = scratchDir(), dir = scratch + "/cache", elsewhere = scratch + "/elsewhere";
+  ASSERT_EQ(mkdir(elsewhere.c_str(), 0700), 0);
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("one"), "", "binary", 1);
+  int held = -1;
+  for (const std::string &name : filesIn("/proc/self/fd")) {
+    char target[4096];
+    const ssize_t n = readlink(("/proc/self/fd/" + name).c_str(), target, sizeof target - 1);
+    if (n > 0 && std::string_view(target, static_cast<size_t>(n)) == dir) held = std::stoi(name);
+  }
+  ASSERT_GE(held, 0) << "the cache holds its directory open";
+  const int other = open(elsewhere.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_EQ(dup2(other, held), held);
+  close(other);
+  cache.store(keyOf("two"), "", "binary", 1);
+  EXPECT_TRUE(filesIn(elsewhere).empty());
+  EXPECT_TRUE(exists(entryPath(dir, keyOf("two"))));
+  EXPECT_TRUE(cache.load(keyOf("one")));
+  close(held);
+}
+
+// A killed writer that had this process's ID (in a container started again, or before a
+// reboot) left temporary files under the names this process would take first.
+TEST(DiskCache, LeftoversUnderThisProcesssNamesDoNotStopStoring) {
+  const std::string dir = scratchDir();
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("first"), "", "binary", 1);  // makes the directory; its temporary file was number 0
+  for (int n = 1; n <= 4; ++n)
+    writeFile(dir + "/.tmp-" + keyOf("k").hex() + "-" + std::to_string(getpid()) + "-" + std::to_string(n), "half");
+  cache.store(keyOf("k"), "", "binary", 1);
+  cache.store(keyOf("k2"), "", "binary", 1);
+  EXPECT_EQ(cache.statistics().stores, 3u);
+  EXPECT_TRUE(cache.load(keyOf("k")));
+  EXPECT_TRUE(cache.load(keyOf("k2")));
+  EXPECT_EQ(filesIn(dir).size(), 3u);
+}
+
+TEST(DiskCache, ListingAndClearingSayWhatTheyCouldNotDo) {
+  const std::string dir = scratchDir() + "/cache";
+  // A directory that does not exist is an empty cache.
+  EXPECT_TRUE(llvm::cantFail(DiskCache(dir, kUnbounded).list()).empty());
+  EXPECT_EQ(llvm::cantFail(DiskCache(dir, kUnbounded).clear()), 0u);
+  // A file where the directory should be cannot be listed or cleared.
+  writeFile(dir, "not a directory");
+  auto listed = DiskCache(dir, kUnbounded).list();
+  EXPECT_EQ(test::errorText(listed), dir + ": Not a directory");
+  auto cleared = DiskCache(dir, kUnbounded).clear();
+  EXPECT_EQ(test::errorText(cleared), dir + ": Not a directory");
+  std::remove(dir.c_str());
+  // What clear cannot delete it names, and deletes the rest.
+  DiskCache cache(dir, kUnbounded);
+  cache.store(keyOf("one"), "", "binary", 1);
+  cache.store(keyOf("two"), "", "binary", 1);
+  const std::string inTheWay = entryPath(dir, keyOf("three"));
+  ASSERT_EQ(mkdir(inTheWay.c_str(), 0700), 0);
+  cleared = cache.clear();
+  EXPECT_EQ(test::errorText(cleared), "deleted 2 files, but not 1 (" + inTheWay + ": Is a directory)");
+  EXPECT_FALSE(exists(entryPath(dir, keyOf("one"))));
+  EXPECT_FALSE(exists(entryPath(dir, keyOf("two"))));
+}
+
 // Sets a file's last use `seconds` ago.
 void usedAgo(const std::string &path, int seconds) {
   const struct timespec times[2] = {{time(nullptr) - seconds, 0}, {time(nullptr) - seconds, 0}};
@@ -284,7 +363,7 @@ TEST(DiskCache, EvictionKeepsTheBoundAndTheRecentlyUsed) {
   EXPECT_FALSE(exists(entryPath(dir, keyOf("k1")))) << "the least recently used goes";
   for (const char *k : {"k0", "k2", "k3"}) EXPECT_TRUE(exists(entryPath(dir, keyOf(k)))) << k;
   uint64_t total = 0;
-  for (const EntryFile &f : cache.list()) total += f.size;
+  for (const EntryFile &f : llvm::cantFail(cache.list())) total += f.size;
   EXPECT_LE(total, 3 * (64 + binary.size()) + 100);
 
   // An entry bigger than the whole bound is not stored at all.
@@ -313,9 +392,9 @@ TEST(DiskCache, LeftoversOfKilledWritersAreRemovedWhenOld) {
   EXPECT_TRUE(exists(fresh));
   EXPECT_TRUE(exists(users));
   EXPECT_TRUE(exists(shortKey));
-  EXPECT_EQ(cache.list().size(), 2u);
-  EXPECT_EQ(cache.clear(), 3u);  // two entries and the fresh temporary file
-  EXPECT_TRUE(cache.list().empty());
+  EXPECT_EQ(llvm::cantFail(cache.list()).size(), 2u);
+  EXPECT_EQ(llvm::cantFail(cache.clear()), 3u);  // two entries and the fresh temporary file
+  EXPECT_TRUE(llvm::cantFail(cache.list()).empty());
   EXPECT_TRUE(exists(users));
 }
 
@@ -350,7 +429,7 @@ TEST(DiskCache, WritersKilledMidWriteLeaveNoEntryThatIsUsed) {
     ASSERT_TRUE(WIFSIGNALED(status));
   }
   DiskCache cache(dir, kUnbounded);
-  const auto files = cache.list();
+  const auto files = llvm::cantFail(cache.list());
   EXPECT_GT(files.size(), 1u) << "the writers should have finished some entries";
   for (const EntryFile &file : files) EXPECT_EQ(file.problem, "") << file.path;
   for (unsigned key = 0; key < 4; ++key) {
@@ -391,7 +470,7 @@ TEST(DiskCache, ProcessesReadingAndWritingOneCacheAtOnce) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   }
   DiskCache cache(dir, bound);
-  for (const EntryFile &file : cache.list()) EXPECT_EQ(file.problem, "") << file.path;
+  for (const EntryFile &file : llvm::cantFail(cache.list())) EXPECT_EQ(file.problem, "") << file.path;
   EXPECT_TRUE(filesIn(dir, ".tmp-").empty());
 }
 

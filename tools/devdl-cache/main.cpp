@@ -4,6 +4,9 @@
 //   devdl-cache list     each entry: key, size, last use, whether it verifies, what it holds
 //   devdl-cache verify   the entries that would not be used, and why; exit 1 if there are any
 //   devdl-cache clear    deletes every entry (and temporary files of killed writers)
+//
+// A directory that cannot be read, or files clear cannot delete, are errors (exit status 1);
+// a directory that does not exist is an empty cache.
 #include "cache/disk_cache.h"
 
 #include <llvm/Support/CommandLine.h>
@@ -44,6 +47,12 @@ std::string contents(const std::string &description) {
   return text;
 }
 
+// The directory could not be read, or some files not deleted: said, and the exit status 1.
+int reportError(llvm::Error error) {
+  llvm::errs() << "devdl-cache: " << llvm::toString(std::move(error)) << "\n";
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -57,14 +66,18 @@ int main(int argc, char **argv) {
   }
   DiskCache cache(dir, DiskCache::maxSizeFromEnvironment());
   if (command == "clear") {
-    llvm::outs() << dir << ": deleted " << cache.clear() << " files\n";
+    llvm::Expected<size_t> deleted = cache.clear();
+    if (!deleted) return reportError(deleted.takeError());
+    llvm::outs() << dir << ": deleted " << *deleted << " files\n";
     return 0;
   }
   if (command != "list" && command != "verify") {
     llvm::errs() << "devdl-cache: unknown command `" << command << "` (list, verify or clear)\n";
     return 2;
   }
-  const std::vector<EntryFile> entries = cache.list();
+  llvm::Expected<std::vector<EntryFile>> listed = cache.list();
+  if (!listed) return reportError(listed.takeError());
+  const std::vector<EntryFile> &entries = *listed;
   uint64_t total = 0;
   size_t bad = 0;
   for (const EntryFile &entry : entries) {
