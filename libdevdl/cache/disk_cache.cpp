@@ -276,50 +276,50 @@ bool DiskCache::holdsDirectory() const {
          held.st_ino == directoryInode_;
 }
 
-bool DiskCache::prepare(std::string &why) {
-  // Everything goes through the directory opened here (openat, renameat): what is checked below
-  // holds for the directory used, even if its path is made to lead elsewhere later.
+bool DiskCache::prepare() {
+  if (!enabled()) return false;
+  // Everything goes through the directory opened here (openat, renameat): what is checked holds
+  // for the directory used, even if its path is made to lead elsewhere later.
   if (holdsDirectory()) return true;
   directoryFd_ = -1;
+  if (std::string why = openDirectoryChecked(); !why.empty()) {
+    report("none (" + why + ")");
+    directory_.clear();  // off for the rest of this object's life
+    return false;
+  }
+  return true;
+}
+
+std::string DiskCache::openDirectoryChecked() {
   int fd = openDirectory(directory_);
   if (fd < 0 && errno == ENOENT) {
     // Missing components are made private to the user, as the XDG specification asks of its
     // directories; an existing one is the user's choice.
     for (size_t slash = directory_.find('/', 1);; slash = directory_.find('/', slash + 1)) {
       const std::string part = directory_.substr(0, slash);
-      if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-        why = "cannot create " + part + ": " + errnoText();
-        return false;
-      }
+      if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return "cannot create " + part + ": " + errnoText();
       if (slash == std::string::npos) break;
     }
     fd = openDirectory(directory_);
   }
-  if (fd < 0) {
-    why = directory_ + ": " + errnoText();
-    return false;
-  }
+  if (fd < 0) return directory_ + ": " + errnoText();
   struct stat st;
+  std::string why;
   if (fstat(fd, &st) != 0) why = directory_ + ": " + errnoText();
   else if (st.st_uid != geteuid()) why = directory_ + " belongs to user " + std::to_string(st.st_uid) + ", not to this user";
   else if (st.st_mode & (S_IWGRP | S_IWOTH)) why = directory_ + " is writable by others";
   if (!why.empty()) {
     close(fd);
-    return false;
+    return why;
   }
   directoryFd_ = fd;
   directoryDevice_ = st.st_dev;
   directoryInode_ = st.st_ino;
-  return true;
+  return "";
 }
 
 std::optional<Entry> DiskCache::load(const Key &key) {
-  if (!enabled()) return std::nullopt;
-  if (std::string why; !prepare(why)) {
-    report("none (" + why + ")");
-    directory_.clear();
-    return std::nullopt;
-  }
+  if (!prepare()) return std::nullopt;
   const std::string name = entryName(key);
   // O_NONBLOCK: a FIFO put in an entry's place must not hang the load before fstat shows it is
   // no regular file (regular files ignore the flag).
@@ -366,11 +366,7 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
     report("an entry of " + bytesText(size) + " is over the bound of " + bytesText(maxSize_) + ": not stored");
     return;
   }
-  if (std::string why; !prepare(why)) {
-    report("none (" + why + ")");
-    directory_.clear();
-    return;
-  }
+  if (!prepare()) return;
   Header header{};
   std::memcpy(header.magic, kMagic, sizeof kMagic);
   header.version = kFormatVersion;
@@ -428,7 +424,7 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
 }
 
 void DiskCache::discard(const Key &key, std::string_view why) {
-  if (std::string ignored; !enabled() || !prepare(ignored)) return;
+  if (!prepare()) return;
   const std::string name = entryName(key);
   unlinkat(directoryFd_, name.c_str(), 0);
   // load() counted it as a hit; the program is built after all.

@@ -122,10 +122,13 @@ class DiskCache {
 
  private:
   std::string pathOf(const std::string &name) const;
-  /// Creates the directory (0700) where missing and opens it; false, with the reason, when it is
-  /// not a directory of this user's that others cannot write to.
-  bool prepare(std::string &why);
-  /// Whether directoryFd_ is still the directory prepare() opened and checked.
+  /// Whether the cache can be used now: its directory open (and made, where missing). When it
+  /// cannot be, says why under DEVDL_DEBUG=statistics and turns the cache off.
+  bool prepare();
+  /// Creates the directory (0700) where missing and opens it; "" when it is a directory of this
+  /// user's that others cannot write to, else why not.
+  std::string openDirectoryChecked();
+  /// Whether directoryFd_ is still the directory openDirectoryChecked() opened and checked.
   bool holdsDirectory() const;
   void evict();
   void report(const std::string &text) const;
