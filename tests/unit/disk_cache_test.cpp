@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -261,6 +262,34 @@ TEST(DiskCache, AnUnwritableDirectoryDegradesToNoCache) {
   DiskCache nowhere("/proc/devdl-cache-test", kUnbounded);
   EXPECT_FALSE(nowhere.load(keyOf("k")));
   EXPECT_FALSE(nowhere.enabled());
+}
+
+// A full disk fails writes part way. A file size limit fails them the same way (a short write,
+// then EFBIG) without a file system of the test's own; it is set in a child, which says through
+// its exit status what went wrong.
+TEST(DiskCache, AFullDiskDegradesToNoCache) {
+  const std::string dir = scratchDir();
+  DiskCache(dir, kUnbounded).store(keyOf("stored before"), "", "binary", 1);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG rather than killing the process
+    const rlimit limit{16384, 16384};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    DiskCache cache(dir, kUnbounded);
+    cache.store(keyOf("big"), "", std::string(65536, 'x'), 1);  // fails after 16 KB
+    cache.store(keyOf("small"), "", "binary", 1);                // would fit; storing has stopped
+    auto loaded = cache.load(keyOf("stored before"));
+    _exit((cache.statistics().stores != 0 ? 1 : 0) | (!loaded || loaded->binary() != "binary" ? 2 : 0) |
+          (!cache.enabled() ? 4 : 0));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: an entry was stored, 2: the entry stored before did not load, "
+                                       "4: loading was turned off";
+  // Neither the torn temporary file nor the small entry is there.
+  EXPECT_EQ(filesIn(dir), std::vector<std::string>{entryPath(dir, keyOf("stored before")).substr(dir.size() + 1)});
 }
 
 // The directory is checked once and then used through what was opened: a path made to lead
