@@ -315,6 +315,38 @@ TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
   device_dlclose(lib);
 }
 
+// A program lives while the handles of its images are open: closing the application lets its
+// program go (the library alone has no kernel to keep it), and opening the files again links anew.
+TEST_F(DeviceDlopen, ClosingAHandleReleasesItsProgram) {
+  // How many references the program has; CL_PROGRAM_REFERENCE_COUNT is exact on PoCL.
+  auto referencesOf = [](cl_program program) {
+    cl_uint count = 0;
+    clGetProgramInfo(program, CL_PROGRAM_REFERENCE_COUNT, sizeof count, &count, nullptr);
+    return count;
+  };
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(lib, nullptr) << error();
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  const cl_program program = programOf(kernel);
+  ASSERT_EQ(clRetainProgram(program), CL_SUCCESS);  // ours, to ask after devdl has let it go
+  EXPECT_GT(referencesOf(program), 1u);
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(referencesOf(program), 1u) << "devdl still holds the program of a closed handle";
+
+  app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_NE(programOf(kernel), program);
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{0, 2, 4, 6}));
+  device_dlclose(app);
+  device_dlclose(lib);
+  clReleaseProgram(program);
+}
+
 TEST_F(DeviceDlopen, SpecializationConstantsSetForTheProgramsLinkedAfter) {
   void *handle = device_dlopen(image("spec_kernel.spv").c_str(), DEVDL_LAZY);
   ASSERT_NE(handle, nullptr) << error();
