@@ -30,17 +30,23 @@ const std::string kSeedOutput = "0 2 4 6 8 10 12 14\n";
 struct Load {
   CommandResult result;
   int hits = -1, misses = -1, stored = -1, deleted = -1;
+  std::string read, wrote;  // as the line says them: "5423 B", "47 KiB"
+  double savedMs = -1;
   std::tuple<int, int, int> counts() const { return {hits, misses, stored}; }
 };
 
 Load parse(CommandResult result) {
   Load load{std::move(result)};
-  static const std::regex line(R"(cache: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad entries deleted)");
+  static const std::regex line(R"(cache: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad entries deleted, )"
+                               R"(\d+ evicted; read (\d+ \w+), wrote (\d+ \w+); build time saved ([\d.]+) ms)");
   if (std::smatch m; std::regex_search(load.result.err, m, line)) {
     load.hits = std::stoi(m[1]);
     load.misses = std::stoi(m[2]);
     load.stored = std::stoi(m[3]);
     load.deleted = std::stoi(m[4]);
+    load.read = m[5];
+    load.wrote = m[6];
+    load.savedMs = std::stod(m[7]);
   }
   return load;
 }
@@ -97,6 +103,13 @@ TEST_F(DiskCacheE2E, OneProcessStoresTheNextLoads) {
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].problem, "");
   EXPECT_NE(files[0].description.find("app.spv: image 0 (spirv)"), std::string::npos) << files[0].description;
+  // The statistics count the entry's bytes both ways, and the build the hit did not do.
+  EXPECT_EQ(cold.wrote, cache::bytesText(files[0].size));
+  EXPECT_EQ(cold.read, "0 B");
+  EXPECT_EQ(warm.read, cache::bytesText(files[0].size));
+  EXPECT_EQ(warm.wrote, "0 B");
+  EXPECT_EQ(cold.savedMs, 0);
+  EXPECT_GT(warm.savedMs, 0) << warm.result.err;
 }
 
 TEST_F(DiskCacheE2E, AnotherImageIsAnotherEntry) {
