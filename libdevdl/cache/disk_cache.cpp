@@ -281,7 +281,7 @@ bool DiskCache::prepare() {
   // Everything goes through the directory opened here (openat, renameat): what is checked holds
   // for the directory used, even if its path is made to lead elsewhere later.
   if (holdsDirectory()) return true;
-  directoryFd_ = -1;
+  directoryFd_ = -1;  // not closed: the number, if set, is another file's now
   if (std::string why = openDirectoryChecked(); !why.empty()) {
     report("none (" + why + ")");
     directory_.clear();  // off for the rest of this object's life
