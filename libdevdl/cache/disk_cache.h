@@ -8,8 +8,9 @@
 // verified before use; a bad one is deleted.
 #pragma once
 
+#include "cache/binary_store.h"
+
 #include <llvm/Support/Error.h>
-#include <llvm/Support/MemoryBuffer.h>
 
 #include <sys/types.h>
 
@@ -21,43 +22,6 @@
 #include <vector>
 
 namespace devdl::cache {
-
-/// What an entry is found by: XXH3-128 of everything that decides the binary.
-struct Key {
-  uint64_t low = 0, high = 0;
-  bool operator==(const Key &) const = default;
-  /// 32 hex digits, the entry's file name without its suffix.
-  std::string hex() const;
-};
-
-/// Builds a key from its parts, in order; each part is length-prefixed, so parts cannot run
-/// into each other ("ab","c" differs from "a","bc").
-class KeyBuilder {
- public:
-  KeyBuilder &add(std::string_view part);
-  KeyBuilder &add(uint64_t value);
-  Key finish() const;
-
- private:
-  std::string parts_;
-};
-
-/// An entry as read back: the binary, and what building it cost the process that stored it.
-struct Entry {
-  std::unique_ptr<llvm::MemoryBuffer> file;  // the whole entry file, mapped where it is large
-  uint64_t binarySize = 0;
-  uint64_t buildNanoseconds = 0;
-
-  /// At offset 64 of the file, so as aligned as the buffer (a page where mapped).
-  std::string_view binary() const { return bytes().substr(kHeaderSize, binarySize); }
-  /// What the binary is, for devdl-cache list.
-  std::string_view description() const { return bytes().substr(kHeaderSize + binarySize); }
-
-  static constexpr size_t kHeaderSize = 64;
-
- private:
-  std::string_view bytes() const { return std::string_view(file->getBufferStart(), file->getBufferSize()); }
-};
 
 /// One entry's file, as devdl-cache lists it.
 struct EntryFile {
@@ -78,7 +42,7 @@ struct Statistics {
   uint64_t nanosecondsSaved = 0;  // build time of the entries hit, less the time to read them
 };
 
-class DiskCache {
+class DiskCache final : public BinaryStore {
  public:
   /// The directory as the environment says: DEVDL_CACHE_DIR, else $XDG_CACHE_HOME/devdl, else
   /// $HOME/.cache/devdl. "" when DEVDL_CACHE=0, in secure-execution processes (as glibc
@@ -97,19 +61,20 @@ class DiskCache {
   DiskCache &operator=(const DiskCache &) = delete;
 
   /// Whether entries are looked up and stored at all.
-  bool enabled() const { return !directory_.empty(); }
+  bool enabled() const override { return !directory_.empty(); }
   const std::string &directory() const { return directory_; }
 
   /// The entry for `key`, verified; nullopt on a miss or a bad entry (which is deleted).
-  std::optional<Entry> load(const Key &key);
+  std::optional<Entry> load(const Key &key) override;
   /// Stores an entry atomically, then evicts the least recently used entries over the bound.
   /// Failures only disable storing for the rest of the process.
-  void store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds);
+  void store(const Key &key, std::string_view description, std::string_view binary,
+             uint64_t buildNanoseconds) override;
   /// An entry loaded but refused by the backend (a driver that changed under the same version
   /// string): deleted so that the next load rebuilds it.
-  void discard(const Key &key, std::string_view why);
+  void discard(const Key &key, std::string_view why) override;
   /// Adds the build time a hit saved, less what loading it cost.
-  void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds);
+  void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) override;
 
   /// Every entry file, checked as load() checks it (for devdl-cache); none where the directory
   /// does not exist, an error naming it where it cannot be read.

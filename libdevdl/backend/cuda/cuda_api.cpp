@@ -1,7 +1,6 @@
 #include "backend/cuda/cuda_api.h"
+#include "backend/driver_library.h"
 #include "support/error.h"
-
-#include <dlfcn.h>
 
 namespace devdl::backend::cuda {
 
@@ -20,21 +19,16 @@ struct Loaded {
 
 Loaded load() {
   Loaded loaded;
-  // Never closed: modules and contexts may outlive any devdl handle.
-  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    loaded.error = std::string("no CUDA driver: cannot load libcuda.so.1 (") + dlerror() + ")";
-    return loaded;
-  }
-#define DEVDL_LOAD(name, parameters, symbol)                                         \
-  loaded.api.name = reinterpret_cast<decltype(loaded.api.name)>(dlsym(library, symbol)); \
-  if (!loaded.api.name && loaded.error.empty())                                     \
-    loaded.error = "libcuda.so.1 lacks " symbol " (a driver for CUDA 11 or later is needed)";
-  DEVDL_CUDA_FUNCTIONS(DEVDL_LOAD)
-#undef DEVDL_LOAD
-  if (!loaded.error.empty()) return loaded;
-  if (CUresult err = loaded.api.cuInit(0); err != CUDA_SUCCESS)
-    loaded.error = "the CUDA driver has no usable device (cuInit: " + nameOf(loaded.api, err) + ")";
+  Api &api = loaded.api;
+  const EntryPoint entries[] = {
+#define DEVDL_ENTRY(name, parameters, symbol) {symbol, reinterpret_cast<void **>(&api.name)},
+      DEVDL_CUDA_FUNCTIONS(DEVDL_ENTRY)
+#undef DEVDL_ENTRY
+  };
+  loaded.error = openDriverLibrary("libcuda.so.1", "CUDA driver", "a driver for CUDA 11 or later is needed", entries);
+  if (loaded.error.empty())
+    if (CUresult err = api.cuInit(0); err != CUDA_SUCCESS)
+      loaded.error = "the CUDA driver has no usable device (cuInit: " + nameOf(api, err) + ")";
   return loaded;
 }
 

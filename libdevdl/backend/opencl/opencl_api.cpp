@@ -1,11 +1,8 @@
 #include "backend/opencl/opencl_api.h"
+#include "backend/driver_library.h"
 #include "support/error.h"
 
 #include <CL/cl_ext.h>
-
-#include <dlfcn.h>
-
-#include <mutex>
 
 namespace devdl::backend::opencl {
 
@@ -18,20 +15,15 @@ struct Loaded {
 
 Loaded load() {
   Loaded loaded;
-  // Never closed: OpenCL objects may outlive any devdl handle.
-  void *library = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    loaded.error = std::string("no OpenCL: cannot load libOpenCL.so.1 (") + dlerror() + ")";
-    return loaded;
-  }
-#define DEVDL_LOAD(name)                                                                     \
-  loaded.api.name = reinterpret_cast<decltype(&::name)>(dlsym(library, #name));              \
-  if (!loaded.api.name && loaded.error.empty())                                              \
-    loaded.error = "libOpenCL.so.1 lacks " #name " (an OpenCL 2.1 ICD loader is needed)";
-  DEVDL_OPENCL_FUNCTIONS(DEVDL_LOAD)
-#undef DEVDL_LOAD
-  loaded.api.clSetProgramSpecializationConstant = reinterpret_cast<decltype(&::clSetProgramSpecializationConstant)>(
-      dlsym(library, "clSetProgramSpecializationConstant"));
+  Api &api = loaded.api;
+  const EntryPoint entries[] = {
+#define DEVDL_ENTRY(name) {#name, reinterpret_cast<void **>(&api.name)},
+      DEVDL_OPENCL_FUNCTIONS(DEVDL_ENTRY)
+#undef DEVDL_ENTRY
+      {"clSetProgramSpecializationConstant", reinterpret_cast<void **>(&api.clSetProgramSpecializationConstant),
+       /*optional=*/true},
+  };
+  loaded.error = openDriverLibrary("libOpenCL.so.1", "OpenCL", "an OpenCL 2.1 ICD loader is needed", entries);
   return loaded;
 }
 

@@ -1,0 +1,79 @@
+// The backends devdl links through, as a table: a row names a backend, says which image families
+// it takes and how to open its default device or attach to the program's own. The loader picks a
+// device by capability and DEVDL_BACKEND, never by a switch over vendors: adding a backend is its
+// folder under backend/ and one row.
+#pragma once
+
+#include "backend/backend.h"
+
+#include <llvm/Support/Error.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct devdl_native;
+
+namespace devdl::backend {
+
+/// One row of the table.
+struct BackendEntry {
+  int number;                   // DEVDL_BACKEND_...
+  std::string_view name;        // as DEVDL_BACKEND names it
+  std::string_view alias;       // another spelling DEVDL_BACKEND takes ("" for none)
+  std::span<const LinkFamily> families;  // the image families it links; empty: not in this build
+  /// The device DEVDL_DEVICE names, else the backend's first; null when not in this build.
+  llvm::Expected<std::unique_ptr<Device>> (*openDefault)();
+  /// The program's own device and context (device_dlattach); null when not in this build.
+  llvm::Expected<std::unique_ptr<Device>> (*attach)(const devdl_native &native);
+};
+
+/// The backends of this build, in the order they are preferred for a family: OpenCL, CUDA, Level
+/// Zero (named, not in this build).
+std::span<const BackendEntry> builtinBackends();
+
+/// The devices devdl links for, one per backend, each opened on first use; and which device links
+/// an image family. Not thread-safe: the loader serializes calls.
+class Devices {
+ public:
+  /// `table` outlives this object; `choice` is DEVDL_BACKEND's value ("" for every backend).
+  Devices(std::span<const BackendEntry> table, std::string choice);
+  ~Devices();
+
+  /// The device that links `image`: that of the first backend taking its family that DEVDL_BACKEND
+  /// allows (a device the program attached to, whatever it says) and that has a device. Null when
+  /// there is none, with the first such backend's reason in `why`.
+  Device *forImage(const DeviceImage &image, std::string *why = nullptr);
+  /// The device of backend `number`, opened on first use. Fails for a backend DEVDL_BACKEND
+  /// turned off or names wrongly, one not in this build, or one without a device.
+  llvm::Expected<Device *> device(int number);
+  /// The device in use on backend `number`, not opening one; null when none is.
+  Device *opened(int number) const;
+  /// The backend device_dlnative(0) means: the one DEVDL_BACKEND names, else one in use, else the
+  /// first with a device, else the first of the table (for its error).
+  int defaultBackend();
+  /// Makes `device` the device of its backend (device_dlattach): the one it replaces is returned,
+  /// to be released once nothing uses it.
+  std::unique_ptr<Device> replace(std::unique_ptr<Device> device);
+
+  /// The row of backend `number`, or null.
+  const BackendEntry *entry(int number) const;
+  /// "opencl, cuda and level_zero", for messages; only those in this build with `inBuild`.
+  std::string names(bool inBuild = false) const;
+
+ private:
+  struct Slot {
+    bool tried = false;
+    std::unique_ptr<Device> device;
+    std::string error;
+    };
+  Slot *slotOf(int number);
+
+  std::span<const BackendEntry> table_;
+  std::string choice_;
+  std::vector<Slot> slots_;  // parallel to table_
+};
+
+}  // namespace devdl::backend

@@ -1,0 +1,93 @@
+#include "cache/program_cache.h"
+
+#include "support/debug.h"
+
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/FormatVariadic.h>
+
+#include <chrono>
+#include <set>
+
+namespace devdl::cache {
+
+LinkedProgram *ProgramCache::find(const backend::Device *device, std::span<const ContentHash> key) const {
+  for (const auto &program : programs_)
+    if (program->device == device && std::includes(program->key.begin(), program->key.end(), key.begin(), key.end()))
+      return program.get();
+  return nullptr;
+}
+
+LinkedProgram *ProgramCache::holding(uint32_t id) const {
+  for (const auto &program : programs_)
+    if (program->holds(id)) return program.get();
+  return nullptr;
+}
+
+bool ProgramCache::anyOn(const backend::Device *device) const {
+  return llvm::any_of(programs_, [&](const auto &p) { return p->device == device; });
+}
+
+llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<const ContentHash> key,
+                                          std::span<const backend::LinkInput> inputs) {
+  using Clock = std::chrono::steady_clock;
+  auto nanoseconds = [](Clock::time_point since) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
+  };
+  BinaryStore &store = store_();
+  std::optional<Key> storeKey;
+  if (store.enabled()) {
+    // The seed's key, with the images sorted by content rather than by the names they define.
+    KeyBuilder builder;
+    builder.add(device.identity());
+    for (const ContentHash &hash : key) builder.add(hash.low).add(hash.high);
+    storeKey = builder.finish();
+    const auto start = Clock::now();
+    if (std::optional<Entry> entry = store.load(*storeKey)) {
+      const uint64_t read = nanoseconds(start);
+      auto loaded = device.load(entry->binary());
+      if (loaded) {
+        const uint64_t total = nanoseconds(start);
+        store.saved(entry->buildNanoseconds, total);
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("cache: hit " + storeKey->hex() + " for " + inputs.front().label + ": " +
+                             std::to_string(entry->binary().size()) + " bytes read and verified in " +
+                             llvm::formatv("{0:f1}", read / 1e3).str() + " us, loaded by the driver in " +
+                             llvm::formatv("{0:f1}", (total - read) / 1e3).str() + " us");
+        return Built{std::move(*loaded), true};
+      }
+      store.discard(*storeKey, "refused by " + device.name() + ": " + llvm::toString(loaded.takeError()));
+    } else if (Debug::get().on(Debug::Statistics) && store.enabled()) {
+      Debug::get().print("cache: miss " + storeKey->hex() + " for " + inputs.front().label);
+    }
+  }
+  // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.
+  const bool storing = storeKey && store.enabled();
+  std::string binary;
+  const auto start = Clock::now();
+  auto built = device.link(inputs, storing ? &binary : nullptr);
+  if (!built) return built.takeError();
+  if (storing) {
+    std::string description = device.name();
+    for (const backend::LinkInput &input : inputs) description += "\n" + input.label;
+    store.store(*storeKey, description, binary, nanoseconds(start));
+  }
+  return Built{std::move(*built), false};
+}
+
+LinkedProgram *ProgramCache::add(std::vector<ContentHash> key, std::vector<std::vector<uint32_t>> plans,
+                                 backend::Device *device, std::unique_ptr<backend::Program> program) {
+  programs_.push_back(std::unique_ptr<LinkedProgram>(
+      new LinkedProgram{std::move(key), std::move(plans), device, std::move(program)}));
+  return programs_.back().get();
+}
+
+void ProgramCache::dropImages(std::span<const uint32_t> images) {
+  const std::set<uint32_t> dropped(images.begin(), images.end());
+  for (auto &program : programs_)
+    llvm::erase_if(program->plans, [&](const std::vector<uint32_t> &plan) {
+      return llvm::any_of(plan, [&](uint32_t id) { return dropped.count(id); });
+    });
+  llvm::erase_if(programs_, [](const std::unique_ptr<LinkedProgram> &p) { return p->plans.empty(); });
+}
+
+}  // namespace devdl::cache

@@ -1,0 +1,78 @@
+// Linked programs in memory, found by what they are made of, and the get-or-link policy behind
+// them: a program whose images include all of a plan's serves that plan (the seed's nested key);
+// otherwise the binary store's program for the plan, else one linked by the device and stored.
+#pragma once
+
+#include "backend/backend.h"
+#include "cache/binary_store.h"
+
+#include <llvm/Support/Error.h>
+
+#include <algorithm>
+#include <compare>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace devdl::cache {
+
+/// XXH3-128 of an image's bytes (and of the specialization constants set on it): programs are
+/// keyed by what they are made of.
+struct ContentHash {
+  uint64_t low = 0, high = 0;
+  auto operator<=>(const ContentHash &) const = default;
+};
+
+/// A program linked from a link plan, and the plans (image ids, roots first) it serves.
+struct LinkedProgram {
+  std::vector<ContentHash> key;  // the hashes of its images, sorted
+  // A plan goes when one of its images is unloaded, the program with its last plan.
+  std::vector<std::vector<uint32_t>> plans;
+  backend::Device *device;
+  std::unique_ptr<backend::Program> program;
+
+  bool holds(uint32_t image) const {
+    return std::any_of(plans.begin(), plans.end(),
+                       [&](const auto &plan) { return std::find(plan.begin(), plan.end(), image) != plan.end(); });
+  }
+};
+
+/// A program made by ProgramCache::build, and whether the binary store had it.
+struct Built {
+  std::unique_ptr<backend::Program> program;
+  bool fromStore = false;
+};
+
+class ProgramCache {
+ public:
+  /// `store` is asked for on the first build (the disk cache is set up then, not before).
+  explicit ProgramCache(BinaryStore &(*store)()) : store_(store) {}
+  ProgramCache(const ProgramCache &) = delete;
+  ProgramCache &operator=(const ProgramCache &) = delete;
+
+  /// A program on `device` whose images include every image of `key` (sorted), or null.
+  LinkedProgram *find(const backend::Device *device, std::span<const ContentHash> key) const;
+  /// The first program, in the order they were made, that holds image `id`; or null.
+  LinkedProgram *holding(uint32_t id) const;
+  /// Whether any program was made for `device`.
+  bool anyOn(const backend::Device *device) const;
+
+  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes, sorted): the
+  /// binary store's where it has one `device` loads, else linked by `device` and stored. Errors
+  /// are the device's (they name the image and symbol); a binary the device refuses is dropped
+  /// from the store and the program linked.
+  llvm::Expected<Built> build(backend::Device &device, std::span<const ContentHash> key,
+                              std::span<const backend::LinkInput> inputs);
+  /// Keeps a program made by build() for the plans it serves.
+  LinkedProgram *add(std::vector<ContentHash> key, std::vector<std::vector<uint32_t>> plans, backend::Device *device,
+                     std::unique_ptr<backend::Program> program);
+  /// Drops the plans that hold any of `images`, and the programs left with none.
+  void dropImages(std::span<const uint32_t> images);
+
+ private:
+  BinaryStore &(*store_)();
+  std::vector<std::unique_ptr<LinkedProgram>> programs_;
+};
+
+}  // namespace devdl::cache

@@ -1,0 +1,60 @@
+// The images the loader knows, by id: where each came from, what it is keyed by, and which
+// images import each name (for linking a library with its importers).
+#pragma once
+
+#include "backend/backend.h"
+#include "cache/program_cache.h"
+#include "image/device_image.h"
+
+#include <llvm/ADT/StringMap.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace devdl {
+
+class Handle;
+
+/// One image known to the loader, with where it came from.
+struct LoadedImage {
+  DeviceImage image;
+  std::string label;      // "app.spv: image 0 (spirv)"
+  std::string file;       // the file or memory name; "" for the executable
+  unsigned index;         // the image's position in it
+  Handle *owner;          // the handle it was opened with; null for the process's own images
+  cache::ContentHash bytesHash;  // of the bytes alone
+  cache::ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
+  backend::SpecConstants specConstants;
+  // Whether the device takes it, once asked: lookups ask on every call.
+  enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
+};
+
+class ImageTable {
+ public:
+  /// Adds an image; its id. Ids of removed images are taken again, so that what is sized by the
+  /// ids stays the size of what is loaded, however often images come and go.
+  uint32_t add(DeviceImage image, const std::string &file, unsigned index, Handle *owner);
+  /// Removes an image; its id is free.
+  void remove(uint32_t id);
+
+  LoadedImage &operator[](uint32_t id) { return *images_[id]; }
+  const LoadedImage &operator[](uint32_t id) const { return *images_[id]; }
+  bool contains(uint32_t id) const { return id < images_.size() && images_[id]; }
+  /// One past the highest id in use.
+  uint32_t end() const { return static_cast<uint32_t>(images_.size()); }
+  /// The images by id (null where free), as link plans take them.
+  std::span<const DeviceImage *const> pointers() const { return pointers_; }
+  /// The images that import `symbol`.
+  std::span<const uint32_t> importersOf(std::string_view symbol) const;
+
+ private:
+  std::vector<std::unique_ptr<LoadedImage>> images_;  // by id; null once removed
+  std::vector<const DeviceImage *> pointers_;         // images_[id]->image
+  std::vector<uint32_t> freeIds_;
+  llvm::StringMap<std::vector<uint32_t>> importers_;  // symbol -> images importing it
+};
+
+}  // namespace devdl

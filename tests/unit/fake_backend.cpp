@@ -1,0 +1,98 @@
+#include "unit/fake_backend.h"
+
+#include "support/error.h"
+
+#include "devdl.h"
+
+#include <llvm/ADT/StringMap.h>
+
+#include <map>
+#include <memory>
+
+namespace devdl::test::fake {
+
+namespace {
+
+class Program final : public backend::Program {
+ public:
+  explicit Program(std::map<std::string, SymbolKind, std::less<>> defined) : defined_(std::move(defined)) {}
+
+  llvm::Expected<void *> kernel(std::string_view name) override { return address(name, SymbolKind::Kernel); }
+  llvm::Expected<void *> variable(std::string_view name) override { return address(name, SymbolKind::Variable); }
+  llvm::Expected<void *> function(std::string_view name) override { return address(name, SymbolKind::Function); }
+
+ private:
+  // The address of the symbol's entry: distinct for each symbol and program, stable while the
+  // program lives.
+  llvm::Expected<void *> address(std::string_view name, SymbolKind kind) {
+    auto it = defined_.find(name);
+    if (it == defined_.end() || it->second != kind)
+      return fail(ErrorCode::NotFound, "fake program: no " + std::string(symbolKindName(kind)) + " `" +
+                                           std::string(name) + "`");
+    return static_cast<void *>(&*it);
+  }
+  std::map<std::string, SymbolKind, std::less<>> defined_;
+};
+
+class Device final : public backend::Device {
+ public:
+  int backend() const override { return kBackendNumber; }
+  const std::string &name() const override { return name_; }
+  bool accepts(const DeviceImage &image, std::string *why) const override {
+    if (image.format == ImageFormat::SpirV) return true;
+    if (why) *why = "the fake device takes SPIR-V only";
+    return false;
+  }
+  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const backend::LinkInput> inputs,
+                                                        std::string *binary) override {
+    Link link;
+    for (const backend::LinkInput &input : inputs) link.push_back(input.label);
+    links().push_back(link);
+    // As a linker: one definition of each name among the inputs, and one for every import.
+    std::map<std::string, SymbolKind, std::less<>> defined;
+    for (const backend::LinkInput &input : inputs)
+      for (const Symbol &s : input.image->symbols)
+        if (s.kind != SymbolKind::Import && !defined.emplace(std::string(s.name), s.kind).second)
+          return fail(ErrorCode::Unsupported, input.label + ": multiple definition of `" + std::string(s.name) + "`");
+    for (const backend::LinkInput &input : inputs)
+      for (const Symbol &s : input.image->symbols)
+        if (s.kind == SymbolKind::Import && !defined.count(s.name))
+          return fail(ErrorCode::Unresolved, input.label + ": undefined device symbol `" + std::string(s.name) + "`");
+    if (binary) binary->clear();
+    return std::make_unique<Program>(std::move(defined));
+  }
+  llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view) override {
+    return fail(ErrorCode::Unsupported, "the fake device loads no binaries");
+  }
+  const std::string &identity() const override { return name_; }
+  std::string_view linkMethod() const override { return "fake link"; }
+  void native(devdl_native &out) const override {
+    out.backend = kBackendNumber;
+    out.platform = nullptr;
+    out.device = const_cast<Device *>(this);
+    out.context = nullptr;
+  }
+
+ private:
+  std::string name_ = "fake device";
+};
+
+constexpr LinkFamily kSpirv[] = {LinkFamily::Spirv};
+const backend::BackendEntry kTable[] = {
+    {kBackendNumber, "fake", "", kSpirv,
+     [] { return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>()); },
+     [](const devdl_native &) {
+       return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>());
+     }},
+};
+
+}  // namespace
+
+std::vector<Link> &links() {
+  static std::vector<Link> made;
+  return made;
+}
+
+std::span<const backend::BackendEntry> backends() { return kTable; }
+
+}  // namespace devdl::test::fake

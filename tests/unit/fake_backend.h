@@ -1,0 +1,25 @@
+// A test double of a backend, for the loader's unit tests: it runs no device code. It takes
+// SPIR-V images, records every link it is asked for, and links as a linker would check the
+// inputs: each import must be defined by exactly one input, nothing defined twice. Its programs
+// hand out a distinct non-null pointer for each kernel, variable and function they define.
+#pragma once
+
+#include "backend/registry.h"
+
+#include <string>
+#include <vector>
+
+namespace devdl::test::fake {
+
+inline constexpr int kBackendNumber = 100;
+
+/// One link the fake device was asked for: the labels of its inputs, in plan order.
+using Link = std::vector<std::string>;
+
+/// Every link made by fake devices since the last reset, in order.
+std::vector<Link> &links();
+
+/// The table with the fake backend as its only row (name "fake", SPIR-V).
+std::span<const backend::BackendEntry> backends();
+
+}  // namespace devdl::test::fake

@@ -1,0 +1,121 @@
+// The loader over the fake backend (unit/fake_backend.h): how many links it asks for, and of
+// what. Real SPIR-V images, real scopes and program cache; only the device is a double.
+#include "cache/disk_cache.h"
+#include "loader/loader.h"
+#include "test_support.h"
+#include "unit/fake_backend.h"
+
+#include "devdl.h"
+
+#include <filesystem>
+
+namespace devdl::test {
+namespace {
+
+cache::BinaryStore &noStore() {
+  static cache::DiskCache none("", 0);
+  return none;
+}
+
+class LoaderLinks : public ::testing::Test {
+ protected:
+  void SetUp() override { fake::links().clear(); }
+
+  void *open(const std::string &name, int flags) {
+    auto handle = loader_.open(image(name).c_str(), flags);
+    if (!handle) {
+      ADD_FAILURE() << name << ": " << llvm::toString(handle.takeError());
+      return nullptr;
+    }
+    return *handle;
+  }
+  void *symbol(void *handle, std::string_view name) {
+    auto found = loader_.symbol(handle, name);
+    if (!found) {
+      ADD_FAILURE() << name << ": " << llvm::toString(found.takeError());
+      return nullptr;
+    }
+    return *found;
+  }
+  void close(void *handle) { EXPECT_FALSE(!!loader_.close(handle)); }
+
+  // The links made so far, each as the file names of its inputs.
+  static std::vector<std::vector<std::string>> links() {
+    std::vector<std::vector<std::string>> named;
+    for (const fake::Link &link : fake::links()) {
+      named.emplace_back();
+      for (const std::string &label : link)
+        named.back().push_back(std::filesystem::path(label.substr(0, label.find(':'))).filename().string());
+    }
+    return named;
+  }
+
+  Loader loader_{{fake::backends(), noStore, ""}};
+};
+
+using Links = std::vector<std::vector<std::string>>;
+
+TEST_F(LoaderLinks, ALibraryAndAnApplicationThatImportFromEachOtherLinkOnce) {
+  void *pong = open("cycle_pong.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *ping = open("cycle_ping.spv", DEVDL_NOW | DEVDL_GLOBAL);
+  EXPECT_EQ(links(), (Links{{"cycle_ping.spv", "cycle_pong.spv"}}));
+  EXPECT_NE(symbol(ping, "CycleKernel"), nullptr);
+  EXPECT_EQ(links().size(), 1u) << "the kernel was linked at the open";
+  close(ping);
+  close(pong);
+}
+
+TEST_F(LoaderLinks, TheSecondKernelOfAProgramLinksZeroTimes) {
+  void *lib = open("kernel_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("kernel_app.spv", DEVDL_LAZY);
+  void *user = symbol(app, "UserKernel");
+  EXPECT_EQ(links(), (Links{{"kernel_app.spv", "kernel_lib.spv"}}));
+  void *library = symbol(lib, "LibKernel");
+  EXPECT_NE(library, nullptr);
+  EXPECT_NE(library, user);
+  EXPECT_EQ(symbol(app, "UserKernel"), user);
+  EXPECT_EQ(links().size(), 1u) << "the library's kernel is in the application's program";
+  close(app);
+  close(lib);
+}
+
+TEST_F(LoaderLinks, ALibrarysKernelFirstLinksItsLoadedImportersWithIt) {
+  void *lib = open("kernel_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("kernel_app.spv", DEVDL_LAZY);
+  EXPECT_NE(symbol(lib, "LibKernel"), nullptr);
+  EXPECT_EQ(links(), (Links{{"kernel_lib.spv", "kernel_app.spv"}}));
+  EXPECT_NE(symbol(app, "UserKernel"), nullptr);
+  EXPECT_EQ(links().size(), 1u) << "the application's kernel is in the library's program";
+  close(app);
+  close(lib);
+}
+
+TEST_F(LoaderLinks, ClosingAndReopeningLinksAgain) {
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("app.spv", DEVDL_NOW);
+  EXPECT_EQ(links().size(), 1u);
+  close(app);
+  app = open("app.spv", DEVDL_NOW);
+  EXPECT_NE(symbol(app, "AppKernel"), nullptr);
+  EXPECT_EQ(links(), (Links{{"app.spv", "lib.spv"}, {"app.spv", "lib.spv"}}));
+  close(app);
+  close(lib);
+}
+
+TEST_F(LoaderLinks, TheSameCodeFromAnotherFileLinksOnce) {
+  const std::string copy = scratchDir() + "/app-copy.spv";
+  std::filesystem::copy_file(image("app.spv"), copy);
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("app.spv", DEVDL_NOW);
+  auto again = loader_.open(copy.c_str(), DEVDL_NOW);
+  ASSERT_TRUE(!!again) << llvm::toString(again.takeError());
+  EXPECT_NE(*again, app);
+  EXPECT_EQ(symbol(*again, "AppKernel"), symbol(app, "AppKernel"));
+  EXPECT_EQ(links().size(), 1u);
+  close(*again);
+  close(app);
+  close(lib);
+}
+
+}  // namespace
+}  // namespace devdl::test
