@@ -28,7 +28,7 @@ DEVDL_API unsigned device_dlversion(void);
 
 /* Flags of device_dlopen, with <dlfcn.h>'s values and meanings. One of LAZY and NOW. */
 #define DEVDL_LAZY 0x00001     /* link when a symbol is first needed (at device_dlsym) */
-#define DEVDL_NOW 0x00002      /* resolve every import and link at open; fail if one is missing */
+#define DEVDL_NOW 0x00002      /* resolve every import of every image (kernels or not) and link at open; fail if one is missing */
 #define DEVDL_NOLOAD 0x00004   /* do not load: return the handle if already open, else NULL */
 #define DEVDL_DEEPBIND 0x00008 /* resolve the image's imports in its own scope first */
 #define DEVDL_GLOBAL 0x00100   /* add the images to the global scope */

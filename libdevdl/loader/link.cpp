@@ -61,6 +61,15 @@ std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
   return "";
 }
 
+llvm::Error Loader::unresolvedError(const LinkPlan &plan) {
+  if (plan.unresolved.empty()) return llvm::Error::success();
+  std::string message;
+  for (const auto &u : plan.unresolved)
+    message += (message.empty() ? "" : "\n") + images_[u.importer].label + ": undefined device symbol `" +
+               std::string(u.symbol) + "`" + whyUnresolved(u.symbol, u.importer);
+  return fail(ErrorCode::Unresolved, message);
+}
+
 llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
   // Like the host loader's bindings, a program stays as it was linked while its images are
   // loaded; a new link sees the process as it is now.
@@ -69,13 +78,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
   if (!images_.contains(root)) return fail(ErrorCode::NotFound, "the image was unloaded with its host object");
   const uint32_t roots[] = {root};
   LinkPlan plan = planFor(roots);
-  if (!plan.unresolved.empty()) {
-    std::string message;
-    for (const auto &u : plan.unresolved)
-      message += (message.empty() ? "" : "\n") + images_[u.importer].label + ": undefined device symbol `" +
-                 std::string(u.symbol) + "`" + whyUnresolved(u.symbol, u.importer);
-    return fail(ErrorCode::Unresolved, message);
-  }
+  if (llvm::Error err = unresolvedError(plan)) return err;
   std::string why;
   backend::Device *dev = devices_.forImage(images_[root].image, &why);
   if (!dev) return fail(ErrorCode::Unsupported, images_[root].label + ": " + why);

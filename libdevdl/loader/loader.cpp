@@ -151,13 +151,18 @@ llvm::Expected<Handle *> Loader::addHandle(ImageFile read, const Handle::Identit
 }
 
 llvm::Error Loader::linkNow(Handle &handle) {
-  // Every import must resolve now: the kernels' programs are linked now.
+  // As RTLD_NOW: every import of every image resolves now, kernels or not; the kernels'
+  // programs are linked now.
   for (uint32_t id : handle.local.images) {
     const bool hasKernel =
         llvm::any_of(images_[id].image.symbols, [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
-    if (!hasKernel) continue;
-    auto program = programFor(id);
-    if (!program) return program.takeError();
+    if (hasKernel) {
+      auto program = programFor(id);
+      if (!program) return program.takeError();
+      continue;
+    }
+    const uint32_t roots[] = {id};
+    if (llvm::Error err = unresolvedError(planFor(roots))) return err;
   }
   handle.linkedNow = true;
   return llvm::Error::success();

@@ -119,6 +119,8 @@ class Loader {
   bool deviceTakes(uint32_t id);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
   LinkPlan planFor(std::span<const uint32_t> roots);
+  /// The plan's unresolved imports as one error naming each symbol and image; success when none.
+  llvm::Error unresolvedError(const LinkPlan &plan);
   llvm::Expected<cache::LinkedProgram *> programFor(uint32_t root);
   /// The loaded images that import, directly or through others, from `plan`'s images, bind to
   /// them, go to `dev` and resolve completely: linked with the plan, a library's code is built

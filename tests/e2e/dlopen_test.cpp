@@ -81,6 +81,24 @@ TEST_F(DeviceDlopen, NowFailsNamingSymbolImageAndFile) {
   EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW | DEVDL_NOLOAD), nullptr);
 }
 
+TEST_F(DeviceDlopen, NowChecksTheImportsOfALibraryWithoutKernels) {
+  // chain_mid.spv has no kernel; it imports ChainBase. As RTLD_NOW, its imports resolve at the
+  // open or the open fails and leaves nothing behind.
+  EXPECT_EQ(device_dlopen(image("chain_mid.spv").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_EQ(error(), image("chain_mid.spv") + ": image 0 (spirv): undefined device symbol `ChainBase`");
+  EXPECT_EQ(device_dlopen(image("chain_mid.spv").c_str(), DEVDL_LAZY | DEVDL_NOLOAD), nullptr);
+  // LAZY opens it; NOW does once its import is there.
+  void *lazy = device_dlopen(image("chain_mid.spv").c_str(), DEVDL_LAZY);
+  ASSERT_NE(lazy, nullptr) << error();
+  EXPECT_EQ(device_dlclose(lazy), 0);
+  void *base = device_dlopen(image("chain_base.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(base, nullptr) << error();
+  void *mid = device_dlopen(image("chain_mid.spv").c_str(), DEVDL_NOW);
+  EXPECT_NE(mid, nullptr) << error();
+  device_dlclose(mid);
+  device_dlclose(base);
+}
+
 TEST_F(DeviceDlopen, LazyFailsAtTheFirstSymbolThatNeedsTheLink) {
   void *app = device_dlopen(image("app.spv").c_str(), DEVDL_LAZY);
   ASSERT_NE(app, nullptr) << error();
