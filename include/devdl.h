@@ -50,6 +50,7 @@ DEVDL_API void *device_dlopen(const char *path, int flags);
 DEVDL_API void *device_dlsym(void *handle, const char *name);
 
 /* Drops one reference; the images are unloaded at zero, with every program built from them.
+ * A DEVDL_NODELETE handle stays loaded at zero, and closing it once more is an error.
  * Returns 0, or non-zero with an error for device_dlerror. */
 DEVDL_API int device_dlclose(void *handle);
 

@@ -299,6 +299,11 @@ llvm::Error Loader::close(void *handlePtr) {
   auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
   if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlclose: invalid handle");
   Handle &handle = **it;
+  // Only a DEVDL_NODELETE handle stays with no reference; closing it then is an error, as
+  // dlclose of a NODELETE object already closed is ("shared object not open").
+  if (handle.references == 0)
+    return fail(ErrorCode::InvalidArgument,
+                "device_dlclose: " + handle.path + " is not open (DEVDL_NODELETE keeps it loaded)");
   if (--handle.references > 0 || handle.nodelete) return llvm::Error::success();
   dropImages(handle.local.images);
   handles_.erase(it);

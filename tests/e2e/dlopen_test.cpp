@@ -164,6 +164,21 @@ TEST_F(DeviceDlopen, ReferenceCountsNoloadAndClose) {
   EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), nullptr);
 }
 
+TEST_F(DeviceDlopen, NodeleteKeepsTheHandleAndCountsWithoutWrapping) {
+  const std::string path = image("lib.spv");
+  void *lib = device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_NODELETE);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlclose(lib), 0);
+  EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), lib) << "NODELETE: still loaded";
+  EXPECT_EQ(device_dlclose(lib), 0);
+  // No reference is left: one more close is refused, and the count stays at zero.
+  EXPECT_NE(device_dlclose(lib), 0);
+  EXPECT_EQ(error(), "device_dlclose: " + path + " is not open (DEVDL_NODELETE keeps it loaded)");
+  EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY), lib);
+  EXPECT_EQ(device_dlclose(lib), 0);
+  EXPECT_NE(device_dlclose(lib), 0) << "one open, one close: none left";
+}
+
 TEST_F(DeviceDlopen, ErrorsAreClearAndPerThread) {
   EXPECT_EQ(device_dlopen("/nonexistent/lib.spv", DEVDL_NOW), nullptr);
   std::string other = "unset";
