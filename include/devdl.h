@@ -43,10 +43,13 @@ DEVDL_API unsigned device_dlversion(void);
 DEVDL_API void *device_dlopen(const char *path, int flags);
 
 /* The native object for `name` in the scope of `handle`: a kernel's handle (cl_kernel for
- * OpenCL, CUfunction for CUDA), a variable's device address (CUDA: a CUdeviceptr, in the first
- * program linked with the variable's image), a function's device pointer where the backend has
- * one. NULL with an error for device_dlerror when there is none, or when linking failed. The
- * object belongs to devdl and lives until the handle is closed. */
+ * OpenCL, CUfunction for CUDA), a variable's device address (CUDA: a CUdeviceptr), a function's
+ * device pointer where the backend has one. As dlsym(handle) does, it searches the handle's
+ * images, then the images their imports bind to, breadth first; what is found there comes from
+ * the program the handle's kernels use (a variable: the instance they read). With the global
+ * scope's handle, a variable comes from the first program linked with its image. NULL with an
+ * error for device_dlerror when there is none, or when linking failed. The object belongs to
+ * devdl and lives until the handle is closed. */
 DEVDL_API void *device_dlsym(void *handle, const char *name);
 
 /* Drops one reference; the images are unloaded at zero, with every program built from them.

@@ -168,7 +168,7 @@ llvm::Error Loader::linkNow(Handle &handle) {
   return llvm::Error::success();
 }
 
-llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_view name) {
+llvm::Expected<Loader::Found> Loader::lookup(void *handlePtr, std::string_view name) {
   auto takes = [&](uint32_t id) { return deviceTakes(id); };
   const Definition *definition = nullptr;
   const Handle *handle = nullptr;  // null: the global scope
@@ -186,6 +186,8 @@ llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_v
     handle = findHandle(handlePtr);
     if (!handle) return fail(ErrorCode::InvalidArgument, "invalid handle");
     definition = firstCandidate(handle->local.index.definitions(name), takes);
+    if (!definition)
+      if (std::optional<Found> found = inDependencies(*handle, name)) return *found;
   }
   if (!definition) {
     // Defined, but only in images no device here can take: say so rather than "undefined".
@@ -199,18 +201,48 @@ llvm::Expected<const Definition *> Loader::lookup(void *handlePtr, std::string_v
     return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
                                          ": undefined device symbol `" + std::string(name) + "`");
   }
-  return definition;
+  return Found{*definition, std::nullopt};
+}
+
+std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::string_view name) {
+  // As glibc's dlsym(handle): after the handle's own images, what they depend on, breadth first.
+  // Their dependencies are the images their imports bind to: the plan of the handle's images
+  // lists them in that order (imports that do not resolve add nothing).
+  const LinkPlan plan = planFor(handle.local.images);
+  for (uint32_t id : plan.images) {
+    if (llvm::is_contained(handle.local.images, id) || !deviceTakes(id)) continue;
+    const DeviceImage &image = images_[id].image;
+    auto defined = llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });
+    if (defined == image.symbols.end()) continue;
+    // The program of the first of the handle's images whose imports reach it: the program that
+    // image's kernels use holds it.
+    for (uint32_t root : handle.local.images) {
+      const uint32_t roots[] = {root};
+      if (llvm::is_contained(planFor(roots).images, id))
+        return Found{{id, defined->kind, linkFamily(image.format)}, root};
+    }
+  }
+  return std::nullopt;
 }
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   std::lock_guard lock(mutex_);
   auto found = lookup(handlePtr, name);
   if (!found) return found.takeError();
-  const Definition *definition = *found;
-  // A variable has an instance in each program its image is linked into: the address given
-  // is the one in the first program that holds it, which is where the kernels that were
-  // requested before it read it. Only with no such program is one linked for the image.
-  cache::LinkedProgram *program = definition->kind != SymbolKind::Kernel ? programs_.holding(definition->image) : nullptr;
+  const Definition *definition = &found->definition;
+  cache::LinkedProgram *program = nullptr;
+  if (found->through) {
+    // Found among the handle's dependencies: in the program of the image that reaches it, whose
+    // kernels use this very instance.
+    auto linked = programFor(*found->through);
+    if (!linked) return linked.takeError();
+    program = *linked;
+  } else if (definition->kind != SymbolKind::Kernel) {
+    // A variable has an instance in each program its image is linked into: the address given
+    // is the one in the first program that holds it, which is where the kernels that were
+    // requested before it read it. Only with no such program is one linked for the image.
+    program = programs_.holding(definition->image);
+  }
   if (!program) {
     auto linked = programFor(definition->image);
     if (!linked) return linked.takeError();
@@ -228,10 +260,11 @@ llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_sym
   std::lock_guard lock(mutex_);
   auto found = lookup(handlePtr, name);
   if (!found) return found.takeError();
-  const LoadedImage &image = images_[(*found)->image];
-  out.kind = (*found)->kind == SymbolKind::Kernel     ? DEVDL_SYMBOL_KERNEL
-             : (*found)->kind == SymbolKind::Variable ? DEVDL_SYMBOL_VARIABLE
-                                                      : DEVDL_SYMBOL_FUNCTION;
+  const Definition &definition = found->definition;
+  const LoadedImage &image = images_[definition.image];
+  out.kind = definition.kind == SymbolKind::Kernel     ? DEVDL_SYMBOL_KERNEL
+             : definition.kind == SymbolKind::Variable ? DEVDL_SYMBOL_VARIABLE
+                                                       : DEVDL_SYMBOL_FUNCTION;
   out.file = image.file.c_str();
   out.image = image.index;
   out.format = formatName(image.image.format).data();  // the names are NUL-terminated literals
@@ -242,10 +275,10 @@ llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view n
   std::lock_guard lock(mutex_);
   auto found = lookup(handlePtr, name);
   if (!found) return found.takeError();
-  if ((*found)->kind != SymbolKind::Kernel)
+  if (found->definition.kind != SymbolKind::Kernel)
     return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
   if (llvm::Error err = scanProcess()) return err;
-  const uint32_t roots[] = {(*found)->image};
+  const uint32_t roots[] = {found->definition.image};
   const LinkPlan plan = planFor(roots);
   std::string text = std::string(name) + ": " + images_[roots[0]].label + "\n";
   for (const Binding &b : plan.bindings)

@@ -95,7 +95,16 @@ class Loader {
   // All private members are called with mutex_ held.
   Handle *globalHandle() { return reinterpret_cast<Handle *>(&globalScopeTag_); }
   Handle *findHandle(void *handle);
-  llvm::Expected<const Definition *> lookup(void *handle, std::string_view name);
+  /// What a name is bound to in a handle's scope: its definition, and for one among the
+  /// handle's dependencies the handle's image whose imports reach it.
+  struct Found {
+    Definition definition;
+    std::optional<uint32_t> through;
+  };
+  llvm::Expected<Found> lookup(void *handle, std::string_view name);
+  /// The first definition of `name` among the images the handle's images depend on, with the
+  /// handle's image that reaches it; nullopt when none of them defines it.
+  std::optional<Found> inDependencies(const Handle &handle, std::string_view name);
 
   // loader.cpp: handles.
   llvm::Expected<Handle *> openFile(const std::string &file, int flags);

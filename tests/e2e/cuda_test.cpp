@@ -179,6 +179,28 @@ TEST_F(Cuda, DeviceGlobalReadAndWrittenFromBothSides) {
   closeAll(libs);
 }
 
+TEST_F(Cuda, VariableOfADependencyIsTheInstanceTheKernelsUse) {
+  // device_dlsym(app, ...) searches what app's imports bind to, as glibc's dlsym(handle): the
+  // library's LibCounter, in the program app's kernel runs in.
+  auto libs = openGlobal({"lib.cubin"});
+  void *app = device_dlopen(image("app_counter.cubin").c_str(), DEVDL_LAZY);
+  ASSERT_NE(app, nullptr) << error();
+  void *counter = device_dlsym(app, "LibCounter");
+  ASSERT_NE(counter, nullptr) << error();
+  void *kernel = device_dlsym(app, "CounterKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(device_dlsym(libs[0], "LibCounter"), counter);
+  const auto address = static_cast<cuda::CUdeviceptr>(reinterpret_cast<uintptr_t>(counter));
+  int value = 20;
+  ASSERT_EQ(cu_->cuCtxPushCurrent(context_), cuda::CUDA_SUCCESS);
+  EXPECT_EQ(cu_->cuMemcpyHtoD(address, &value, sizeof value), cuda::CUDA_SUCCESS);
+  cuda::CUcontext popped;
+  cu_->cuCtxPopCurrent(&popped);
+  EXPECT_EQ(run(kernel, 4), times(1, 20, 4));
+  device_dlclose(app);
+  closeAll(libs);
+}
+
 TEST_F(Cuda, PackedIntoOneBundle) {
   // devdl-pack made it at build time: the library and the application in one file.
   void *both = device_dlopen(image("seed-cuda.devdl").c_str(), DEVDL_NOW);

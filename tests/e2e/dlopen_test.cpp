@@ -326,6 +326,28 @@ TEST_F(DeviceDlopen, ALibrarysKernelComesFromTheProgramOfItsImporter) {
   device_dlclose(lib);
 }
 
+TEST_F(DeviceDlopen, DlsymOfAHandleFindsWhatItsImportsBindTo) {
+  // As glibc's dlsym(handle) searches the object's dependencies: kernel_app.spv's import binds
+  // to kernel_lib.spv, so its handle finds the library's kernel, from the program its own
+  // kernel runs in.
+  void *lib = device_dlopen(image("kernel_lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("kernel_app.spv").c_str(), DEVDL_LAZY);
+  ASSERT_NE(lib, nullptr) << error();
+  ASSERT_NE(app, nullptr) << error();
+  void *library = device_dlsym(app, "LibKernel");
+  void *user = device_dlsym(app, "UserKernel");
+  ASSERT_NO_FATAL_FAILURE(expectKernelLibraryKernels(user, library));
+  EXPECT_EQ(programOf(library), programOf(user));
+  EXPECT_EQ(device_dlsym(lib, "LibKernel"), library);
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(app, "LibTwice", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), image("kernel_lib.spv"));
+  EXPECT_EQ(info.kind, DEVDL_SYMBOL_FUNCTION);
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
 TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
   void *lib = device_dlopen(image("kernel_lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = device_dlopen(image("kernel_app.spv").c_str(), DEVDL_LAZY);

@@ -117,5 +117,30 @@ TEST_F(LoaderLinks, TheSameCodeFromAnotherFileLinksOnce) {
   close(lib);
 }
 
+TEST_F(LoaderLinks, DlsymOfAHandleSearchesWhatItsImagesDependOn) {
+  // As glibc's dlsym(handle): app.spv's own images, then lib.spv, which its import binds to.
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("app.spv", DEVDL_LAZY);
+  void *counter = symbol(app, "LibCounter");
+  ASSERT_NE(counter, nullptr);
+  EXPECT_EQ(links(), (Links{{"app.spv", "lib.spv"}})) << "the program app.spv's kernels use";
+  EXPECT_NE(symbol(app, "AppKernel"), nullptr);
+  EXPECT_EQ(links().size(), 1u);
+  EXPECT_EQ(symbol(lib, "LibCounter"), counter) << "one instance: the one the kernels use";
+  EXPECT_NE(symbol(app, "LibDeviceFunc"), nullptr);
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_FALSE(!!loader_.symbolInfo(app, "LibDeviceFunc", info));
+  EXPECT_EQ(std::string(info.file), image("lib.spv"));
+  // A library the handle's imports do not bind to is not searched.
+  void *other = open("value_one.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  auto missing = loader_.symbol(app, "DupValue");
+  ASSERT_FALSE(!!missing);
+  EXPECT_EQ(llvm::toString(missing.takeError()), image("app.spv") + ": undefined device symbol `DupValue`");
+  close(other);
+  close(app);
+  close(lib);
+}
+
 }  // namespace
 }  // namespace devdl::test
