@@ -135,6 +135,20 @@ std::string_view DeviceImage::moduleId() const {
   return {};
 }
 
+std::vector<std::string_view> DeviceImage::dependencies() const {
+  std::vector<std::string_view> ids;
+  const PropertySet *set = findSet(kModuleSet);
+  const Property *depends = set ? set->find("depends") : nullptr;
+  if (!depends || depends->type != PropertyType::String) return ids;
+  for (std::string_view rest = depends->data; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view id = rest.substr(0, comma);
+    if (!id.empty()) ids.push_back(id);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return ids;
+}
+
 bool isImportableName(std::string_view name) {
   if (name.empty()) return false;
   if (name.starts_with("__") || name.starts_with("llvm.") || name.starts_with(".")) return false;

@@ -128,6 +128,8 @@ class DeviceImage {
 
   /// The module id (devdl/module id), empty if none was recorded.
   std::string_view moduleId() const;
+  /// The module ids it needs (devdl/module depends, comma-separated), in order.
+  std::vector<std::string_view> dependencies() const;
 };
 
 /// The seed's import filter: reserved names (`__` prefix, also after demangling), SPIR-V and

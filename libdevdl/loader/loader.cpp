@@ -47,6 +47,8 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   programOfRoot_.clear();
   programs_.dropImages(ids);
   scopes_.leave(ids, images_.pointers());
+  // A host object's images may be another handle's recorded dependencies.
+  for (const auto &handle : handles_) handle->local.remove(ids, images_.pointers());
   for (uint32_t id : ids) images_.remove(id);
 }
 
@@ -88,7 +90,7 @@ llvm::Expected<Handle *> Loader::reopen(const Handle::Identity &identity, int fl
     h->nodelete |= (flags & DEVDL_NODELETE) != 0;
     if ((flags & DEVDL_GLOBAL) && !h->global) {
       h->global = true;
-      joinGlobalScope(h->local.images);
+      joinGlobalScope(h->images);
     }
     return h.get();
   }
@@ -133,27 +135,62 @@ llvm::Expected<Handle *> Loader::addHandle(ImageFile read, const Handle::Identit
   handle->local.deepbind = (flags & DEVDL_DEEPBIND) != 0;
   for (size_t i = 0; i < read.images.size(); ++i) {
     const uint32_t id = images_.add(std::move(read.images[i]), read.name, static_cast<unsigned>(i), handle.get());
+    handle->images.push_back(id);
     handle->local.add(images_[id].image, id);
   }
+  // On failure the loader is left as it was before this call.
+  auto undo = [&](llvm::Error err) -> llvm::Expected<Handle *> {
+    for (Handle *needed : handle->needed) --needed->references;
+    dropImages(handle->images);
+    return err;
+  };
+  if (llvm::Error err = addDependencies(*handle)) return undo(std::move(err));
   if (flags & DEVDL_GLOBAL) {
     handle->global = true;
-    joinGlobalScope(handle->local.images);
+    joinGlobalScope(handle->images);
   }
-  if (flags & DEVDL_NOW) {
-    // On failure the loader is left as it was before this call.
-    if (llvm::Error err = linkNow(*handle)) {
-      dropImages(handle->local.images);
-      return err;
-    }
-  }
+  if (flags & DEVDL_NOW)
+    if (llvm::Error err = linkNow(*handle)) return undo(std::move(err));
   handles_.push_back(std::move(handle));
   return handles_.back().get();
+}
+
+llvm::Error Loader::addDependencies(Handle &handle) {
+  // As DT_NEEDED: breadth first over the images' recorded dependencies, each once.
+  for (size_t next = 0; next < handle.local.images.size(); ++next) {
+    const uint32_t id = handle.local.images[next];
+    for (std::string_view module : images_[id].image.dependencies()) {
+      const std::optional<uint32_t> dependency = findModule(module, handle);
+      if (!dependency)
+        return fail(ErrorCode::NotFound, images_[id].label + ": depends on module `" + std::string(module) +
+                                             "`, which no loaded image is");
+      if (llvm::is_contained(handle.local.images, *dependency)) continue;
+      handle.local.add(images_[*dependency].image, *dependency);
+      Handle *owner = images_[*dependency].owner;
+      if (owner && owner != &handle && !llvm::is_contained(handle.needed, owner)) {
+        ++owner->references;
+        handle.needed.push_back(owner);
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+std::optional<uint32_t> Loader::findModule(std::string_view module, const Handle &handle) const {
+  auto is = [&](uint32_t id) { return images_[id].image.moduleId() == module; };
+  for (uint32_t id : handle.images)
+    if (is(id)) return id;
+  for (uint32_t id : scopes_.globalOrder())
+    if (is(id)) return id;
+  for (uint32_t id = 0; id < images_.end(); ++id)
+    if (images_.contains(id) && is(id)) return id;
+  return std::nullopt;
 }
 
 llvm::Error Loader::linkNow(Handle &handle) {
   // As RTLD_NOW: every import of every image resolves now, kernels or not; the kernels'
   // programs are linked now.
-  for (uint32_t id : handle.local.images) {
+  for (uint32_t id : handle.images) {
     const bool hasKernel =
         llvm::any_of(images_[id].image.symbols, [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
     if (hasKernel) {
@@ -186,6 +223,9 @@ llvm::Expected<Loader::Found> Loader::lookup(void *handlePtr, std::string_view n
     handle = findHandle(handlePtr);
     if (!handle) return fail(ErrorCode::InvalidArgument, "invalid handle");
     definition = firstCandidate(handle->local.index.definitions(name), takes);
+    // In a recorded dependency: as one its imports reach.
+    if (definition && !llvm::is_contained(handle->images, definition->image))
+      return Found{*definition, imageReaching(*handle, definition->image)};
     if (!definition)
       if (std::optional<Found> found = inDependencies(*handle, name)) return *found;
   }
@@ -205,22 +245,25 @@ llvm::Expected<Loader::Found> Loader::lookup(void *handlePtr, std::string_view n
 }
 
 std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::string_view name) {
-  // As glibc's dlsym(handle): after the handle's own images, what they depend on, breadth first.
-  // Their dependencies are the images their imports bind to: the plan of the handle's images
-  // lists them in that order (imports that do not resolve add nothing).
-  const LinkPlan plan = planFor(handle.local.images);
+  // As glibc's dlsym(handle): after the handle's own scope, what its images depend on, breadth
+  // first. Their dependencies are the images their imports bind to: the plan of the handle's
+  // images lists them in that order (imports that do not resolve add nothing).
+  const LinkPlan plan = planFor(handle.images);
   for (uint32_t id : plan.images) {
     if (llvm::is_contained(handle.local.images, id) || !deviceTakes(id)) continue;
     const DeviceImage &image = images_[id].image;
     auto defined = llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });
-    if (defined == image.symbols.end()) continue;
-    // The program of the first of the handle's images whose imports reach it: the program that
-    // image's kernels use holds it.
-    for (uint32_t root : handle.local.images) {
-      const uint32_t roots[] = {root};
-      if (llvm::is_contained(planFor(roots).images, id))
-        return Found{{id, defined->kind, linkFamily(image.format)}, root};
-    }
+    if (defined != image.symbols.end())
+      return Found{{id, defined->kind, linkFamily(image.format)}, imageReaching(handle, id)};
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id) {
+  // The program of that image holds `id`: the program its kernels use.
+  for (uint32_t root : handle.images) {
+    const uint32_t roots[] = {root};
+    if (llvm::is_contained(planFor(roots).images, id)) return root;
   }
   return std::nullopt;
 }
@@ -331,16 +374,26 @@ llvm::Error Loader::close(void *handlePtr) {
   if (handlePtr == globalHandle()) return llvm::Error::success();
   auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
   if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlclose: invalid handle");
-  Handle &handle = **it;
   // Only a DEVDL_NODELETE handle stays with no reference; closing it then is an error, as
   // dlclose of a NODELETE object already closed is ("shared object not open").
-  if (handle.references == 0)
+  if ((*it)->references == 0)
     return fail(ErrorCode::InvalidArgument,
-                "device_dlclose: " + handle.path + " is not open (DEVDL_NODELETE keeps it loaded)");
-  if (--handle.references > 0 || handle.nodelete) return llvm::Error::success();
-  dropImages(handle.local.images);
-  handles_.erase(it);
+                "device_dlclose: " + (*it)->path + " is not open (DEVDL_NODELETE keeps it loaded)");
+  release(*it);
   return llvm::Error::success();
+}
+
+void Loader::release(std::unique_ptr<Handle> &owned) {
+  Handle &handle = *owned;
+  if (--handle.references > 0 || handle.nodelete) return;
+  const std::vector<Handle *> needed = std::move(handle.needed);
+  dropImages(handle.images);
+  handles_.erase(llvm::find(handles_, owned));
+  // Then what it kept open, as dlclose closes the DT_NEEDED libraries of an object it unloads.
+  for (Handle *dependency : needed) {
+    auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == dependency; });
+    if (it != handles_.end() && (*it)->references > 0) release(*it);
+  }
 }
 
 llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_view value) {
@@ -352,7 +405,7 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
                                                 ": a value of " + std::to_string(value.size()) +
                                                 " bytes (1, 2, 4 or 8 are)");
   bool declared = false;
-  for (uint32_t id : handle->local.images) {
+  for (uint32_t id : handle->images) {
     LoadedImage &loaded = images_[id];
     const PropertySet *set = loaded.image.findSet(kSpecConstantsSet);
     if (!set || !llvm::any_of(set->properties, [&](const Property &p) { return p.type == PropertyType::UInt32 && p.u32 == specId; })) continue;

@@ -12,7 +12,8 @@
 // Global scope, in search order: the device images carried by the objects of the running
 // process that are in the host's global scope (link-map order: executable, LD_PRELOAD, libraries
 // in load order, later RTLD_GLOBAL objects), then the images of handles opened DEVDL_GLOBAL, in
-// the order they joined. A handle's local scope is its own images.
+// the order they joined. A handle's local scope is its own images, then the images they record
+// as dependencies (devdl/module depends), breadth first.
 #pragma once
 
 #include "backend/registry.h"
@@ -52,7 +53,9 @@ class Handle {
   bool global = false;
   bool nodelete = false;
   bool linkedNow = false;  // its kernels' programs were linked (DEVDL_NOW)
-  LocalScope local;        // its images, in file order; DEEPBIND
+  std::vector<uint32_t> images;  // its own, in file order
+  LocalScope local;              // its images, then their recorded dependencies, breadth first; DEEPBIND
+  std::vector<Handle *> needed;  // the handles of its dependencies: referenced while it is open
 };
 
 class Loader {
@@ -105,6 +108,8 @@ class Loader {
   /// The first definition of `name` among the images the handle's images depend on, with the
   /// handle's image that reaches it; nullopt when none of them defines it.
   std::optional<Found> inDependencies(const Handle &handle, std::string_view name);
+  /// The first of the handle's images whose imports reach image `id`; nullopt when none does.
+  std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id);
 
   // loader.cpp: handles.
   llvm::Expected<Handle *> openFile(const std::string &file, int flags);
@@ -112,6 +117,14 @@ class Loader {
   /// The handle already open for `identity`, referenced once more; null when there is none.
   llvm::Expected<Handle *> reopen(const Handle::Identity &identity, int flags);
   llvm::Expected<Handle *> addHandle(ImageFile read, const Handle::Identity &identity, int flags);
+  /// Adds the images the handle's images record as dependencies to its local scope, breadth
+  /// first, and references their handles. Fails naming a module no loaded image is.
+  llvm::Error addDependencies(Handle &handle);
+  /// The loaded image whose module id is `id`: the handle's own first, then the global scope's
+  /// in search order, then any other.
+  std::optional<uint32_t> findModule(std::string_view id, const Handle &handle) const;
+  /// Drops one reference of the handle; at zero, unloads it.
+  void release(std::unique_ptr<Handle> &handle);
   /// Links the programs of the handle's kernels (DEVDL_NOW).
   llvm::Error linkNow(Handle &handle);
   void joinGlobalScope(const std::vector<uint32_t> &ids);

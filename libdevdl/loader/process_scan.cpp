@@ -95,7 +95,7 @@ void Loader::loadPreloads() {
       continue;
     }
     // openFile appended the images to the global scope: move them to their place.
-    const std::vector<uint32_t> &ids = (*handle)->local.images;
+    const std::vector<uint32_t> &ids = (*handle)->images;
     scopes_.place(ids, position, images_.pointers());
     position += ids.size();
     if (Debug::get().on(Debug::Libs)) Debug::get().print("preloaded " + (*handle)->path);

@@ -12,6 +12,14 @@ const Definition *firstCandidate(std::span<const Definition> definitions, Candid
   return nullptr;
 }
 
+void LocalScope::remove(std::span<const uint32_t> ids, std::span<const DeviceImage *const> all) {
+  const size_t before = images.size();
+  llvm::erase_if(images, [&](uint32_t id) { return llvm::is_contained(ids, id); });
+  if (images.size() == before) return;
+  index = SymbolIndex();
+  for (uint32_t id : images) index.add(*all[id], id);
+}
+
 bool Scopes::join(uint32_t id, const DeviceImage &image) {
   if (!members_.insert(id).second) return false;
   order_.push_back(id);

@@ -20,7 +20,7 @@ namespace devdl {
 /// Whether the definitions of an image (by id) may satisfy imports.
 using Candidacy = llvm::function_ref<bool(uint32_t image)>;
 
-/// A handle's own scope: its images, in file order.
+/// A handle's own scope: its images in file order, then their recorded dependencies.
 struct LocalScope {
   std::vector<uint32_t> images;
   SymbolIndex index;
@@ -30,6 +30,8 @@ struct LocalScope {
     images.push_back(id);
     index.add(image, id);
   }
+  /// Takes images out (a host object's, unloaded). `images[id]` is the image with that id.
+  void remove(std::span<const uint32_t> ids, std::span<const DeviceImage *const> all);
 };
 
 /// The first of `definitions` whose image is a candidate, of `family` (None: of any family).

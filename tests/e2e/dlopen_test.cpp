@@ -539,6 +539,34 @@ TEST_F(DeviceDlopen, DeepbindPrefersTheHandlesOwnDefinition) {
   closeAll(one);
 }
 
+TEST_F(DeviceDlopen, RecordedDependenciesJoinTheLocalScope) {
+  // app.devdl records that it needs module seedlib (devdl-pack --depends), as DT_NEEDED names a
+  // library: lib.devdl, opened LOCAL, joins app's local scope and stays open while app is.
+  const std::string dir = scratchDir(), lib = dir + "/lib.devdl", app = dir + "/app.devdl";
+  for (const auto &argv : {std::vector<std::string>{DEVDL_PACK, "-o", lib, "--module-id", "seedlib", image("lib.spv")},
+                           std::vector<std::string>{DEVDL_PACK, "-o", app, "--depends", "seedlib", image("app.spv")}}) {
+    CommandResult packed = devdl::test::run(argv);
+    ASSERT_EQ(packed.status, 0) << packed.err;
+  }
+  EXPECT_EQ(device_dlopen(app.c_str(), DEVDL_LAZY), nullptr);
+  EXPECT_EQ(error(), app + ": image 0 (spirv): depends on module `seedlib`, which no loaded image is");
+  void *l = device_dlopen(lib.c_str(), DEVDL_LAZY | DEVDL_LOCAL);
+  ASSERT_NE(l, nullptr) << error();
+  void *a = device_dlopen(app.c_str(), DEVDL_NOW);
+  ASSERT_NE(a, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(a, "AppKernel"), 4), (std::vector<int>{0, 2, 4, 6}));
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(a, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), lib);
+  // The dependency stays loaded while app is open, whatever its own handle does.
+  EXPECT_EQ(device_dlclose(l), 0);
+  EXPECT_EQ(device_dlopen(lib.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), l);
+  EXPECT_EQ(device_dlclose(l), 0);
+  EXPECT_EQ(device_dlclose(a), 0);
+  EXPECT_EQ(device_dlopen(lib.c_str(), DEVDL_LAZY | DEVDL_NOLOAD), nullptr) << "closed with the last handle needing it";
+}
+
 TEST_F(DeviceDlopen, LdPreloadInterposesADeviceDefinition) {
   // The probe is linked with the host library carrying DupValue = 1.
   CommandResult plain = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
