@@ -22,12 +22,14 @@ std::span<const Definition> SymbolIndex::definitions(std::string_view name) cons
   return {it->getValue().data(), it->getValue().size()};
 }
 
-LinkCheck checkLinks(std::span<const DeviceImage *const> images) {
+LinkCheck checkLinks(std::span<const DeviceImage *const> images, llvm::function_ref<bool(uint32_t image)> take) {
   SymbolIndex index;
-  for (uint32_t i = 0; i < images.size(); ++i) index.add(*images[i], i);
+  for (uint32_t i = 0; i < images.size(); ++i)
+    if (take(i)) index.add(*images[i], i);
 
   LinkCheck check;
   for (uint32_t i = 0; i < images.size(); ++i) {
+    if (!take(i)) continue;
     const LinkFamily family = linkFamily(images[i]->format);
     for (const Symbol &s : images[i]->symbols) {
       if (s.kind == SymbolKind::Import) {

@@ -4,6 +4,7 @@
 
 #include "image/device_image.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
 
@@ -54,7 +55,9 @@ struct LinkCheck {
   std::vector<Duplicate> duplicates;  // only between images that link with each other
 };
 
-/// Resolves every import of `images` over `images` (first definition wins).
-LinkCheck checkLinks(std::span<const DeviceImage *const> images);
+/// Resolves every import of `images` over `images` (first definition wins). Only the images
+/// `take` keeps (by position) define or import anything: those the device would take.
+LinkCheck checkLinks(std::span<const DeviceImage *const> images,
+                     llvm::function_ref<bool(uint32_t image)> take = [](uint32_t) { return true; });
 
 }  // namespace devdl

@@ -138,6 +138,39 @@ TEST(DevdlPack, CheckCudaImages) {
       << mixed.err;
 }
 
+TEST(DevdlPack, CheckAnswersForAnArchitecture) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  // As the loader on an sm_90 GPU: an sm_80 cubin does not run there, so its definitions are
+  // no candidates; its fatbin has sm_80 PTX, which the driver compiles for sm_90.
+  CommandResult old = run({DEVDL_PACK, "--check", "--arch", "sm_90", image("app.cubin"), image("lib_sm80.cubin")});
+  EXPECT_EQ(old.status, 1);
+  EXPECT_EQ(old.err, "devdl-pack: note: " + image("lib_sm80.cubin") + ": image 0 (cubin sm_80): left out: cubin for "
+                         "sm_80 does not run on sm_90\ndevdl-pack: " + image("app.cubin") +
+                         ": image 0 (cubin sm_90): undefined device symbol `LibDeviceFunc`\n");
+  CommandResult fatbin = run({DEVDL_PACK, "--check", "--arch", "sm_90", image("app.cubin"), image("lib_sm80.fatbin")});
+  EXPECT_EQ(fatbin.status, 0) << fatbin.err;
+  CommandResult any = run({DEVDL_PACK, "--check", image("app.cubin"), image("lib_sm80.cubin")});
+  EXPECT_EQ(any.status, 0) << "without a target, any GPU: " << any.err;
+  CommandResult bad = run({DEVDL_PACK, "--check", "--arch", "volta", image("app.cubin")});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("--arch volta: expected a CUDA architecture such as sm_90"), std::string::npos) << bad.err;
+}
+
+TEST(DevdlPack, CheckAnswersForTheDevicesDevdlWouldUse) {
+  // PoCL here takes SPIR-V but not SPIR bitcode: lib.bc satisfies nothing on it.
+  CommandResult here = run({DEVDL_PACK, "--check", "--device", image("app.spv"), image("lib.bc")});
+  if (here.err.find("no OpenCL") != std::string::npos) GTEST_SKIP() << "no OpenCL device here: " << here.err;
+  EXPECT_EQ(here.status, 1);
+  EXPECT_NE(here.err.find(image("lib.bc") + ": image 0 (spir-bc): left out: OpenCL device "), std::string::npos)
+      << here.err;
+  EXPECT_NE(here.err.find(image("app.spv") + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`"),
+            std::string::npos)
+      << here.err;
+  CommandResult ok = run({DEVDL_PACK, "--check", "--device", image("app.spv"), image("lib.spv")});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out, "devdl-pack: 2 images in 2 files: all 1 imports resolved\n");
+}
+
 TEST(DevdlPack, AddToAnExistingElfFile) {
   const std::string dir = scratchDir();
   const std::string out = dir + "/plain-with-bundle.so";

@@ -3,6 +3,8 @@
 //
 // Image options apply to the input file that follows them (to every image of it, when it is a
 // bundle or host file), so that one command packs a library's images with their own settings.
+#include "backend/cuda/cuda_device.h"
+#include "backend/registry.h"
 #include "bundle/host_elf.h"
 #include "image/read_image.h"
 #include "resolve/symbol_index.h"
@@ -12,8 +14,10 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/ToolOutputFile.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,7 +27,7 @@ using namespace devdl;
 namespace {
 
 constexpr const char *kUsage = R"(usage: devdl-pack [OUTPUT] [[IMAGE OPTION]... FILE]...
-       devdl-pack --check FILE...
+       devdl-pack --check [--arch ARCH | --device] FILE...
 
 Packs the device images of each FILE (SPIR-V, SPIR bitcode, cubin, PTX, fatbin, a bundle, or a
 host ELF file carrying bundles) into one bundle. Exports, imports, kernels and the target are
@@ -56,6 +60,11 @@ Check:
   --check FILE...           resolve every import of every image over the files in order;
                             report each unresolved import and each duplicate definition;
                             exit 1 if any import is unresolved
+  --arch ARCH               (after --check) answer for a CUDA GPU of that architecture
+                            (sm_90): cubins, PTX and fatbins that do not run on it are left
+                            out, as the loader passes them over
+  --device                  (after --check) answer for the devices devdl would use here
+                            (DEVDL_BACKEND, DEVDL_DEVICE): images they do not take are left out
 )";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -170,8 +179,54 @@ llvm::Error writeOutput(const std::string &path, std::string_view data) {
   return llvm::Error::success();
 }
 
+// For whom --check answers: any device (each image links with its own family), a CUDA GPU of
+// one architecture, or the devices devdl would use on this machine.
+struct Target {
+  enum { Any, Arch, Devices } kind = Any;
+  std::string arch;
+  int sm = 0;
+  std::unique_ptr<backend::Devices> devices;
+
+  /// Whether the target takes `image`; when not, why.
+  bool takes(const DeviceImage &image, std::string &why) const {
+    if (kind == Arch) {
+      if (linkFamily(image.format) != LinkFamily::Cuda) {
+        why = "not a CUDA image";
+        return false;
+      }
+      if (backend::cuda::runsOn(image.format, image.arch, sm)) return true;
+      why = std::string(formatName(image.format)) + " for " + std::string(image.arch) + " does not run on " + arch;
+      return false;
+    }
+    if (kind == Devices) {
+      backend::Device *device = devices->forImage(image, &why);
+      return device && device->accepts(image, &why);
+    }
+    return true;
+  }
+};
+
 // --check: an `ldd -r` for device code.
-int check(const std::vector<std::string> &paths) {
+int check(std::vector<std::string> args) {
+  Target target;
+  while (!args.empty() && (args[0] == "--arch" || args[0] == "--device")) {
+    if (target.kind != Target::Any) usageError("--check takes one of --arch and --device");
+    if (args[0] == "--device") {
+      const char *choice = std::getenv("DEVDL_BACKEND");
+      target.kind = Target::Devices;
+      target.devices = std::make_unique<backend::Devices>(backend::builtinBackends(), choice ? choice : "");
+      args.erase(args.begin());
+      continue;
+    }
+    if (args.size() < 2) usageError("--arch needs a value");
+    llvm::StringRef number(args[1]);
+    if (!number.consume_front("sm_") || number.getAsInteger(10, target.sm) || target.sm <= 0)
+      usageError("--arch " + args[1] + ": expected a CUDA architecture such as sm_90");
+    target.kind = Target::Arch;
+    target.arch = args[1];
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  const std::vector<std::string> &paths = args;
   if (paths.empty()) usageError("--check needs at least one FILE");
   std::vector<ImageFile> files;
   for (const std::string &path : paths) {
@@ -193,7 +248,13 @@ int check(const std::vector<std::string> &paths) {
     auto [file, index] = origin[image];
     return file->name + ": " + images[image]->label(index);
   };
-  const LinkCheck result = checkLinks(images);
+  std::vector<bool> taken;
+  for (uint32_t i = 0; i < images.size(); ++i) {
+    std::string why;
+    taken.push_back(target.takes(*images[i], why));
+    if (!taken.back()) llvm::errs() << "devdl-pack: note: " << where(i) << ": left out: " << why << "\n";
+  }
+  const LinkCheck result = checkLinks(images, [&](uint32_t i) { return taken[i]; });
   for (const auto &d : result.duplicates)
     llvm::errs() << "devdl-pack: warning: " << where(d.second) << ": duplicate definition of `"
                  << d.symbol << "` (the one in " << where(d.first) << " is used)\n";
@@ -201,11 +262,14 @@ int check(const std::vector<std::string> &paths) {
     llvm::errs() << "devdl-pack: " << where(u.image) << ": undefined device symbol `" << u.symbol
                  << "`\n";
   if (!result.unresolved.empty()) return 1;
-  size_t imports = 0;
-  for (const DeviceImage *image : images)
-    for (const Symbol &s : image->symbols) imports += s.kind == SymbolKind::Import;
-  llvm::outs() << "devdl-pack: " << images.size() << " images in " << files.size() << " files: all "
-               << imports << " imports resolved\n";
+  size_t imports = 0, checked = 0;
+  for (uint32_t i = 0; i < images.size(); ++i) {
+    if (!taken[i]) continue;
+    ++checked;
+    for (const Symbol &s : images[i]->symbols) imports += s.kind == SymbolKind::Import;
+  }
+  llvm::outs() << "devdl-pack: " << checked << " images in " << files.size() << " files: all " << imports
+               << " imports resolved\n";
   return 0;
 }
 
@@ -219,6 +283,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (args[0] == "--check") return check({args.begin() + 1, args.end()});
+  if (args[0] == "--arch" || args[0] == "--device") usageError(args[0] + " comes after --check");
 
   std::string output, addTo, targetTriple, symbol;
   bool object = false;
