@@ -6,7 +6,6 @@
 #include <llvm/Support/FormatVariadic.h>
 
 #include <chrono>
-#include <set>
 
 namespace devdl::cache {
 
@@ -74,20 +73,22 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   return Built{std::move(*built), false};
 }
 
-LinkedProgram *ProgramCache::add(std::vector<ContentHash> key, std::vector<std::vector<uint32_t>> plans,
-                                 backend::Device *device, std::unique_ptr<backend::Program> program) {
+LinkedProgram *ProgramCache::add(std::vector<ContentHash> key, std::vector<uint32_t> images,
+                                 std::vector<LinkedProgram::Use> uses, backend::Device *device,
+                                 std::unique_ptr<backend::Program> program) {
   programs_.push_back(std::unique_ptr<LinkedProgram>(
-      new LinkedProgram{std::move(key), std::move(plans), device, std::move(program)}));
+      new LinkedProgram{std::move(key), std::move(images), std::move(uses), device, std::move(program)}));
   return programs_.back().get();
 }
 
-void ProgramCache::dropImages(std::span<const uint32_t> images) {
-  const std::set<uint32_t> dropped(images.begin(), images.end());
-  for (auto &program : programs_)
-    llvm::erase_if(program->plans, [&](const std::vector<uint32_t> &plan) {
-      return llvm::any_of(plan, [&](uint32_t id) { return dropped.count(id); });
-    });
-  llvm::erase_if(programs_, [](const std::unique_ptr<LinkedProgram> &p) { return p->plans.empty(); });
+std::vector<std::unique_ptr<LinkedProgram>> ProgramCache::dropUses(std::span<const uint32_t> roots) {
+  std::vector<std::unique_ptr<LinkedProgram>> unused;
+  for (auto &program : programs_) {
+    llvm::erase_if(program->uses, [&](const LinkedProgram::Use &use) { return llvm::is_contained(roots, use.root); });
+    if (program->uses.empty()) unused.push_back(std::move(program));
+  }
+  llvm::erase_if(programs_, [](const std::unique_ptr<LinkedProgram> &p) { return !p; });
+  return unused;
 }
 
 }  // namespace devdl::cache

@@ -24,18 +24,23 @@ struct ContentHash {
   auto operator<=>(const ContentHash &) const = default;
 };
 
-/// A program linked from a link plan, and the plans (image ids, roots first) it serves.
+/// A program linked from a link plan, the images it holds, and the plans it serves. Like a host
+/// library its dependents keep loaded, it lives while a plan it serves does, whatever happens to
+/// the other images it holds: a plan goes when its root image is unloaded.
 struct LinkedProgram {
+  /// A root image's plan (image ids, the root first) that this program serves.
+  struct Use {
+    uint32_t root;
+    std::vector<uint32_t> plan;
+    bool operator==(const Use &) const = default;
+  };
   std::vector<ContentHash> key;  // the hashes of its images, sorted
-  // A plan goes when one of its images is unloaded, the program with its last plan.
-  std::vector<std::vector<uint32_t>> plans;
+  std::vector<uint32_t> images;  // the images it was linked from: kept while it lives
+  std::vector<Use> uses;
   backend::Device *device;
   std::unique_ptr<backend::Program> program;
 
-  bool holds(uint32_t image) const {
-    return std::any_of(plans.begin(), plans.end(),
-                       [&](const auto &plan) { return std::find(plan.begin(), plan.end(), image) != plan.end(); });
-  }
+  bool holds(uint32_t image) const { return std::find(images.begin(), images.end(), image) != images.end(); }
 };
 
 /// A program made by ProgramCache::build, and whether the binary store had it.
@@ -64,11 +69,14 @@ class ProgramCache {
   /// from the store and the program linked.
   llvm::Expected<Built> build(backend::Device &device, std::span<const ContentHash> key,
                               std::span<const backend::LinkInput> inputs);
-  /// Keeps a program made by build() for the plans it serves.
-  LinkedProgram *add(std::vector<ContentHash> key, std::vector<std::vector<uint32_t>> plans, backend::Device *device,
-                     std::unique_ptr<backend::Program> program);
-  /// Drops the plans that hold any of `images`, and the programs left with none.
-  void dropImages(std::span<const uint32_t> images);
+  /// Keeps a program made by build() from `images`, for the plans it serves.
+  LinkedProgram *add(std::vector<ContentHash> key, std::vector<uint32_t> images, std::vector<LinkedProgram::Use> uses,
+                     backend::Device *device, std::unique_ptr<backend::Program> program);
+  /// Drops the plans rooted at `roots` (images unloaded) and returns the programs left with
+  /// none, which the caller releases (with the images they hold).
+  std::vector<std::unique_ptr<LinkedProgram>> dropUses(std::span<const uint32_t> roots);
+  /// Every program, in the order they were made.
+  const std::vector<std::unique_ptr<LinkedProgram>> &all() const { return programs_; }
 
  private:
   BinaryStore &(*store_)();

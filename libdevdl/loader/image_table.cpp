@@ -18,6 +18,7 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   } else {
     images_.emplace_back();
     pointers_.push_back(nullptr);
+    importEntries_.emplace_back();
   }
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
@@ -25,20 +26,36 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   images_[id] = std::make_unique<LoadedImage>(
       LoadedImage{std::move(image), std::move(label), file, index, owner, hash, hash, {}});
   pointers_[id] = &images_[id]->image;
-  for (const Symbol &s : images_[id]->image.symbols)
-    if (s.kind == SymbolKind::Import) importers_[llvm::StringRef(s.name.data(), s.name.size())].push_back(id);
+  for (const Symbol &s : images_[id]->image.symbols) {
+    if (s.kind != SymbolKind::Import) continue;
+    Importers::MapEntryTy &entry = *importers_.try_emplace(llvm::StringRef(s.name.data(), s.name.size())).first;
+    if (llvm::is_contained(importEntries_[id], &entry)) continue;  // imported twice
+    entry.getValue().push_back(id);
+    importEntries_[id].push_back(&entry);
+  }
   return id;
 }
 
-void ImageTable::remove(uint32_t id) {
-  for (const Symbol &s : images_[id]->image.symbols) {
-    if (s.kind != SymbolKind::Import) continue;
-    auto it = importers_.find(llvm::StringRef(s.name.data(), s.name.size()));
-    if (it == importers_.end()) continue;
-    llvm::erase_value(it->second, id);
-    if (it->second.empty()) importers_.erase(it);
+void ImageTable::unload(uint32_t id) {
+  LoadedImage &image = *images_[id];
+  image.loaded = false;
+  image.owner = nullptr;
+  image.program = nullptr;
+  for (Importers::MapEntryTy *entry : importEntries_[id]) {
+    llvm::erase_value(entry->getValue(), id);
+    if (entry->getValue().empty()) importers_.erase(importers_.find(entry->getKey()));
   }
-  if (Debug::get().on(Debug::Libs)) Debug::get().print("unloaded " + images_[id]->label);
+  importEntries_[id].clear();
+  if (Debug::get().on(Debug::Libs)) Debug::get().print("unloaded " + image.label);
+  if (image.holders == 0) free(id);
+}
+
+void ImageTable::release(uint32_t id) {
+  LoadedImage &image = *images_[id];
+  if (--image.holders == 0 && !image.loaded) free(id);
+}
+
+void ImageTable::free(uint32_t id) {
   images_[id].reset();
   pointers_[id] = nullptr;
   freeIds_.push_back(id);

@@ -30,15 +30,24 @@ struct LoadedImage {
   backend::SpecConstants specConstants;
   // Whether the device takes it, once asked: lookups ask on every call.
   enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
+  // In a handle or a loaded host object. Once unloaded, an image is in no scope, and the memory
+  // of a host object's image may be gone: only its label and ids are used then.
+  bool loaded = true;
+  unsigned holders = 0;  // programs linked from it: it is freed with the last
+  cache::LinkedProgram *program = nullptr;  // the program its kernels are looked up in; null: link
 };
 
 class ImageTable {
  public:
-  /// Adds an image; its id. Ids of removed images are taken again, so that what is sized by the
+  /// Adds an image; its id. Ids of freed images are taken again, so that what is sized by the
   /// ids stays the size of what is loaded, however often images come and go.
   uint32_t add(DeviceImage image, const std::string &file, unsigned index, Handle *owner);
-  /// Removes an image; its id is free.
-  void remove(uint32_t id);
+  /// Marks an image unloaded (its handle closed, its host object gone): it imports nothing any
+  /// more, and is freed now unless a program holds it. Reads nothing of the image itself.
+  void unload(uint32_t id);
+  /// A program holds the image, or lets it go; an unloaded image is freed with its last holder.
+  void hold(uint32_t id) { ++images_[id]->holders; }
+  void release(uint32_t id);
 
   LoadedImage &operator[](uint32_t id) { return *images_[id]; }
   const LoadedImage &operator[](uint32_t id) const { return *images_[id]; }
@@ -47,14 +56,19 @@ class ImageTable {
   uint32_t end() const { return static_cast<uint32_t>(images_.size()); }
   /// The images by id (null where free), as link plans take them.
   std::span<const DeviceImage *const> pointers() const { return pointers_; }
-  /// The images that import `symbol`.
+  /// The loaded images that import `symbol`.
   std::span<const uint32_t> importersOf(std::string_view symbol) const;
 
  private:
-  std::vector<std::unique_ptr<LoadedImage>> images_;  // by id; null once removed
+  using Importers = llvm::StringMap<std::vector<uint32_t>>;  // symbol -> loaded images importing it
+  void free(uint32_t id);
+
+  std::vector<std::unique_ptr<LoadedImage>> images_;  // by id; null once freed
   std::vector<const DeviceImage *> pointers_;         // images_[id]->image
   std::vector<uint32_t> freeIds_;
-  llvm::StringMap<std::vector<uint32_t>> importers_;  // symbol -> images importing it
+  Importers importers_;
+  // By id: the entries of importers_ it is in, so that unloading reads no name of the image.
+  std::vector<std::vector<Importers::MapEntryTy *>> importEntries_;
 };
 
 }  // namespace devdl

@@ -73,9 +73,10 @@ llvm::Error Loader::unresolvedError(const LinkPlan &plan) {
 llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
   // Like the host loader's bindings, a program stays as it was linked while its images are
   // loaded; a new link sees the process as it is now.
-  if (auto it = programOfRoot_.find(root); it != programOfRoot_.end()) return it->second;
+  if (cache::LinkedProgram *program = images_[root].program) return program;
   if (llvm::Error err = scanProcess()) return err;
-  if (!images_.contains(root)) return fail(ErrorCode::NotFound, "the image was unloaded with its host object");
+  if (!images_.contains(root) || !images_[root].loaded)
+    return fail(ErrorCode::NotFound, "the image was unloaded with its host object");
   const uint32_t roots[] = {root};
   LinkPlan plan = planFor(roots);
   if (llvm::Error err = unresolvedError(plan)) return err;
@@ -97,16 +98,17 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("program for " + images_[root].label + ": in memory (" + std::to_string(plan.images.size()) +
                          " of its " + std::to_string(program->key.size()) + " images)");
-    if (!llvm::is_contained(program->plans, plan.images)) program->plans.push_back(plan.images);
-    programOfRoot_[root] = program;
+    const cache::LinkedProgram::Use use{root, plan.images};
+    if (!llvm::is_contained(program->uses, use)) program->uses.push_back(use);
+    images_[root].program = program;
     return program;
   }
   // Linked with the loaded images that import from it, so that their kernels find this
   // program later rather than build the plan's code again (the seed's double compilation when
   // a library's kernel comes first). Should that link fail, the plan is linked alone.
-  std::vector<std::vector<uint32_t>> plans{plan.images};
+  std::vector<cache::LinkedProgram::Use> uses{{root, plan.images}};
   std::vector<uint32_t> withImporters{root};
-  for (uint32_t importer : importersOf(plan, dev, plans)) withImporters.push_back(importer);
+  for (uint32_t importer : importersOf(plan, dev, uses)) withImporters.push_back(importer);
   LinkPlan linked = withImporters.size() == 1 ? plan : planFor(withImporters);
   auto build = [&](const LinkPlan &what) {
     if (Debug::get().on(Debug::Bindings))
@@ -125,7 +127,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
                          llvm::toString(built.takeError()) + "); linked alone");
     else
       llvm::consumeError(built.takeError());
-    plans.resize(1);
+    uses.resize(1);
     linked = plan;
     built = build(linked);
   }
@@ -139,13 +141,13 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
                        llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
                        (built->fromStore ? "" : " (" + std::string(dev->linkMethod()) + ")"));
   }
-  cache::LinkedProgram *program = programs_.add(keyOf(plan), std::move(plans), dev, std::move(built->program));
-  programOfRoot_[root] = program;
+  cache::LinkedProgram *program = keepProgram(keyOf(plan), plan.images, std::move(uses), dev, std::move(built->program));
+  images_[root].program = program;
   return program;
 }
 
 std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device *dev,
-                                          std::vector<std::vector<uint32_t>> &plans) {
+                                          std::vector<cache::LinkedProgram::Use> &uses) {
   std::vector<uint32_t> found;
   std::set<uint32_t> inPlan(plan.images.begin(), plan.images.end()), seen;
   // A worklist over the exports of what the program holds: the cost follows the imports of
@@ -165,7 +167,7 @@ std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device 
         LinkPlan own = planFor(roots);
         if (!own.unresolved.empty()) continue;  // LAZY: its missing symbols are its own business
         found.push_back(importer);
-        plans.push_back(own.images);
+        uses.push_back({importer, own.images});
         for (uint32_t member : own.images)
           if (inPlan.insert(member).second) work.push_back(member);
       }

@@ -35,7 +35,7 @@ Loader &Loader::instance() {
 }
 
 void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
-  programOfRoot_.clear();  // resolution may now bind differently
+  // Programs linked before stay as they were linked, as the host loader's bindings do.
   for (uint32_t id : ids)
     if (scopes_.join(id, images_[id].image) && Debug::get().on(Debug::Libs))
       Debug::get().print("global scope += " + images_[id].label);
@@ -44,12 +44,22 @@ void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
 }
 
 void Loader::dropImages(const std::vector<uint32_t> &ids) {
-  programOfRoot_.clear();
-  programs_.dropImages(ids);
   scopes_.leave(ids, images_.pointers());
   // A host object's images may be another handle's recorded dependencies.
   for (const auto &handle : handles_) handle->local.remove(ids, images_.pointers());
-  for (uint32_t id : ids) images_.remove(id);
+  for (uint32_t id : ids) images_.unload(id);
+  for (std::unique_ptr<cache::LinkedProgram> &unused : programs_.dropUses(ids)) {
+    for (uint32_t id = 0; id < images_.end(); ++id)
+      if (images_.contains(id) && images_[id].program == unused.get()) images_[id].program = nullptr;
+    for (uint32_t id : unused->images) images_.release(id);
+  }
+}
+
+cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, std::vector<uint32_t> images,
+                                          std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
+                                          std::unique_ptr<backend::Program> program) {
+  for (uint32_t id : images) images_.hold(id);
+  return programs_.add(std::move(key), std::move(images), std::move(uses), device, std::move(program));
 }
 
 Handle *Loader::findHandle(void *handlePtr) {
@@ -183,7 +193,7 @@ std::optional<uint32_t> Loader::findModule(std::string_view module, const Handle
   for (uint32_t id : scopes_.globalOrder())
     if (is(id)) return id;
   for (uint32_t id = 0; id < images_.end(); ++id)
-    if (images_.contains(id) && is(id)) return id;
+    if (images_.contains(id) && images_[id].loaded && is(id)) return id;
   return std::nullopt;
 }
 
@@ -246,26 +256,32 @@ llvm::Expected<Loader::Found> Loader::lookup(void *handlePtr, std::string_view n
 
 std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::string_view name) {
   // As glibc's dlsym(handle): after the handle's own scope, what its images depend on, breadth
-  // first. Their dependencies are the images their imports bind to: the plan of the handle's
-  // images lists them in that order (imports that do not resolve add nothing).
-  const LinkPlan plan = planFor(handle.images);
-  for (uint32_t id : plan.images) {
-    if (llvm::is_contained(handle.local.images, id) || !deviceTakes(id)) continue;
-    const DeviceImage &image = images_[id].image;
-    auto defined = llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });
-    if (defined != image.symbols.end())
-      return Found{{id, defined->kind, linkFamily(image.format)}, imageReaching(handle, id)};
-  }
+  // first: the images their imports bind to, as the plans of their programs have them (those
+  // stay loaded for the programs), else as they would bind now.
+  for (uint32_t root : handle.images)
+    for (uint32_t id : planOf(root)) {
+      if (llvm::is_contained(handle.local.images, id) || !deviceTakes(id)) continue;
+      const DeviceImage &image = images_[id].image;
+      auto defined =
+          llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });
+      if (defined != image.symbols.end()) return Found{{id, defined->kind, linkFamily(image.format)}, root};
+    }
   return std::nullopt;
 }
 
 std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id) {
   // The program of that image holds `id`: the program its kernels use.
-  for (uint32_t root : handle.images) {
-    const uint32_t roots[] = {root};
-    if (llvm::is_contained(planFor(roots).images, id)) return root;
-  }
+  for (uint32_t root : handle.images)
+    if (llvm::is_contained(planOf(root), id)) return root;
   return std::nullopt;
+}
+
+std::vector<uint32_t> Loader::planOf(uint32_t root) {
+  if (const cache::LinkedProgram *program = images_[root].program)
+    for (const cache::LinkedProgram::Use &use : program->uses)
+      if (use.root == root) return use.plan;
+  const uint32_t roots[] = {root};
+  return planFor(roots).images;
 }
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
@@ -343,7 +359,7 @@ std::vector<Loader::ImageSnapshot> Loader::snapshot() {
   };
   for (uint32_t id : scopes_.globalOrder()) add(id);
   for (uint32_t id = 0; id < images_.end(); ++id)
-    if (images_.contains(id) && !scopes_.isGlobal(id)) add(id);
+    if (images_.contains(id) && images_[id].loaded && !scopes_.isGlobal(id)) add(id);
   return list;
 }
 
@@ -362,10 +378,12 @@ llvm::Error Loader::attach(const devdl_native &native) {
     if (programs_.anyOn(current))
       return fail(ErrorCode::InvalidArgument, "device_dlattach: programs are already linked for " + current->name());
   }
-  programOfRoot_.clear();
   devices_.replace(std::move(*attached));
   for (uint32_t id = 0; id < images_.end(); ++id)  // another device may take other images
-    if (images_.contains(id)) images_[id].candidacy = LoadedImage::Candidacy::Unknown;
+    if (images_.contains(id)) {
+      images_[id].candidacy = LoadedImage::Candidacy::Unknown;
+      images_[id].program = nullptr;
+    }
   return llvm::Error::success();
 }
 
@@ -405,11 +423,13 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
                                                 ": a value of " + std::to_string(value.size()) +
                                                 " bytes (1, 2, 4 or 8 are)");
   bool declared = false;
+  std::vector<uint32_t> specialized;
   for (uint32_t id : handle->images) {
     LoadedImage &loaded = images_[id];
     const PropertySet *set = loaded.image.findSet(kSpecConstantsSet);
     if (!set || !llvm::any_of(set->properties, [&](const Property &p) { return p.type == PropertyType::UInt32 && p.u32 == specId; })) continue;
     declared = true;
+    specialized.push_back(id);
     loaded.specConstants[specId] = std::string(value);
     // What the image's programs are keyed by: its bytes and the values set.
     cache::KeyBuilder builder;
@@ -420,7 +440,12 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
   }
   if (!declared)
     return fail(ErrorCode::NotFound, handle->path + ": no image declares specialization constant " + std::to_string(specId));
-  programOfRoot_.clear();  // later lookups link with the new values
+  // Later lookups of kernels whose programs hold these images link with the new values; the
+  // programs found before stay for what was found in them.
+  for (uint32_t id = 0; id < images_.end(); ++id)
+    if (images_.contains(id) && images_[id].program &&
+        llvm::any_of(specialized, [&](uint32_t s) { return images_[id].program->holds(s); }))
+      images_[id].program = nullptr;
   return llvm::Error::success();
 }
 

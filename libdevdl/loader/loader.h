@@ -110,6 +110,9 @@ class Loader {
   std::optional<Found> inDependencies(const Handle &handle, std::string_view name);
   /// The first of the handle's images whose imports reach image `id`; nullopt when none does.
   std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id);
+  /// The images a root image's imports reach, the root first: its program's plan for it where
+  /// it has a program, else its plan as the scopes are now.
+  std::vector<uint32_t> planOf(uint32_t root);
 
   // loader.cpp: handles.
   llvm::Expected<Handle *> openFile(const std::string &file, int flags);
@@ -128,7 +131,13 @@ class Loader {
   /// Links the programs of the handle's kernels (DEVDL_NOW).
   llvm::Error linkNow(Handle &handle);
   void joinGlobalScope(const std::vector<uint32_t> &ids);
+  /// Unloads images: out of every scope at once, their plans dropped, and the programs left
+  /// with none released, with the images only they held.
   void dropImages(const std::vector<uint32_t> &ids);
+  /// Keeps a program made for `uses`, holding `images` while it lives.
+  cache::LinkedProgram *keepProgram(std::vector<cache::ContentHash> key, std::vector<uint32_t> images,
+                                    std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
+                                    std::unique_ptr<backend::Program> program);
 
   // process_scan.cpp: the host's objects and DEVDL_PRELOAD.
   llvm::Error scanProcess();
@@ -146,9 +155,9 @@ class Loader {
   llvm::Expected<cache::LinkedProgram *> programFor(uint32_t root);
   /// The loaded images that import, directly or through others, from `plan`'s images, bind to
   /// them, go to `dev` and resolve completely: linked with the plan, a library's code is built
-  /// once whichever kernel is asked for first. With the plan of each, in `plans`.
+  /// once whichever kernel is asked for first. With the plan of each, in `uses`.
   std::vector<uint32_t> importersOf(const LinkPlan &plan, backend::Device *dev,
-                                    std::vector<std::vector<uint32_t>> &plans);
+                                    std::vector<cache::LinkedProgram::Use> &uses);
   /// Why `image` is no candidate: no device for its family, or the device does not take it.
   std::string whyNotCandidate(const DeviceImage &image);
   /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the
@@ -173,8 +182,6 @@ class Loader {
   bool preloaded_ = false;
   backend::Devices devices_;
   cache::ProgramCache programs_;
-  // The program each root image was linked into, while the scopes stay as they were.
-  std::map<uint32_t, cache::LinkedProgram *> programOfRoot_;
 };
 
 }  // namespace devdl

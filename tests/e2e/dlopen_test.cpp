@@ -15,6 +15,8 @@
 namespace devdl::test {
 namespace {
 
+int collectImages(const devdl_image_info *info, void *data);
+
 class DeviceDlopen : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -399,6 +401,42 @@ TEST_F(DeviceDlopen, ClosingAHandleReleasesItsProgram) {
   EXPECT_EQ(run(kernel, 4), (std::vector<int>{0, 2, 4, 6}));
   device_dlclose(app);
   device_dlclose(lib);
+  clReleaseProgram(program);
+}
+
+// As the host loader keeps a library its dependents use: closing lib.spv while app.spv's program
+// uses it leaves that program as it was linked; the library leaves the scopes at once and goes
+// with the program.
+TEST_F(DeviceDlopen, ClosingALibraryKeepsItForTheProgramsThatUseIt) {
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(lib, nullptr) << error();
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(device_dlclose(lib), 0);
+  EXPECT_EQ(device_dlsym(app, "AppKernel"), kernel) << error();
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{0, 2, 4, 6}));
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(app, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), image("lib.spv")) << "what app's program binds to";
+  // Out of the scopes: not loaded, not listed, and a new handle does not see it.
+  EXPECT_EQ(device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_NOLOAD), nullptr);
+  std::vector<std::string> seen;
+  EXPECT_EQ(device_dliterate(collectImages, &seen), 0);
+  EXPECT_EQ(seen, (std::vector<std::string>{"app.spv local spirv 2"}));
+  const std::string copy = scratchDir() + "/app-copy.spv";
+  std::filesystem::copy_file(image("app.spv"), copy);
+  EXPECT_EQ(device_dlopen(copy.c_str(), DEVDL_NOW), nullptr);
+  EXPECT_EQ(error(), copy + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`");
+  // The program goes with the last handle using it.
+  const cl_program program = programOf(kernel);
+  ASSERT_EQ(clRetainProgram(program), CL_SUCCESS);
+  EXPECT_EQ(device_dlclose(app), 0);
+  cl_uint references = 0;
+  clGetProgramInfo(program, CL_PROGRAM_REFERENCE_COUNT, sizeof references, &references, nullptr);
+  EXPECT_EQ(references, 1u);
   clReleaseProgram(program);
 }
 

@@ -142,5 +142,22 @@ TEST_F(LoaderLinks, DlsymOfAHandleSearchesWhatItsImagesDependOn) {
   close(lib);
 }
 
+TEST_F(LoaderLinks, ClosingALibraryKeepsItForTheProgramThatUsesIt) {
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("app.spv", DEVDL_NOW);
+  void *kernel = symbol(app, "AppKernel");
+  void *counter = symbol(app, "LibCounter");
+  close(lib);
+  EXPECT_EQ(symbol(app, "AppKernel"), kernel);
+  EXPECT_EQ(symbol(app, "LibCounter"), counter) << "app's program still binds to lib.spv";
+  EXPECT_EQ(links().size(), 1u) << "nothing linked again";
+  // Reopened, the library is a new handle in the scopes, its code still app's program's.
+  lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  EXPECT_EQ(symbol(lib, "LibCounter"), counter);
+  EXPECT_EQ(links().size(), 1u);
+  close(app);
+  close(lib);
+}
+
 }  // namespace
 }  // namespace devdl::test
