@@ -4,7 +4,7 @@
 // (type SHT_LLVM_OFFLOADING, so llvm-objdump --offloading lists it) and an allocated note
 // `.note.devdl` whose descriptor is the bundle's place relative to the note, resolved when the
 // object is linked. The linker turns the note into a PT_NOTE segment, so a process finds every
-// loaded object's bundles by walking program headers (dl_iterate_phdr), with no constructors.
+// loaded object's bundles by walking program headers (bundle/loaded_bundles.h), with no constructors.
 #pragma once
 
 #include "image/device_image.h"  // Bytes
@@ -37,23 +37,8 @@ llvm::Expected<std::vector<Bytes>> findBundlesInElf(Bytes elf);
 /// order. Each may hold several fat binaries one after another.
 llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes elf);
 
-/// A bundle in the memory of this process.
-struct LoadedBundle {
-  std::string object;  // the loaded object's path as the dynamic linker reports it ("" = main)
-  Bytes bytes;
-};
-
-/// Every bundle of every object loaded in this process, in link-map order (the executable,
-/// preloaded objects, libraries in load order, then objects opened with dlopen).
-std::vector<LoadedBundle> findLoadedBundles();
-
-/// A number that changes whenever the host loader loads or unloads an object (glibc's
-/// dlpi_adds + dlpi_subs): a rescan for bundles is needed only when it moved. O(1).
-uint64_t loadedObjectsGeneration();
-
 /// The global symbol devdl-pack defines at a bundle by default: the prefix and the bundle's
-/// XXH3 hash. A process that finds it with dlsym(RTLD_DEFAULT) knows the object carrying the
-/// bundle is in the host's global scope.
+/// XXH3 hash.
 std::string defaultBundleSymbol(Bytes bundle);
 
 /// A relocatable ELF object for `triple` (the host's when empty) carrying `bundle`, with a

@@ -1,9 +1,13 @@
 // Finding bundles in the memory of this process. Kept apart from the LLVM ELF code: <link.h>
 // defines the ELF constants as macros, which collide with llvm::ELF's enumerators.
+#include "bundle/loaded_bundles.h"
 #include "bundle/host_elf.h"
 
+#include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 
@@ -12,6 +16,9 @@ namespace devdl::bundle {
 namespace {
 
 constexpr uint64_t kNoteHeaderSize = 12;
+// Exports asked of the global scope before an object is taken as global: the first is nearly
+// always its own or found nowhere; the others are for names another object interposes.
+constexpr size_t kMaxProbes = 8;
 
 uint64_t alignUp(uint64_t value, uint64_t align) { return (value + align - 1) / align * align; }
 
@@ -24,6 +31,80 @@ bool insideLoadedSegment(const dl_phdr_info *info, uintptr_t begin, uint64_t siz
     if (begin >= lo && begin - lo <= ph.p_memsz && size <= ph.p_memsz - (begin - lo)) return true;
   }
   return false;
+}
+
+// The number of entries of a GNU hash table's symbol table: one past the last symbol its
+// chains reach.
+size_t gnuHashSymbols(const dl_phdr_info *info, uintptr_t table) {
+  const auto *words = reinterpret_cast<const uint32_t *>(table);
+  if (!insideLoadedSegment(info, table, 16)) return 0;
+  const uint32_t buckets = words[0], first = words[1], bloomWords = words[2];
+  const uintptr_t bucketsAt = table + 16 + uintptr_t(bloomWords) * sizeof(ElfW(Addr));
+  if (!insideLoadedSegment(info, bucketsAt, uint64_t(buckets) * 4)) return 0;
+  const auto *bucket = reinterpret_cast<const uint32_t *>(bucketsAt);
+  uint32_t last = 0;
+  for (uint32_t i = 0; i < buckets; ++i) last = std::max(last, bucket[i]);
+  if (last < first) return first;
+  const uintptr_t chainsAt = bucketsAt + uintptr_t(buckets) * 4;
+  for (;; ++last) {
+    const uintptr_t at = chainsAt + uintptr_t(last - first) * 4;
+    if (!insideLoadedSegment(info, at, 4)) return 0;
+    if (*reinterpret_cast<const uint32_t *>(at) & 1) return last + 1;
+  }
+}
+
+// The names an object exports, from its dynamic symbol table in memory; the one at `bundle`
+// first. glibc rewrites the table's addresses in PT_DYNAMIC to absolute ones where the segment is
+// writable and leaves them relative to the load address elsewhere: both are taken.
+std::vector<std::string> exportsOf(const dl_phdr_info *info, uintptr_t bundle) {
+  std::vector<std::string> names;
+  const ElfW(Dyn) *dynamic = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dynamic = reinterpret_cast<const ElfW(Dyn) *>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dynamic) return names;
+  uintptr_t symtab = 0, strtab = 0, hash = 0, gnuHash = 0, versym = 0;
+  uint64_t strsz = 0;
+  for (const ElfW(Dyn) *d = dynamic; d->d_tag != DT_NULL; ++d) switch (d->d_tag) {
+      case DT_SYMTAB: symtab = d->d_un.d_ptr; break;
+      case DT_STRTAB: strtab = d->d_un.d_ptr; break;
+      case DT_STRSZ: strsz = d->d_un.d_val; break;
+      case DT_HASH: hash = d->d_un.d_ptr; break;
+      case DT_GNU_HASH: gnuHash = d->d_un.d_ptr; break;
+      case DT_VERSYM: versym = d->d_un.d_ptr; break;
+    }
+  auto address = [&](uintptr_t value) -> uintptr_t {
+    if (!value) return 0;
+    if (insideLoadedSegment(info, value, 1)) return value;
+    if (insideLoadedSegment(info, info->dlpi_addr + value, 1)) return info->dlpi_addr + value;
+    return 0;
+  };
+  symtab = address(symtab), strtab = address(strtab), hash = address(hash), gnuHash = address(gnuHash);
+  versym = address(versym);
+  if (!symtab || !strtab || !insideLoadedSegment(info, strtab, strsz)) return names;
+  size_t count = 0;
+  if (hash && insideLoadedSegment(info, hash, 8)) count = reinterpret_cast<const uint32_t *>(hash)[1];
+  else if (gnuHash) count = gnuHashSymbols(info, gnuHash);
+  if (!insideLoadedSegment(info, symtab, uint64_t(count) * sizeof(ElfW(Sym)))) return names;
+  if (versym && !insideLoadedSegment(info, versym, uint64_t(count) * 2)) versym = 0;
+  const auto *symbols = reinterpret_cast<const ElfW(Sym) *>(symtab);
+  for (size_t i = 1; i < count; ++i) {
+    const ElfW(Sym) &sym = symbols[i];
+    // The ELF64 macros are the ELF32 ones: one layout of st_info and st_other.
+    const unsigned bind = ELF64_ST_BIND(sym.st_info), type = ELF64_ST_TYPE(sym.st_info);
+    const unsigned visibility = ELF64_ST_VISIBILITY(sym.st_other);
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS || sym.st_name >= strsz) continue;
+    if (bind != STB_GLOBAL && bind != STB_WEAK) continue;
+    if (type != STT_FUNC && type != STT_OBJECT && type != STT_NOTYPE) continue;
+    if (visibility != STV_DEFAULT && visibility != STV_PROTECTED) continue;
+    if (versym && (reinterpret_cast<const uint16_t *>(versym)[i] & 0x8000)) continue;  // a hidden version
+    const char *name = reinterpret_cast<const char *>(strtab) + sym.st_name;
+    const std::string text(name, strnlen(name, strsz - sym.st_name));
+    if (info->dlpi_addr + sym.st_value == bundle) names.insert(names.begin(), text);
+    else if (names.size() < kMaxProbes) names.push_back(text);
+  }
+  if (names.size() > kMaxProbes) names.resize(kMaxProbes);
+  return names;
 }
 
 int collectNotes(dl_phdr_info *info, size_t, void *data) {
@@ -50,14 +131,35 @@ int collectNotes(dl_phdr_info *info, size_t, void *data) {
         std::memcpy(&offset, seg + descAt, 8);
         std::memcpy(&size, seg + descAt + 8, 8);
         const uintptr_t begin = reinterpret_cast<uintptr_t>(seg + descAt) + offset;
-        if (insideLoadedSegment(info, begin, size))
-          out.push_back({info->dlpi_name ? info->dlpi_name : "",
-                         Bytes(reinterpret_cast<const uint8_t *>(begin), size)});
+        if (insideLoadedSegment(info, begin, size)) {
+          LoadedBundle bundle{info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr,
+                              Bytes(reinterpret_cast<const uint8_t *>(begin), size), {}, {}};
+          for (int j = 0; j < info->dlpi_phnum; ++j)
+            if (info->dlpi_phdr[j].p_type == PT_LOAD) {
+              const uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[j].p_vaddr;
+              bundle.segments.emplace_back(lo, lo + info->dlpi_phdr[j].p_memsz);
+            }
+          if (!bundle.object.empty()) bundle.exports = exportsOf(info, begin);
+          out.push_back(std::move(bundle));
+        }
       }
       pos = next;
     }
   }
   return 0;
+}
+
+// The main program's handle: dlsym through it searches the global scope as RTLD_DEFAULT does,
+// without recording a dependency of the caller on what it finds. Made by whichever thread asks
+// first, without making another wait (it may hold the host loader's lock).
+void *globalScopeHandle() {
+  static std::atomic<void *> handle{nullptr};
+  void *h = handle.load(std::memory_order_acquire);
+  if (!h) {
+    h = dlopen(nullptr, RTLD_LAZY);
+    handle.store(h, std::memory_order_release);  // the same handle whoever stores it
+  }
+  return h;
 }
 
 }  // namespace
@@ -80,5 +182,30 @@ uint64_t loadedObjectsGeneration() {
       &generation);
   return generation;
 }
+
+bool inGlobalScope(const LoadedBundle &bundle) {
+  if (bundle.object.empty()) return true;
+  for (const std::string &name : bundle.exports) {
+    const auto found = reinterpret_cast<uintptr_t>(dlsym(globalScopeHandle(), name.c_str()));
+    if (!found) return false;  // the object defines it: were it global, dlsym would find one
+    for (const auto &[begin, end] : bundle.segments)
+      if (found >= begin && found < end) return true;
+  }
+  return true;
+}
+
+std::shared_ptr<ObjectReference> ObjectReference::take(const std::string &path, uintptr_t base) {
+  if (path.empty()) return nullptr;
+  void *handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return nullptr;
+  const link_map *map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || map->l_addr != base) {
+    dlclose(handle);
+    return nullptr;
+  }
+  return std::shared_ptr<ObjectReference>(new ObjectReference(handle));
+}
+
+ObjectReference::~ObjectReference() { dlclose(handle_); }
 
 }  // namespace devdl::bundle

@@ -32,7 +32,9 @@ struct LinkedProgram {
   struct Use {
     uint32_t root;
     std::vector<uint32_t> plan;
-    bool operator==(const Use &) const = default;
+    // What keeps the plan's images in memory while it is used (references on host objects).
+    std::vector<std::shared_ptr<const void>> pins;
+    bool operator==(const Use &other) const { return root == other.root && plan == other.plan; }
   };
   std::vector<ContentHash> key;  // the hashes of its images, sorted
   std::vector<uint32_t> images;  // the images it was linked from: kept while it lives

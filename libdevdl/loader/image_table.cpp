@@ -7,7 +7,8 @@
 
 namespace devdl {
 
-uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned index, Handle *owner) {
+uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned index, Handle *owner,
+                         const bundle::LoadedBundle *host) {
   std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
   const xxh3::Hash128 xxh = xxh3::hash128(image.bytes.data(), image.bytes.size());
   const cache::ContentHash hash{xxh.low, xxh.high};
@@ -24,7 +25,7 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
                        std::to_string(id) + ")");
   images_[id] = std::make_unique<LoadedImage>(
-      LoadedImage{std::move(image), std::move(label), file, index, owner, hash, hash, {}});
+      LoadedImage{std::move(image), std::move(label), file, index, owner, host, hash, hash, {}});
   pointers_[id] = &images_[id]->image;
   for (const Symbol &s : images_[id]->image.symbols) {
     if (s.kind != SymbolKind::Import) continue;
@@ -40,6 +41,7 @@ void ImageTable::unload(uint32_t id) {
   LoadedImage &image = *images_[id];
   image.loaded = false;
   image.owner = nullptr;
+  image.host = nullptr;
   image.program = nullptr;
   for (Importers::MapEntryTy *entry : importEntries_[id]) {
     llvm::erase_value(entry->getValue(), id);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "bundle/loaded_bundles.h"
 #include "cache/program_cache.h"
 #include "image/device_image.h"
 
@@ -25,6 +26,7 @@ struct LoadedImage {
   std::string file;       // the file or memory name; "" for the executable
   unsigned index;         // the image's position in it
   Handle *owner;          // the handle it was opened with; null for the process's own images
+  const bundle::LoadedBundle *host;  // the host object that carries it; null for a handle's
   cache::ContentHash bytesHash;  // of the bytes alone
   cache::ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
   backend::SpecConstants specConstants;
@@ -41,7 +43,8 @@ class ImageTable {
  public:
   /// Adds an image; its id. Ids of freed images are taken again, so that what is sized by the
   /// ids stays the size of what is loaded, however often images come and go.
-  uint32_t add(DeviceImage image, const std::string &file, unsigned index, Handle *owner);
+  uint32_t add(DeviceImage image, const std::string &file, unsigned index, Handle *owner,
+               const bundle::LoadedBundle *host = nullptr);
   /// Marks an image unloaded (its handle closed, its host object gone): it imports nothing any
   /// more, and is freed now unless a program holds it. Reads nothing of the image itself.
   void unload(uint32_t id);

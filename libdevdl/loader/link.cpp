@@ -70,6 +70,23 @@ llvm::Error Loader::unresolvedError(const LinkPlan &plan) {
   return fail(ErrorCode::Unresolved, message);
 }
 
+llvm::Expected<std::vector<std::shared_ptr<const void>>> Loader::pinObjects(uint32_t root,
+                                                                           std::span<const uint32_t> plan) {
+  std::vector<std::shared_ptr<const void>> pins;
+  std::vector<const bundle::LoadedBundle *> pinned;
+  const bundle::LoadedBundle *own = images_[root].host;
+  for (uint32_t id : plan) {
+    const bundle::LoadedBundle *host = images_[id].host;
+    if (!host || host == own || llvm::is_contained(pinned, host)) continue;
+    if (host->object.empty()) continue;  // the executable stays
+    auto reference = bundle::ObjectReference::take(host->object, host->base);
+    if (!reference) return fail(ErrorCode::NotFound, images_[id].label + ": the host has unloaded it");
+    pins.push_back(std::move(reference));
+    pinned.push_back(host);
+  }
+  return pins;
+}
+
 llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
   // Like the host loader's bindings, a program stays as it was linked while its images are
   // loaded; a new link sees the process as it is now.
@@ -98,17 +115,28 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("program for " + images_[root].label + ": in memory (" + std::to_string(plan.images.size()) +
                          " of its " + std::to_string(program->key.size()) + " images)");
-    const cache::LinkedProgram::Use use{root, plan.images};
-    if (!llvm::is_contained(program->uses, use)) program->uses.push_back(use);
+    cache::LinkedProgram::Use use{root, plan.images, {}};
+    if (!llvm::is_contained(program->uses, use)) {
+      auto pins = pinObjects(root, plan.images);
+      if (!pins) return pins.takeError();
+      use.pins = std::move(*pins);
+      program->uses.push_back(std::move(use));
+    }
     images_[root].program = program;
     return program;
   }
   // Linked with the loaded images that import from it, so that their kernels find this
   // program later rather than build the plan's code again (the seed's double compilation when
   // a library's kernel comes first). Should that link fail, the plan is linked alone.
-  std::vector<cache::LinkedProgram::Use> uses{{root, plan.images}};
+  std::vector<cache::LinkedProgram::Use> uses{{root, plan.images, {}}};
   std::vector<uint32_t> withImporters{root};
   for (uint32_t importer : importersOf(plan, dev, uses)) withImporters.push_back(importer);
+  // The host objects whose images are linked stay loaded from here on: the link reads them.
+  for (cache::LinkedProgram::Use &use : uses) {
+    auto pins = pinObjects(use.root, use.plan);
+    if (!pins) return pins.takeError();
+    use.pins = std::move(*pins);
+  }
   LinkPlan linked = withImporters.size() == 1 ? plan : planFor(withImporters);
   auto build = [&](const LinkPlan &what) {
     if (Debug::get().on(Debug::Bindings))
@@ -167,7 +195,7 @@ std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device 
         LinkPlan own = planFor(roots);
         if (!own.unresolved.empty()) continue;  // LAZY: its missing symbols are its own business
         found.push_back(importer);
-        uses.push_back({importer, own.images});
+        uses.push_back({importer, own.images, {}});
         for (uint32_t member : own.images)
           if (inPlan.insert(member).second) work.push_back(member);
       }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "backend/registry.h"
+#include "bundle/loaded_bundles.h"
 #include "cache/program_cache.h"
 #include "image/read_image.h"
 #include "loader/image_table.h"
@@ -134,6 +135,10 @@ class Loader {
   /// Unloads images: out of every scope at once, their plans dropped, and the programs left
   /// with none released, with the images only they held.
   void dropImages(const std::vector<uint32_t> &ids);
+  /// References on the host objects carrying images of `plan`, but for the root's own (loaded
+  /// while the root is): they stay in memory while the plan is used. Fails naming an image whose
+  /// object the host has unloaded meanwhile.
+  llvm::Expected<std::vector<std::shared_ptr<const void>>> pinObjects(uint32_t root, std::span<const uint32_t> plan);
   /// Keeps a program made for `uses`, holding `images` while it lives.
   cache::LinkedProgram *keepProgram(std::vector<cache::ContentHash> key, std::vector<uint32_t> images,
                                     std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
@@ -171,9 +176,7 @@ class Loader {
   std::vector<std::unique_ptr<Handle>> handles_;
   // A loaded host object's bundle, by its address in memory.
   struct ProcessBundle {
-    std::string symbol;  // devdl-pack's symbol for it: found by dlsym(RTLD_DEFAULT) when global
-    std::string object;  // its path as the host loader reports it
-    bool main = false;   // the executable: global whatever its dynamic symbol table says
+    bundle::LoadedBundle found;  // as the scan found it: the object, its exports
     bool global = false;
     std::vector<uint32_t> images;
   };

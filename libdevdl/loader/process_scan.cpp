@@ -1,7 +1,7 @@
 // The process's own images: the bundles of the host objects loaded now, in link-map order, and
 // whether each object is in the host's global scope; DEVDL_PRELOAD's images take their place
 // after the executable's and LD_PRELOAD's.
-#include "bundle/host_elf.h"
+#include "bundle/loaded_bundles.h"
 #include "loader/loader.h"
 #include "loader/search_path.h"
 #include "support/debug.h"
@@ -10,7 +10,6 @@
 
 #include <llvm/ADT/STLExtras.h>
 
-#include <dlfcn.h>
 #include <sys/auxv.h>
 
 #include <algorithm>
@@ -26,33 +25,46 @@ llvm::Error Loader::scanProcess() {
     // Nothing loaded or unloaded; only a promotion to the global scope (a second dlopen with
     // RTLD_GLOBAL) can have changed what is global, and that counts as neither.
     for (auto &[address, pb] : processBundles_)
-      if (!pb.global && dlsym(RTLD_DEFAULT, pb.symbol.c_str())) {
+      if (!pb.global && bundle::inGlobalScope(pb.found)) {
         pb.global = true;
         joinGlobalScope(pb.images);
       }
     return llvm::Error::success();
   }
   scannedGeneration_ = generation;
-  std::set<const uint8_t *> present;
-  for (const bundle::LoadedBundle &loaded : bundle::findLoadedBundles()) {
-    present.insert(loaded.bytes.data());
-    auto [it, isNew] = processBundles_.try_emplace(loaded.bytes.data());
+  const std::vector<bundle::LoadedBundle> loaded = bundle::findLoadedBundles();
+  // Objects the host has unloaded: their bundles are gone from memory (another object may be
+  // at the same address now).
+  for (auto it = processBundles_.begin(); it != processBundles_.end();) {
+    const bundle::LoadedBundle &was = it->second.found;
+    const bool still = llvm::any_of(loaded, [&](const bundle::LoadedBundle &now) {
+      return now.bytes.data() == was.bytes.data() && now.bytes.size() == was.bytes.size() && now.base == was.base &&
+             now.object == was.object;
+    });
+    if (still) {
+      ++it;
+      continue;
+    }
+    dropImages(it->second.images);
+    it = processBundles_.erase(it);
+  }
+  for (const bundle::LoadedBundle &found : loaded) {
+    auto [it, isNew] = processBundles_.try_emplace(found.bytes.data());
     ProcessBundle &pb = it->second;
     if (isNew) {
-      pb.symbol = bundle::defaultBundleSymbol(loaded.bytes);
-      pb.main = loaded.object.empty();
-      pb.object = loaded.object;
-      auto images = readBundleImages(loaded.bytes, nullptr);
+      pb.found = found;
+      auto images = readBundleImages(found.bytes, nullptr);
       if (!images) {
         // A broken bundle in some loaded object must not stop the others from loading.
         llvm::consumeError(images.takeError());
         continue;
       }
       for (size_t i = 0; i < images->size(); ++i)
-        pb.images.push_back(images_.add(std::move((*images)[i]), loaded.object, static_cast<unsigned>(i), nullptr));
+        pb.images.push_back(
+            images_.add(std::move((*images)[i]), found.object, static_cast<unsigned>(i), nullptr, &pb.found));
     }
     // An object opened RTLD_LOCAL joins the global scope when the host promotes it.
-    if (!pb.global && (pb.main || dlsym(RTLD_DEFAULT, pb.symbol.c_str()))) {
+    if (!pb.global && bundle::inGlobalScope(pb.found)) {
       pb.global = true;
       joinGlobalScope(pb.images);
     }
@@ -61,15 +73,6 @@ llvm::Error Loader::scanProcess() {
     loadPreloads();
     preloaded_ = true;
     reportDuplicates(scopes_.globalOrder());
-  }
-  // Objects the host has unloaded: their bundles are gone from memory.
-  for (auto it = processBundles_.begin(); it != processBundles_.end();) {
-    if (present.count(it->first)) {
-      ++it;
-      continue;
-    }
-    dropImages(it->second.images);
-    it = processBundles_.erase(it);
   }
   return llvm::Error::success();
 }
@@ -84,7 +87,7 @@ void Loader::loadPreloads() {
   const std::span<const uint32_t> order = scopes_.globalOrder();
   size_t position = 0;
   for (const auto &[address, pb] : processBundles_)
-    if (pb.main || hostPreloads.count(pb.object))
+    if (pb.found.object.empty() || hostPreloads.count(pb.found.object))
       for (uint32_t id : pb.images)
         position = std::max<size_t>(position, llvm::find(order, id) - order.begin() + 1);
   // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.

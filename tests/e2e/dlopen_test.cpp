@@ -222,6 +222,55 @@ TEST_F(DeviceDlopen, HostLibraryLoadedLocalIsInvisibleUntilPromotedGlobal) {
   dlclose(host);
 }
 
+// A host library carrying lib.spv unloads when the host closes it, unless a devdl program uses
+// its images: then devdl holds a reference on it until the program goes (before, asking whether
+// it was global made glibc mark it NODELETE, and it never unloaded).
+TEST_F(DeviceDlopen, AHostLibraryUnloadsOnceNoProgramUsesIt) {
+  void *host = dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  void *global = device_dlopen(nullptr, DEVDL_LAZY);
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), DEVDL_TEST_LINKED);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  ASSERT_EQ(dlclose(host), 0);
+  void *still = dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(still, nullptr) << "app.spv's program uses its image";
+  if (still) dlclose(still);
+  EXPECT_EQ(run(kernel, 3), (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_NOLOAD), nullptr) << "devdl let it go with the program";
+  EXPECT_NE(device_dlsyminfo(global, "LibDeviceFunc", &info), 0);
+  EXPECT_EQ(error(), "the global scope: undefined device symbol `LibDeviceFunc`");
+  // Loaded again, it is seen again.
+  host = dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  EXPECT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
+  dlclose(host);
+}
+
+// Whether a host library is in the global scope does not depend on its bundle's symbol: one named
+// by devdl-pack --symbol, one a version script made local.
+TEST_F(DeviceDlopen, AnyHostLibraryJoinsTheGlobalScopeWhenPromoted) {
+  for (const char *library : {DEVDL_TEST_NAMED, DEVDL_TEST_HIDDEN}) {
+    void *host = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(host, nullptr) << dlerror();
+    EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr) << library << " is RTLD_LOCAL";
+    ASSERT_EQ(dlopen(library, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL), host);
+    void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+    ASSERT_NE(app, nullptr) << library << ": " << error();
+    EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 3), (std::vector<int>{0, 2, 4}));
+    EXPECT_EQ(device_dlclose(app), 0);
+    dlclose(host);
+    dlclose(host);
+    EXPECT_EQ(dlopen(library, RTLD_NOW | RTLD_NOLOAD), nullptr) << library << " unloaded";
+  }
+}
+
 // Opens `names` (test images) with `flags`, in order; the handles are closed by the caller.
 std::vector<void *> openAll(std::initializer_list<const char *> names, int flags) {
   std::vector<void *> handles;

@@ -1,6 +1,7 @@
 // Host ELF files that carry bundles: read from the file, and found in the memory of this
 // process (the test links devdl_test_linked and opens devdl_test_plugin with dlopen).
 #include "bundle/host_elf.h"
+#include "bundle/loaded_bundles.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -71,6 +72,53 @@ TEST(HostElf, LoadedObjectsShowTheirBundlesInLinkMapOrder) {
 
   ASSERT_EQ(dlclose(handle), 0);
   EXPECT_TRUE(loadedModuleIds(plugin).empty()) << "gone after dlclose";
+}
+
+// The loaded bundle of the object whose path ends with `suffix`.
+std::optional<bundle::LoadedBundle> loadedBundleOf(const std::string &suffix) {
+  for (bundle::LoadedBundle &b : bundle::findLoadedBundles())
+    if (b.object.ends_with(suffix)) return std::move(b);
+  return std::nullopt;
+}
+
+TEST(HostElf, GlobalScopeMembershipAsTheHostLoaderHasIt) {
+  const std::string linked = std::filesystem::path(DEVDL_TEST_LINKED).filename();
+  const std::string plugin = std::filesystem::path(DEVDL_TEST_PLUGIN).filename();
+  auto startup = loadedBundleOf(linked);
+  ASSERT_TRUE(startup);
+  EXPECT_TRUE(bundle::inGlobalScope(*startup)) << "a library the program is linked with";
+  // Its exports: the bundle's symbol first, then the carrier's function.
+  ASSERT_GE(startup->exports.size(), 2u);
+  EXPECT_TRUE(startup->exports[0].starts_with("__devdl_bundle_")) << startup->exports[0];
+  EXPECT_TRUE(contains(startup->exports, "devdl_test_carrier"));
+
+  void *handle = dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto local = loadedBundleOf(plugin);
+  ASSERT_TRUE(local);
+  EXPECT_FALSE(bundle::inGlobalScope(*local)) << "opened RTLD_LOCAL";
+  ASSERT_EQ(dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL), handle);
+  EXPECT_TRUE(bundle::inGlobalScope(*local)) << "promoted";
+  ASSERT_EQ(dlclose(handle), 0);
+  // Asking left no dependency behind: the host's last dlclose unloads it.
+  ASSERT_EQ(dlclose(handle), 0);
+  EXPECT_EQ(dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_NOLOAD), nullptr);
+}
+
+TEST(HostElf, AReferenceKeepsAnObjectLoaded) {
+  const std::string plugin = std::filesystem::path(DEVDL_TEST_PLUGIN).filename();
+  void *handle = dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto found = loadedBundleOf(plugin);
+  ASSERT_TRUE(found);
+  auto reference = bundle::ObjectReference::take(found->object, found->base);
+  ASSERT_NE(reference, nullptr);
+  EXPECT_EQ(bundle::ObjectReference::take(found->object, found->base + 4096), nullptr) << "not the load at that address";
+  ASSERT_EQ(dlclose(handle), 0);
+  EXPECT_TRUE(loadedBundleOf(plugin)) << "the reference keeps it loaded";
+  reference.reset();
+  EXPECT_FALSE(loadedBundleOf(plugin)) << "unloaded with the last reference";
+  EXPECT_EQ(bundle::ObjectReference::take(found->object, found->base), nullptr);
 }
 
 TEST(HostElf, ObjectDefinesTheBundleSymbol) {

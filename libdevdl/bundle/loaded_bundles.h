@@ -1,0 +1,64 @@
+// The bundles in the memory of this process, found in the loaded objects' PT_NOTE segments
+// (dl_iterate_phdr, in link-map order), and what the host loader says of those objects: whether
+// each is in its global scope, and references that keep one loaded.
+//
+// Nothing here records a dependency of libdevdl on an object: dlsym(RTLD_DEFAULT) would (glibc
+// marks the object found NODELETE for libdevdl's sake, and the host's dlclose could never unload
+// it), so the global scope is asked through dlsym(dlopen(NULL)), which does not.
+#pragma once
+
+#include "image/device_image.h"  // Bytes
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace devdl::bundle {
+
+/// A bundle in the memory of this process, and the object that carries it.
+struct LoadedBundle {
+  std::string object;  // the object's path as the dynamic linker reports it ("" = main)
+  uintptr_t base = 0;  // its load address: with the path, which load of an object this is
+  Bytes bytes;
+  /// The object's loaded segments, [begin, end).
+  std::vector<std::pair<uintptr_t, uintptr_t>> segments;
+  /// Names the object exports (its dynamic symbol table: defined, global or weak, visible,
+  /// neither TLS nor IFUNC), the one at the bundle first where it has one; a few at most.
+  std::vector<std::string> exports;
+};
+
+/// Every bundle of every object loaded in this process, in link-map order (the executable,
+/// preloaded objects, libraries in load order, then objects opened with dlopen).
+std::vector<LoadedBundle> findLoadedBundles();
+
+/// A number that changes whenever the host loader loads or unloads an object (glibc's
+/// dlpi_adds + dlpi_subs): a rescan for bundles is needed only when it moved. O(1).
+uint64_t loadedObjectsGeneration();
+
+/// Whether the object carrying `bundle` is in the host's global scope now: the executable, its
+/// libraries, LD_PRELOAD objects and objects opened or promoted RTLD_GLOBAL are; an object opened
+/// RTLD_LOCAL is not. Asked with the object's own exports, whatever they are named: one found
+/// as the object's own by dlsym(dlopen(NULL)) says it is; one found nowhere says it is not. An
+/// object that exports nothing (or only names others interpose) cannot be told apart, and is
+/// taken as global, as the objects loaded with the program are.
+bool inGlobalScope(const LoadedBundle &bundle);
+
+/// A reference on a loaded object, as dlopen(RTLD_NOLOAD) takes one: the object stays loaded
+/// until the last reference is dropped, whatever the host's dlclose does meanwhile.
+class ObjectReference {
+ public:
+  /// A reference on the object loaded at `base` from `path`; null when it is not loaded (any
+  /// more, or another object is at that address). The executable needs none: null.
+  static std::shared_ptr<ObjectReference> take(const std::string &path, uintptr_t base);
+  ~ObjectReference();
+  ObjectReference(const ObjectReference &) = delete;
+  ObjectReference &operator=(const ObjectReference &) = delete;
+
+ private:
+  explicit ObjectReference(void *handle) : handle_(handle) {}
+  void *handle_;
+};
+
+}  // namespace devdl::bundle
