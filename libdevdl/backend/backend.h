@@ -25,6 +25,9 @@ struct LinkInput {
   const DeviceImage *image;
   std::string label;
   const SpecConstants *specConstants = nullptr;  // those set; null or empty for none
+  /// Its definitions another image of the plan interposes: the link must see them local to this
+  /// image (image/local_definitions.h).
+  std::span<const std::string_view> hidden = {};
 };
 
 /// A linked program. The native objects it hands out live as long as it does.

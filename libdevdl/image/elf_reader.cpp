@@ -4,7 +4,10 @@
 #include "support/error.h"
 
 #include <llvm/BinaryFormat/ELF.h>
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/Object/ELFObjectFile.h>
+
+#include <cstddef>
 
 namespace devdl::readers {
 
@@ -76,6 +79,38 @@ llvm::Error readDeviceElf(DeviceImage &image) {
     break;  // one symbol table, as ELFObjectFile reads it
   }
   return llvm::Error::success();
+}
+
+llvm::Expected<std::string> elfWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {
+  auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(asText(bytes)));
+  if (!file) return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(file.takeError()));
+  auto bad = [](llvm::Error err) {
+    return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(std::move(err)));
+  };
+  auto sections = file->sections();
+  if (!sections) return bad(sections.takeError());
+  std::string out(asText(bytes));
+  for (const auto &section : *sections) {
+    if (section.sh_type != llvm::ELF::SHT_SYMTAB) continue;
+    auto symbols = file->symbols(&section);
+    if (!symbols) return bad(symbols.takeError());
+    auto strings = file->getStringTableForSymtab(section, *sections);
+    if (!strings) return bad(strings.takeError());
+    for (size_t i = 0; i < symbols->size(); ++i) {
+      const auto &s = (*symbols)[i];
+      if (s.st_shndx == llvm::ELF::SHN_UNDEF || s.getBinding() == llvm::ELF::STB_LOCAL) continue;
+      auto name = s.getName(*strings);
+      if (!name) return bad(name.takeError());
+      if (!llvm::is_contained(names, std::string_view(name->data(), name->size()))) continue;
+      // Its binding, in place: relocations and NVIDIA's sections refer to symbols by index, so
+      // the table keeps its order.
+      const size_t info = section.sh_offset + i * sizeof(llvm::object::ELF64LE::Sym) +
+                          offsetof(llvm::object::ELF64LE::Sym, st_info);
+      out[info] = static_cast<char>((llvm::ELF::STB_LOCAL << 4) | s.getType());
+    }
+    break;
+  }
+  return out;
 }
 
 }  // namespace devdl::readers

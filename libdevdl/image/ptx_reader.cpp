@@ -3,7 +3,10 @@
 #include "image/readers.h"
 #include "support/error.h"
 
+#include <llvm/ADT/STLExtras.h>
+
 #include <cctype>
+#include <optional>
 
 namespace devdl::readers {
 
@@ -85,16 +88,24 @@ struct Statement {
   std::vector<std::string_view> tokens;
 };
 
-void addDeclaration(DeviceImage &image, const Statement &st) {
+// What a top-level statement declares: a kernel, function or variable, defined or imported, and
+// its linkage directive (.visible, .weak or .common; empty for a module-local definition).
+struct Declared {
+  std::string_view name;
+  SymbolKind kind;  // Import for .extern
+  std::string_view linkage;
+};
+
+std::optional<Declared> declarationOf(const Statement &st) {
   const auto &t = st.tokens;
-  bool isExtern = false, isVisible = false;
+  bool isExtern = false;
+  std::string_view linkage;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i] == ".extern") isExtern = true;
-    else if (t[i] == ".visible" || t[i] == ".weak" || t[i] == ".common") isVisible = true;
+    else if (t[i] == ".visible" || t[i] == ".weak" || t[i] == ".common") linkage = t[i];
     else if (t[i] == ".entry") {
-      if (i + 1 < t.size() && isIdentifier(t[i + 1]) && !isExtern)
-        image.symbols.push_back({t[i + 1], SymbolKind::Kernel});
-      return;
+      if (i + 1 < t.size() && isIdentifier(t[i + 1]) && !isExtern) return Declared{t[i + 1], SymbolKind::Kernel, linkage};
+      return std::nullopt;
     } else if (t[i] == ".func") {
       size_t j = i + 1;
       if (j < t.size() && t[j] == "(") {  // return parameters: skip to the matching ')'
@@ -105,41 +116,43 @@ void addDeclaration(DeviceImage &image, const Statement &st) {
         }
         ++j;
       }
-      if (j < t.size() && isIdentifier(t[j])) {
-        if (isExtern) {
-          if (isImportableName(t[j])) image.symbols.push_back({t[j], SymbolKind::Import});
-        } else if (isVisible) {
-          image.symbols.push_back({t[j], SymbolKind::Function});
-        }
-      }
-      return;
+      if (j < t.size() && isIdentifier(t[j])) return Declared{t[j], isExtern ? SymbolKind::Import : SymbolKind::Function, linkage};
+      return std::nullopt;
     } else if (t[i] == ".global" || t[i] == ".const") {
-      for (size_t j = i + 1; j < t.size(); ++j) {
-        if (!isIdentifier(t[j])) continue;
-        if (isExtern) {
-          if (isImportableName(t[j])) image.symbols.push_back({t[j], SymbolKind::Import});
-        } else if (isVisible) {
-          image.symbols.push_back({t[j], SymbolKind::Variable});
-        }
-        return;
-      }
-      return;
+      for (size_t j = i + 1; j < t.size(); ++j)
+        if (isIdentifier(t[j])) return Declared{t[j], isExtern ? SymbolKind::Import : SymbolKind::Variable, linkage};
+      return std::nullopt;
     }
+  }
+  return std::nullopt;
+}
+
+void addDeclaration(DeviceImage &image, const Statement &st) {
+  const std::optional<Declared> d = declarationOf(st);
+  if (!d) return;
+  if (d->kind == SymbolKind::Import) {
+    if (isImportableName(d->name)) image.symbols.push_back({d->name, SymbolKind::Import});
+  } else if (d->kind == SymbolKind::Kernel || !d->linkage.empty()) {
+    image.symbols.push_back({d->name, d->kind});
   }
 }
 
-}  // namespace
-
-llvm::Error readPtx(DeviceImage &image) {
-  std::string_view text = asText(image.bytes);
-  // Fat binaries and the CUDA driver hand PTX around NUL-terminated.
+// The text of a PTX module: up to the NUL that fat binaries and the CUDA driver end it with.
+llvm::Expected<std::string_view> ptxText(Bytes bytes) {
+  std::string_view text = asText(bytes);
   if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
     if (text.find_first_not_of('\0', nul) != std::string_view::npos)
       return fail(ErrorCode::BadFormat, "invalid PTX: NUL byte inside the text");
     text = text.substr(0, nul);
   }
+  return text;
+}
+
+// Calls `onStatement` for each top-level statement of the text, in order, and gives the module's
+// .version and .target.
+llvm::Error walkPtx(std::string_view text, llvm::function_ref<void(const Statement &)> onStatement,
+                    std::string_view &version, std::string_view &target) {
   PtxScanner scanner(text);
-  std::string_view version, target;
   Statement st;
   for (std::string_view tok = scanner.next(); !tok.empty(); tok = scanner.next()) {
     if (tok == "{") {
@@ -153,12 +166,12 @@ llvm::Error readPtx(DeviceImage &image) {
         else if (inner == "}") --depth;
       }
       if (initializer) continue;  // `= { ... }` belongs to the statement, which ends at ';'
-      addDeclaration(image, st);
+      onStatement(st);
       st.tokens.clear();
     } else if (tok == "}") {
       return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '}'");
     } else if (tok == ";") {
-      addDeclaration(image, st);
+      onStatement(st);
       st.tokens.clear();
     } else if (st.tokens.empty() && (tok == ".version" || tok == ".target" ||
                                      tok == ".address_size" || tok == ".file")) {
@@ -174,11 +187,41 @@ llvm::Error readPtx(DeviceImage &image) {
     }
   }
   if (scanner.failed()) return fail(ErrorCode::BadFormat, "invalid PTX: unterminated comment");
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+llvm::Error readPtx(DeviceImage &image) {
+  auto text = ptxText(image.bytes);
+  if (!text) return text.takeError();
+  std::string_view version, target;
+  if (llvm::Error err = walkPtx(*text, [&](const Statement &st) { addDeclaration(image, st); }, version, target))
+    return err;
   if (version.empty()) return fail(ErrorCode::BadFormat, "invalid PTX: no .version directive");
   if (target.empty()) return fail(ErrorCode::BadFormat, "invalid PTX: no .target directive");
   image.triple = "nvptx64-nvidia-cuda";
   image.arch = target;
   return llvm::Error::success();
+}
+
+llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {
+  auto text = ptxText(bytes);
+  if (!text) return text.takeError();
+  // Every declaration of a name (a prototype and the definition) loses its linkage directive
+  // together, so that they agree.
+  std::string out(asText(bytes));
+  std::string_view version, target;
+  llvm::Error walked = walkPtx(
+      *text,
+      [&](const Statement &st) {
+        const std::optional<Declared> d = declarationOf(st);
+        if (!d || d->kind == SymbolKind::Import || d->linkage.empty() || !llvm::is_contained(names, d->name)) return;
+        out.replace(static_cast<size_t>(d->linkage.data() - text->data()), d->linkage.size(), d->linkage.size(), ' ');
+      },
+      version, target);
+  if (walked) return std::move(walked);
+  return out;
 }
 
 }  // namespace devdl::readers

@@ -6,6 +6,10 @@
 
 #include <llvm/Support/Error.h>
 
+#include <span>
+#include <string>
+#include <string_view>
+
 namespace devdl::readers {
 
 /// Fills target, symbols and property sets of `image` from `image.bytes`, by `image.format`.
@@ -17,6 +21,11 @@ llvm::Error readDeviceElf(DeviceImage &image);
 llvm::Error readPtx(DeviceImage &image);
 llvm::Error readFatbin(DeviceImage &image);
 llvm::Error readBitcode(DeviceImage &image);
+
+/// Copies of an image's bytes with its definitions of `names` local to it (image/local_definitions.h).
+llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);
+llvm::Expected<std::string> elfWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);
+llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);
 
 /// One entry of a CUDA fat binary.
 struct FatbinMember {

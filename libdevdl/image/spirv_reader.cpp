@@ -7,6 +7,9 @@
 #include <spirv-tools/libspirv.h>
 #include <spirv/unified1/spirv.h>
 
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/SwapByteOrder.h>
+
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -121,6 +124,41 @@ llvm::Error readSpirv(DeviceImage &image) {
     image.setProperty(kSpecConstantsSet, name != facts.names.end() ? name->second : fallback, specId);
   }
   return llvm::Error::success();
+}
+
+llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {
+  if (bytes.size() < 20 || bytes.size() % 4 != 0)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  struct Edit {
+    std::span<const std::string_view> names;
+    std::vector<uint32_t> out;
+  } edit{names, {}};
+  // The parser hands each instruction over in this host's byte order: the header too.
+  edit.out.assign(words.begin(), words.begin() + 5);
+  if (edit.out[0] != SpvMagicNumber)
+    for (uint32_t &word : edit.out) word = llvm::ByteSwap_32(word);
+  auto keep = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
+    auto &edit = *static_cast<Edit *>(user);
+    // OpDecorate %target LinkageAttributes "name" Export: without it the definition is the module's own.
+    if (inst->opcode == SpvOpDecorate && inst->num_operands >= 4 &&
+        inst->words[inst->operands[1].offset] == SpvDecorationLinkageAttributes) {
+      const spv_parsed_operand_t &name = inst->operands[2];
+      const char *text = reinterpret_cast<const char *>(inst->words + name.offset);
+      const uint32_t type = inst->words[inst->operands[3].offset];
+      if ((type == SpvLinkageTypeExport || type == SpvLinkageTypeLinkOnceODR) &&
+          llvm::is_contained(edit.names, std::string_view(text, strnlen(text, name.num_words * 4u))))
+        return SPV_SUCCESS;
+    }
+    edit.out.insert(edit.out.end(), inst->words, inst->words + inst->num_words);
+    return SPV_SUCCESS;
+  };
+  spirv::Context context;
+  if (spirv::Diagnostic parsing;
+      spvBinaryParse(context.get(), &edit, words.data(), words.size(), nullptr, keep, parsing.out()) != SPV_SUCCESS)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
+  return std::string(reinterpret_cast<const char *>(edit.out.data()), edit.out.size() * 4);
 }
 
 }  // namespace devdl::readers

@@ -87,6 +87,16 @@ llvm::Expected<std::vector<std::shared_ptr<const void>>> Loader::pinObjects(uint
   return pins;
 }
 
+llvm::Error Loader::conflictError(const LinkPlan &plan) {
+  if (plan.conflicts.empty()) return llvm::Error::success();
+  const LinkPlan::Conflict &c = plan.conflicts.front();
+  return fail(ErrorCode::Unsupported,
+              "`" + std::string(c.symbol) + "` is bound to two definitions in one program: " +
+                  images_[c.first.importer].label + " uses " + images_[c.first.definer].label + "'s, " +
+                  images_[c.second.importer].label + " uses " + images_[c.second.definer].label +
+                  "'s (a program has one definition of each name)");
+}
+
 llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
   // Like the host loader's bindings, a program stays as it was linked while its images are
   // loaded; a new link sees the process as it is now.
@@ -105,9 +115,22 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
   // holds all of the plan's images serves it too (the seed's nested key: a library's kernel
   // from the program linked for the application that imports it): its images define each
   // symbol once, so the plan's imports are bound there as the plan binds them.
+  // An image whose definitions the plan interposes is linked as another image would be: its
+  // hash in the key takes the names made local too.
   auto keyOf = [&](const LinkPlan &what) {
     std::vector<cache::ContentHash> key;
-    for (uint32_t id : what.images) key.push_back(images_[id].hash);
+    for (size_t i = 0; i < what.images.size(); ++i) {
+      const cache::ContentHash hash = images_[what.images[i]].hash;
+      if (what.hidden[i].empty()) {
+        key.push_back(hash);
+        continue;
+      }
+      cache::KeyBuilder builder;
+      builder.add(hash.low).add(hash.high);
+      for (std::string_view name : what.hidden[i]) builder.add(name);
+      const cache::Key withHidden = builder.finish();
+      key.push_back({withHidden.low, withHidden.high});
+    }
     std::sort(key.begin(), key.end());
     return key;
   };
@@ -138,13 +161,21 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
     use.pins = std::move(*pins);
   }
   LinkPlan linked = withImporters.size() == 1 ? plan : planFor(withImporters);
-  auto build = [&](const LinkPlan &what) {
-    if (Debug::get().on(Debug::Bindings))
+  auto build = [&](const LinkPlan &what) -> llvm::Expected<cache::Built> {
+    if (llvm::Error err = conflictError(what)) return err;
+    if (Debug::get().on(Debug::Bindings)) {
       for (const Binding &b : what.bindings)
         Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer].label + " -> " +
                            images_[b.definer].label);
+      for (size_t i = 0; i < what.images.size(); ++i)
+        for (std::string_view name : what.hidden[i])
+          Debug::get().print("interposed `" + std::string(name) + "`: made local in " + images_[what.images[i]].label);
+    }
     std::vector<backend::LinkInput> inputs;
-    for (uint32_t id : what.images) inputs.push_back({&images_[id].image, images_[id].label, &images_[id].specConstants});
+    for (size_t i = 0; i < what.images.size(); ++i) {
+      LoadedImage &image = images_[what.images[i]];
+      inputs.push_back({&image.image, image.label, &image.specConstants, what.hidden[i]});
+    }
     return programs_.build(*dev, keyOf(what), inputs);
   };
   const auto start = std::chrono::steady_clock::now();

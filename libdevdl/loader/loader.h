@@ -157,6 +157,8 @@ class Loader {
   LinkPlan planFor(std::span<const uint32_t> roots);
   /// The plan's unresolved imports as one error naming each symbol and image; success when none.
   llvm::Error unresolvedError(const LinkPlan &plan);
+  /// A name the plan binds to two definitions, as an error naming both; success when none.
+  llvm::Error conflictError(const LinkPlan &plan);
   llvm::Expected<cache::LinkedProgram *> programFor(uint32_t root);
   /// The loaded images that import, directly or through others, from `plan`'s images, bind to
   /// them, go to `dev` and resolve completely: linked with the plan, a library's code is built

@@ -1,6 +1,10 @@
 #include "resolve/link_plan.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <algorithm>
 
 namespace devdl {
 
@@ -23,6 +27,26 @@ LinkPlan computeLinkPlan(std::span<const uint32_t> roots, std::span<const Device
       plan.bindings.push_back({s.name, importer, *definer});
       if (inPlan.insert(*definer).second) plan.images.push_back(*definer);
     }
+  }
+  // Which definition of each name the link sees: the bound one, else the first in plan order.
+  llvm::DenseMap<llvm::StringRef, const Binding *> bound;
+  for (const Binding &b : plan.bindings) {
+    auto [it, first] = bound.try_emplace(llvm::StringRef(b.symbol.data(), b.symbol.size()), &b);
+    if (!first && it->second->definer != b.definer) plan.conflicts.push_back({b.symbol, *it->second, b});
+  }
+  llvm::DenseMap<llvm::StringRef, uint32_t> seen;
+  plan.hidden.resize(plan.images.size());
+  for (size_t i = 0; i < plan.images.size(); ++i) {
+    const uint32_t id = plan.images[i];
+    for (const Symbol &s : images[id]->symbols) {
+      if (s.kind != SymbolKind::Function && s.kind != SymbolKind::Variable) continue;
+      const llvm::StringRef name(s.name.data(), s.name.size());
+      auto binding = bound.find(name);
+      const bool used = binding != bound.end() ? binding->second->definer == id : seen.try_emplace(name, id).first->second == id;
+      if (!used) plan.hidden[i].push_back(s.name);
+    }
+    std::sort(plan.hidden[i].begin(), plan.hidden[i].end());
+    plan.hidden[i].erase(std::unique(plan.hidden[i].begin(), plan.hidden[i].end()), plan.hidden[i].end());
   }
   return plan;
 }

@@ -33,6 +33,18 @@ struct LinkPlan {
     uint32_t importer;
   };
   std::vector<Unresolved> unresolved;
+  /// Interposition by symbol, as in ld.so: by position in `images`, the functions and variables
+  /// of that image the link must not see, since the plan uses another definition (sorted). A
+  /// name the plan binds is the definition it binds to; one nobody in the plan imports is the
+  /// first image's that defines it. The backend makes the others local to their image.
+  std::vector<std::vector<std::string_view>> hidden;
+  /// A name bound to two definitions (importers in different scopes: DEEPBIND): one program has
+  /// one of each name, so such a plan cannot be linked.
+  struct Conflict {
+    std::string_view symbol;
+    Binding first, second;
+  };
+  std::vector<Conflict> conflicts;
 };
 
 /// Looks up the definition an import of `importer` binds to (its scopes, in its order): the

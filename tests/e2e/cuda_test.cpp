@@ -201,6 +201,24 @@ TEST_F(Cuda, VariableOfADependencyIsTheInstanceTheKernelsUse) {
   closeAll(libs);
 }
 
+TEST_F(Cuda, InterpositionIsBySymbolInEveryFormat) {
+  // interpose_app takes Answer from interpose_first (first in search order) and needs
+  // interpose_other for Other, which defines Answer too: the link sees that one local (the
+  // driver's linker said "Multiple definition of 'Answer'").
+  for (const char *format : {"cubin", "ptx", "fatbin"}) {
+    SCOPED_TRACE(format);
+    auto name = [&](const char *base) { return std::string(base) + "." + format; };
+    auto libs = openGlobal({name("interpose_first").c_str(), name("interpose_other").c_str()});
+    void *app = device_dlopen(image(name("interpose_app")).c_str(), DEVDL_NOW);
+    ASSERT_NE(app, nullptr) << error();
+    void *kernel = device_dlsym(app, "InterposeKernel");
+    ASSERT_NE(kernel, nullptr) << error();
+    EXPECT_EQ(run(kernel, 8), times(1, 210, 8));
+    device_dlclose(app);
+    closeAll(libs);
+  }
+}
+
 TEST_F(Cuda, PackedIntoOneBundle) {
   // devdl-pack made it at build time: the library and the application in one file.
   void *both = device_dlopen(image("seed-cuda.devdl").c_str(), DEVDL_NOW);

@@ -337,6 +337,27 @@ TEST_F(DeviceDlopen, FirstDefinitionInSearchOrderWins) {
   }
 }
 
+// Interposition by symbol, as ld.so: interpose_app takes Answer from interpose_first, first in
+// search order, and needs interpose_other for Other; interpose_other defines Answer too, and the
+// link sees it local to interpose_other (it failed: two definitions of Answer).
+TEST_F(DeviceDlopen, InterpositionIsBySymbolNotByImage) {
+  auto libs = openAll({"interpose_first.spv", "interpose_other.spv"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  setenv("DEVDL_DEBUG", "bindings", 1);
+  CommandResult traced = devdl::test::run({DEVDL_TEST_CACHE_PROBE, "1", "InterposeKernel", image("interpose_first.spv"),
+                                           image("interpose_other.spv"), image("interpose_app.spv")});
+  unsetenv("DEVDL_DEBUG");
+  EXPECT_EQ(traced.out, "210 211 212 213 214 215 216 217\n") << traced.err;
+  EXPECT_NE(traced.err.find("devdl: interposed `Answer`: made local in " + image("interpose_other.spv") +
+                            ": image 0 (spirv)"),
+            std::string::npos)
+      << traced.err;
+  void *app = device_dlopen(image("interpose_app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(app, "InterposeKernel"), 4), (std::vector<int>{210, 211, 212, 213}));
+  device_dlclose(app);
+  closeAll(libs);
+}
+
 TEST_F(DeviceDlopen, SameCodeFromAnotherFileSharesTheProgram) {
   const std::string copy = scratchDir() + "/app-copy.spv";
   std::filesystem::copy_file(image("app.spv"), copy);

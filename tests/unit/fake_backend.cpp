@@ -4,7 +4,7 @@
 
 #include "devdl.h"
 
-#include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/STLExtras.h>
 
 #include <map>
 #include <memory>
@@ -46,14 +46,19 @@ class Device final : public backend::Device {
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const backend::LinkInput> inputs,
                                                         std::string *binary) override {
     Link link;
-    for (const backend::LinkInput &input : inputs) link.push_back(input.label);
+    for (const backend::LinkInput &input : inputs) {
+      link.inputs.push_back(input.label);
+      link.hidden.emplace_back(input.hidden.begin(), input.hidden.end());
+    }
     links().push_back(link);
     // As a linker: one definition of each name among the inputs, and one for every import.
     std::map<std::string, SymbolKind, std::less<>> defined;
     for (const backend::LinkInput &input : inputs)
-      for (const Symbol &s : input.image->symbols)
-        if (s.kind != SymbolKind::Import && !defined.emplace(std::string(s.name), s.kind).second)
+      for (const Symbol &s : input.image->symbols) {
+        if (s.kind == SymbolKind::Import || llvm::is_contained(input.hidden, s.name)) continue;
+        if (!defined.emplace(std::string(s.name), s.kind).second)
           return fail(ErrorCode::Unsupported, input.label + ": multiple definition of `" + std::string(s.name) + "`");
+      }
     for (const backend::LinkInput &input : inputs)
       for (const Symbol &s : input.image->symbols)
         if (s.kind == SymbolKind::Import && !defined.count(s.name))

@@ -1,6 +1,7 @@
 // A test double of a backend, for the loader's unit tests: it runs no device code. It takes
 // SPIR-V images, records every link it is asked for, and links as a linker would check the
-// inputs: each import must be defined by exactly one input, nothing defined twice. Its programs
+// inputs: each import must be defined by exactly one input, nothing defined twice (a name an
+// input is to have local does not count as its definition). Its programs
 // hand out a distinct non-null pointer for each kernel, variable and function they define.
 #pragma once
 
@@ -13,8 +14,12 @@ namespace devdl::test::fake {
 
 inline constexpr int kBackendNumber = 100;
 
-/// One link the fake device was asked for: the labels of its inputs, in plan order.
-using Link = std::vector<std::string>;
+/// One link the fake device was asked for: the labels of its inputs, in plan order, and the
+/// names each input was to have local (interposed by another input).
+struct Link {
+  std::vector<std::string> inputs;
+  std::vector<std::vector<std::string>> hidden;
+};
 
 /// Every link made by fake devices since the last reset, in order.
 std::vector<Link> &links();

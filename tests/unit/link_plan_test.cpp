@@ -83,5 +83,36 @@ TEST(LinkPlan, ResolverDecidesTheScope) {
   EXPECT_EQ(plan.bindings[0].definer, 1u);
 }
 
+TEST(LinkPlan, InterposedDefinitionsAreHiddenByImage) {
+  // k takes f from image 1 (first) and needs image 2 for g; image 2 defines f too.
+  Images set({{{"k"}, {"f", "g"}}, {{"f"}, {}}, {{"f", "g"}, {}}});
+  LinkPlan plan = set.plan({0});
+  EXPECT_EQ(plan.images, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(plan.hidden, (std::vector<std::vector<std::string_view>>{{}, {}, {"f"}}));
+  EXPECT_TRUE(plan.conflicts.empty());
+}
+
+TEST(LinkPlan, ANameNobodyImportsKeepsItsFirstDefinition) {
+  // h is defined by both libraries and imported by nobody: the first in plan order keeps it.
+  Images set({{{"k"}, {"a", "b"}}, {{"a", "h"}, {}}, {{"b", "h"}, {}}});
+  LinkPlan plan = set.plan({0});
+  EXPECT_EQ(plan.hidden, (std::vector<std::vector<std::string_view>>{{}, {}, {"h"}}));
+}
+
+TEST(LinkPlan, ANameBoundToTwoDefinitionsIsAConflict) {
+  // The resolver binds image 1's import of f to image 3, and image 0's to image 2 (as DEEPBIND
+  // importers in different scopes would).
+  Images set({{{"k"}, {"f", "a"}}, {{"a"}, {"f"}}, {{"f"}, {}}, {{"f"}, {}}});
+  LinkPlan plan = computeLinkPlan(std::vector<uint32_t>{0}, set.pointers,
+                                  [](std::string_view name, uint32_t importer) -> std::optional<uint32_t> {
+                                    if (name == "a") return 1;
+                                    return importer == 0 ? 2 : 3;
+                                  });
+  ASSERT_EQ(plan.conflicts.size(), 1u);
+  EXPECT_EQ(plan.conflicts[0].symbol, "f");
+  EXPECT_EQ(plan.conflicts[0].first.definer, 2u);
+  EXPECT_EQ(plan.conflicts[0].second.definer, 3u);
+}
+
 }  // namespace
 }  // namespace devdl::test

@@ -44,7 +44,7 @@ class LoaderLinks : public ::testing::Test {
     std::vector<std::vector<std::string>> named;
     for (const fake::Link &link : fake::links()) {
       named.emplace_back();
-      for (const std::string &label : link)
+      for (const std::string &label : link.inputs)
         named.back().push_back(std::filesystem::path(label.substr(0, label.find(':'))).filename().string());
     }
     return named;
@@ -157,6 +157,27 @@ TEST_F(LoaderLinks, ClosingALibraryKeepsItForTheProgramThatUsesIt) {
   EXPECT_EQ(links().size(), 1u);
   close(app);
   close(lib);
+}
+
+TEST_F(LoaderLinks, InterpositionIsBySymbol) {
+  // app takes Answer from interpose_first (first in search order) and needs interpose_other for
+  // Other: the link sees interpose_other's own Answer as local to it.
+  void *first = open("interpose_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *other = open("interpose_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_app.spv", DEVDL_NOW);
+  EXPECT_NE(symbol(app, "InterposeKernel"), nullptr);
+  ASSERT_EQ(links(), (Links{{"interpose_app.spv", "interpose_first.spv", "interpose_other.spv"}}));
+  EXPECT_EQ(fake::links()[0].hidden, (std::vector<std::vector<std::string>>{{}, {}, {"Answer"}}));
+  close(app);
+  // In the other order, interpose_other's Answer is the one used, and interpose_first is not needed.
+  close(first);
+  first = open("interpose_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  app = open("interpose_app.spv", DEVDL_NOW);
+  EXPECT_EQ(links().back(), (std::vector<std::string>{"interpose_app.spv", "interpose_other.spv"}));
+  EXPECT_EQ(fake::links().back().hidden, (std::vector<std::vector<std::string>>{{}, {}}));
+  close(app);
+  close(first);
+  close(other);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "backend/cuda/cuda_device.h"
+#include "image/local_definitions.h"
 #include "image/readers.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -257,6 +259,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   std::vector<Input> ready;
   std::vector<std::string> texts;  // PTX must end with a NUL
   Storage scratch;                 // fatbin members decompressed for this link: the driver copies its inputs
+  std::deque<std::string> edits;   // copies with interposed definitions made local
   texts.reserve(inputs.size());
   for (const LinkInput &input : inputs) {
     const DeviceImage &image = *input.image;
@@ -282,6 +285,17 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         in.type = best->format == ImageFormat::Cubin ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
         in.data = best->payload;
       }
+    }
+    if (!input.hidden.empty()) {
+      // Definitions another image interposes, made local in a copy (of the member picked).
+      if (in.type == CU_JIT_INPUT_FATBINARY)
+        return fail(ErrorCode::Unsupported, input.label + ": cannot make `" + std::string(input.hidden.front()) +
+                                                "` local: the fatbin's member for " + name_ +
+                                                " is in NVIDIA's compression, which devdl does not read");
+      auto edited = withLocalDefinitions(in.data, in.type == CU_JIT_INPUT_PTX ? ImageFormat::Ptx : ImageFormat::Cubin,
+                                         input.hidden);
+      if (!edited) return inImage(edited.takeError(), input.label);
+      in.data = asBytes(edits.emplace_back(std::move(*edited)));
     }
     if (in.type == CU_JIT_INPUT_PTX) {
       texts.emplace_back(asText(in.data));

@@ -1,5 +1,6 @@
 #include "backend/opencl/opencl_device.h"
 #include "backend/spirv_link.h"
+#include "image/local_definitions.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 namespace devdl::backend::opencl {
@@ -163,7 +165,20 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
   return false;
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> given, std::string *binary) {
+  // Each image whose definitions another image interposes is linked as a copy with them local;
+  // the driver copies what it is given, so the copies live for this call.
+  std::deque<DeviceImage> copies;
+  std::deque<std::string> edits;
+  std::vector<LinkInput> inputs(given.begin(), given.end());
+  for (LinkInput &input : inputs) {
+    if (input.hidden.empty()) continue;
+    auto edited = withLocalDefinitions(input.image->bytes, input.image->format, input.hidden);
+    if (!edited) return inImage(edited.takeError(), input.label);
+    DeviceImage &copy = copies.emplace_back(*input.image);
+    copy.bytes = asBytes(edits.emplace_back(std::move(*edited)));
+    input.image = &copy;
+  }
   auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
     const LinkInput *native = nullptr, *spirv = nullptr;
     for (const LinkInput &input : inputs) {
