@@ -2,8 +2,8 @@
 # Builds devdl with its tests and runs them.
 #   scripts/test.sh               the tests (build/test)
 #   scripts/test.sh --sanitize    the tests built with AddressSanitizer and UBSan (build/asan)
-#   scripts/test.sh --tsan        the loader's tests, threads included, under ThreadSanitizer
-#                                 (build/tsan)
+#   scripts/test.sh --tsan        the loader's tests, threads included (over PoCL and over the
+#                                 fake backend), under ThreadSanitizer (build/tsan)
 #   scripts/test.sh --fuzz [S]    every parser's libFuzzer target for S seconds each (default 30;
 #                                 build/fuzz with clang-14), seeded from build/test
 set -euo pipefail
@@ -27,8 +27,9 @@ case "${1:-}" in
   --tsan)
     cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVDL_BUILD_TESTS=ON \
       -DDEVDL_BUILD_BENCH=OFF -DDEVDL_BUILD_SAMPLES=OFF -DDEVDL_TSAN=ON
-    cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests
-    TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" -R '^(Threads|DeviceDlopen)\.'
+    cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests devdl_loader_tests
+    TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
+      -R '^(Threads|DeviceDlopen|LoaderLinks|LoaderThreads)\.'
     ;;
   --fuzz)
     [ -d build/test/tests/images ] || configure build/test -DDEVDL_BUILD_TESTS=ON

@@ -30,11 +30,13 @@ struct LinkInput {
   std::span<const std::string_view> hidden = {};
 };
 
-/// A linked program. The native objects it hands out live as long as it does.
+/// A linked program. The native objects it hands out live as long as it does. Its lookups may be
+/// called from many threads at once.
 class Program {
  public:
   virtual ~Program() = default;
-  /// The native kernel (cl_kernel, CUfunction), made on first request and kept.
+  /// The native kernel (cl_kernel, CUfunction), made on first request and kept: one object for
+  /// one name, whichever thread asks first.
   virtual llvm::Expected<void *> kernel(std::string_view name) = 0;
   /// The device address of a variable, where the backend has one; else an error saying why.
   virtual llvm::Expected<void *> variable(std::string_view name) = 0;
@@ -42,6 +44,8 @@ class Program {
   virtual llvm::Expected<void *> function(std::string_view name) = 0;
 };
 
+/// A device, once opened, is used from many threads at once: link, load and accepts may be
+/// called concurrently (each backend's driver API is thread-safe for them).
 class Device {
  public:
   virtual ~Device() = default;

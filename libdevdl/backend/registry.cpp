@@ -40,7 +40,9 @@ bool inBuild(const BackendEntry &entry) { return entry.openDefault != nullptr; }
 std::span<const BackendEntry> builtinBackends() { return kBuiltin; }
 
 Devices::Devices(std::span<const BackendEntry> table, std::string choice)
-    : table_(table), choice_(std::move(choice)), slots_(table.size()) {}
+    : table_(table), choice_(std::move(choice)), slots_(new std::atomic<const Opened *>[table.size()]) {
+  for (size_t i = 0; i < table.size(); ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+}
 
 Devices::~Devices() = default;
 
@@ -50,10 +52,10 @@ const BackendEntry *Devices::entry(int number) const {
   return nullptr;
 }
 
-Devices::Slot *Devices::slotOf(int number) {
+size_t Devices::slotOf(int number) const {
   for (size_t i = 0; i < table_.size(); ++i)
-    if (table_[i].number == number) return &slots_[i];
-  return nullptr;
+    if (table_[i].number == number) return i;
+  return table_.size();
 }
 
 std::string Devices::names(bool onlyInBuild) const {
@@ -66,10 +68,24 @@ std::string Devices::names(bool onlyInBuild) const {
   return text;
 }
 
+const Devices::Opened *Devices::publish(size_t slot, std::unique_ptr<Opened> opened, bool force) {
+  const Opened *expected = slots_[slot].load(std::memory_order_acquire);
+  if (!force && expected) return expected;
+  if (force) {
+    slots_[slot].store(opened.get(), std::memory_order_release);
+  } else if (!slots_[slot].compare_exchange_strong(expected, opened.get(), std::memory_order_acq_rel)) {
+    return expected;  // another thread opened one first; ours goes
+  }
+  std::lock_guard lock(published_);
+  kept_.push_back(std::move(opened));
+  return kept_.back().get();
+}
+
 llvm::Expected<Device *> Devices::device(int number) {
   const BackendEntry *row = entry(number);
   if (!row) return fail(ErrorCode::InvalidArgument, "unknown backend " + std::to_string(number));
-  Slot &slot = *slotOf(number);
+  const size_t slot = slotOf(number);
+  const Opened *opened = slots_[slot].load(std::memory_order_acquire);
   if (!choice_.empty()) {
     const BackendEntry *named = nullptr;
     for (const BackendEntry &e : table_)
@@ -77,32 +93,32 @@ llvm::Expected<Device *> Devices::device(int number) {
     if (!named)
       return fail(ErrorCode::Unsupported, "DEVDL_BACKEND=" + choice_ + ": no such backend (" + names() + " are)");
     // A device the program attached to is used whatever the variable says.
-    if (named != row && !slot.device)
+    if (named != row && !(opened && opened->device))
       return fail(ErrorCode::NotFound,
                   "the " + std::string(row->name) + " backend is not used: DEVDL_BACKEND=" + choice_);
   }
-  if (!slot.tried) {
-    slot.tried = true;
-    auto opened = inBuild(*row) ? row->openDefault()
+  if (!opened) {
+    auto made = std::make_unique<Opened>();
+    auto device = inBuild(*row) ? row->openDefault()
                                 : llvm::Expected<std::unique_ptr<Device>>(fail(
                                       ErrorCode::Unsupported, "the " + std::string(row->name) + " backend is not in this build"));
-    if (opened) {
-      slot.device = std::move(*opened);
-      if (Debug::get().on(Debug::Libs))
-        Debug::get().print("backend " + std::string(row->name) + ": device " + slot.device->name() + ", linking by " +
-                           std::string(slot.device->linkMethod()));
-    } else {
-      slot.error = llvm::toString(opened.takeError());
-    }
+    if (device) made->device = std::move(*device);
+    else made->error = llvm::toString(device.takeError());
+    Opened *mine = made.get();
+    opened = publish(slot, std::move(made), /*force=*/false);
+    if (opened == mine && opened->device && Debug::get().on(Debug::Libs))
+      Debug::get().print("backend " + std::string(row->name) + ": device " + opened->device->name() + ", linking by " +
+                         std::string(opened->device->linkMethod()));
   }
-  if (!slot.device) return fail(ErrorCode::NotFound, slot.error);
-  return slot.device.get();
+  if (!opened->device) return fail(ErrorCode::NotFound, opened->error);
+  return opened->device.get();
 }
 
 Device *Devices::opened(int number) const {
-  for (size_t i = 0; i < table_.size(); ++i)
-    if (table_[i].number == number) return slots_[i].device.get();
-  return nullptr;
+  const size_t slot = slotOf(number);
+  if (slot == table_.size()) return nullptr;
+  const Opened *opened = slots_[slot].load(std::memory_order_acquire);
+  return opened ? opened->device.get() : nullptr;
 }
 
 Device *Devices::forImage(const DeviceImage &image, std::string *why) {
@@ -125,8 +141,8 @@ int Devices::defaultBackend() {
       if (e.name == choice_ || (!e.alias.empty() && e.alias == choice_)) return e.number;
     return table_.front().number;  // device() says the name is no backend's
   }
-  for (size_t i = 0; i < table_.size(); ++i)
-    if (slots_[i].device) return table_[i].number;
+  for (const BackendEntry &row : table_)
+    if (opened(row.number)) return row.number;
   for (const BackendEntry &row : table_) {
     if (!inBuild(row)) continue;
     auto dev = device(row.number);
@@ -136,11 +152,11 @@ int Devices::defaultBackend() {
   return table_.front().number;
 }
 
-std::unique_ptr<Device> Devices::replace(std::unique_ptr<Device> device) {
-  Slot &slot = *slotOf(device->backend());
-  slot.tried = true;
-  std::swap(slot.device, device);
-  return device;
+void Devices::replace(std::unique_ptr<Device> device) {
+  const size_t slot = slotOf(device->backend());
+  auto opened = std::make_unique<Opened>();
+  opened->device = std::move(device);
+  publish(slot, std::move(opened), /*force=*/true);
 }
 
 }  // namespace devdl::backend

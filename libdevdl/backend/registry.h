@@ -8,7 +8,9 @@
 
 #include <llvm/Support/Error.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,12 +37,16 @@ struct BackendEntry {
 std::span<const BackendEntry> builtinBackends();
 
 /// The devices devdl links for, one per backend, each opened on first use; and which device links
-/// an image family. Not thread-safe: the loader serializes calls.
+/// an image family. Thread-safe, and no call waits for another: opening a device loads its driver
+/// (the host loader's lock), so two threads asking at once each open one and the first published
+/// is kept. A device, once published, lives as long as this object (programs refer to it).
 class Devices {
  public:
   /// `table` outlives this object; `choice` is DEVDL_BACKEND's value ("" for every backend).
   Devices(std::span<const BackendEntry> table, std::string choice);
   ~Devices();
+  Devices(const Devices &) = delete;
+  Devices &operator=(const Devices &) = delete;
 
   /// The device that links `image`: that of the first backend taking its family that DEVDL_BACKEND
   /// allows (a device the program attached to, whatever it says) and that has a device. Null when
@@ -54,9 +60,9 @@ class Devices {
   /// The backend device_dlnative(0) means: the one DEVDL_BACKEND names, else one in use, else the
   /// first with a device, else the first of the table (for its error).
   int defaultBackend();
-  /// Makes `device` the device of its backend (device_dlattach): the one it replaces is returned,
-  /// to be released once nothing uses it.
-  std::unique_ptr<Device> replace(std::unique_ptr<Device> device);
+  /// Makes `device` the device of its backend (device_dlattach). The one it replaces stays alive
+  /// with this object.
+  void replace(std::unique_ptr<Device> device);
 
   /// The row of backend `number`, or null.
   const BackendEntry *entry(int number) const;
@@ -64,16 +70,20 @@ class Devices {
   std::string names(bool inBuild = false) const;
 
  private:
-  struct Slot {
-    bool tried = false;
+  // What opening a backend's device gave: the device, or why there is none.
+  struct Opened {
     std::unique_ptr<Device> device;
     std::string error;
-    };
-  Slot *slotOf(int number);
+  };
+  /// Publishes `opened` as the slot's if none is yet (any with `force`); the one published.
+  const Opened *publish(size_t slot, std::unique_ptr<Opened> opened, bool force);
+  size_t slotOf(int number) const;
 
   std::span<const BackendEntry> table_;
   std::string choice_;
-  std::vector<Slot> slots_;  // parallel to table_
+  std::unique_ptr<std::atomic<const Opened *>[]> slots_;  // parallel to table_
+  std::mutex published_;                                 // guards kept_ alone
+  std::vector<std::unique_ptr<Opened>> kept_;            // everything ever published
 };
 
 }  // namespace devdl::backend

@@ -220,7 +220,8 @@ DiskCache &DiskCache::process() {
   return cache;
 }
 
-DiskCache::DiskCache(std::string directory, uint64_t maxSize) : directory_(std::move(directory)), maxSize_(maxSize) {}
+DiskCache::DiskCache(std::string directory, uint64_t maxSize)
+    : enabled_(!directory.empty()), directory_(std::move(directory)), maxSize_(maxSize) {}
 
 DiskCache::~DiskCache() {
   if (holdsDirectory()) close(directoryFd_);
@@ -255,7 +256,7 @@ bool DiskCache::prepare() {
   directoryFd_ = -1;  // not closed: the number, if set, is another file's now
   if (std::string why = openDirectoryChecked(); !why.empty()) {
     report("none (" + why + ")");
-    directory_.clear();  // off for the rest of this object's life
+    enabled_ = false;  // off for the rest of this object's life
     return false;
   }
   return true;
@@ -290,6 +291,7 @@ std::string DiskCache::openDirectoryChecked() {
 }
 
 std::optional<Entry> DiskCache::load(const Key &key) {
+  std::lock_guard lock(mutex_);
   if (!prepare()) return std::nullopt;
   const std::string name = entryName(key);
   // O_NONBLOCK: a FIFO put in an entry's place must not hang the load before fstat shows it is
@@ -330,6 +332,7 @@ std::optional<Entry> DiskCache::load(const Key &key) {
 }
 
 void DiskCache::store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds) {
+  std::lock_guard lock(mutex_);
   if (!enabled() || !storing_) return;
   description = description.substr(0, kMaxDescription);
   const uint64_t size = kHeaderSize + description.size() + binary.size();
@@ -395,6 +398,7 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
 }
 
 void DiskCache::discard(const Key &key, std::string_view why) {
+  std::lock_guard lock(mutex_);
   if (!prepare()) return;
   const std::string name = entryName(key);
   unlinkat(directoryFd_, name.c_str(), 0);
@@ -406,6 +410,7 @@ void DiskCache::discard(const Key &key, std::string_view why) {
 }
 
 void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {
+  std::lock_guard lock(mutex_);
   if (buildNanoseconds > loadNanoseconds) stats_.nanosecondsSaved += buildNanoseconds - loadNanoseconds;
 }
 

@@ -15,7 +15,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +44,8 @@ struct Statistics {
   uint64_t nanosecondsSaved = 0;  // build time of the entries hit, less the time to read them
 };
 
+/// Thread-safe: one process's threads load and store at once (one at a time here; entries are
+/// small next to the builds they save).
 class DiskCache final : public BinaryStore {
  public:
   /// The directory as the environment says: DEVDL_CACHE_DIR, else $XDG_CACHE_HOME/devdl, else
@@ -61,7 +65,7 @@ class DiskCache final : public BinaryStore {
   DiskCache &operator=(const DiskCache &) = delete;
 
   /// Whether entries are looked up and stored at all.
-  bool enabled() const override { return !directory_.empty(); }
+  bool enabled() const override { return enabled_.load(std::memory_order_relaxed); }
   const std::string &directory() const { return directory_; }
 
   /// The entry for `key`, verified; nullopt on a miss or a bad entry (which is deleted).
@@ -98,6 +102,8 @@ class DiskCache final : public BinaryStore {
   void evict();
   void report(const std::string &text) const;
 
+  std::mutex mutex_;  // of everything below once the cache is in use
+  std::atomic<bool> enabled_;
   std::string directory_;
   uint64_t maxSize_;
   int directoryFd_ = -1;  // open once prepared: entries are opened, written and renamed in it

@@ -75,20 +75,31 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
 
 LinkedProgram *ProgramCache::add(std::vector<ContentHash> key, std::vector<uint32_t> images,
                                  std::vector<LinkedProgram::Use> uses, backend::Device *device,
-                                 std::unique_ptr<backend::Program> program) {
+                                 std::shared_ptr<backend::Program> program) {
   programs_.push_back(std::unique_ptr<LinkedProgram>(
       new LinkedProgram{std::move(key), std::move(images), std::move(uses), device, std::move(program)}));
   return programs_.back().get();
 }
 
-std::vector<std::unique_ptr<LinkedProgram>> ProgramCache::dropUses(std::span<const uint32_t> roots) {
+std::vector<std::unique_ptr<LinkedProgram>> ProgramCache::dropUses(std::span<const uint32_t> roots,
+                                                                   std::vector<std::shared_ptr<const void>> &released) {
   std::vector<std::unique_ptr<LinkedProgram>> unused;
   for (auto &program : programs_) {
-    llvm::erase_if(program->uses, [&](const LinkedProgram::Use &use) { return llvm::is_contained(roots, use.root); });
-    if (program->uses.empty()) unused.push_back(std::move(program));
+    llvm::erase_if(program->uses, [&](LinkedProgram::Use &use) {
+      if (!llvm::is_contained(roots, use.root)) return false;
+      for (auto &pin : use.pins) released.push_back(std::move(pin));
+      return true;
+    });
+    if (!program->uses.empty()) continue;
+    released.push_back(std::move(program->program));
+    unused.push_back(std::move(program));
   }
   llvm::erase_if(programs_, [](const std::unique_ptr<LinkedProgram> &p) { return !p; });
   return unused;
+}
+
+bool ProgramCache::contains(const LinkedProgram *program) const {
+  return llvm::any_of(programs_, [&](const auto &p) { return p.get() == program; });
 }
 
 }  // namespace devdl::cache

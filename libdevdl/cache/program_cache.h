@@ -40,7 +40,9 @@ struct LinkedProgram {
   std::vector<uint32_t> images;  // the images it was linked from: kept while it lives
   std::vector<Use> uses;
   backend::Device *device;
-  std::unique_ptr<backend::Program> program;
+  // Shared with lookups making a kernel from it with the loader's lock let go: the last of them
+  // releases it.
+  std::shared_ptr<backend::Program> program;
 
   bool holds(uint32_t image) const { return std::find(images.begin(), images.end(), image) != images.end(); }
 };
@@ -73,10 +75,15 @@ class ProgramCache {
                               std::span<const backend::LinkInput> inputs);
   /// Keeps a program made by build() from `images`, for the plans it serves.
   LinkedProgram *add(std::vector<ContentHash> key, std::vector<uint32_t> images, std::vector<LinkedProgram::Use> uses,
-                     backend::Device *device, std::unique_ptr<backend::Program> program);
+                     backend::Device *device, std::shared_ptr<backend::Program> program);
   /// Drops the plans rooted at `roots` (images unloaded) and returns the programs left with
-  /// none, which the caller releases (with the images they hold).
-  std::vector<std::unique_ptr<LinkedProgram>> dropUses(std::span<const uint32_t> roots);
+  /// none, which the caller releases with the images they hold. What the dropped plans and
+  /// programs kept (their pins, the native programs) goes to `released`, for the caller to let
+  /// go when it may call the host loader and the backend.
+  std::vector<std::unique_ptr<LinkedProgram>> dropUses(std::span<const uint32_t> roots,
+                                                       std::vector<std::shared_ptr<const void>> &released);
+  /// Whether `program` is one of this cache's.
+  bool contains(const LinkedProgram *program) const;
   /// Every program, in the order they were made.
   const std::vector<std::unique_ptr<LinkedProgram>> &all() const { return programs_; }
 

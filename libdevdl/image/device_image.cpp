@@ -129,6 +129,19 @@ void DeviceImage::setProperty(std::string_view set, std::string_view name, Prope
   if (it != props.end()) *it = p; else props.push_back(p);
 }
 
+void DeviceImage::ownStrings() {
+  triple = storage->save(triple);
+  arch = storage->save(arch);
+  for (Symbol &s : symbols) s.name = storage->save(s.name);
+  for (PropertySet &set : propertySets) {
+    set.name = storage->save(set.name);
+    for (Property &p : set.properties) {
+      p.name = storage->save(p.name);
+      p.data = storage->save(p.data);
+    }
+  }
+}
+
 std::string_view DeviceImage::moduleId() const {
   if (const PropertySet *set = findSet(kModuleSet))
     if (const Property *id = set->find("id"); id && id->type == PropertyType::String) return id->data;

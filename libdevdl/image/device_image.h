@@ -126,6 +126,11 @@ class DeviceImage {
   void setProperty(std::string_view set, std::string_view name, PropertyType type,
                    std::string_view data);
 
+  /// Copies every string the image points to (symbol names, target, properties) into its
+  /// storage: afterwards only `bytes` refers to memory the image does not own (a host object's,
+  /// which the host may unload).
+  void ownStrings();
+
   /// The module id (devdl/module id), empty if none was recorded.
   std::string_view moduleId() const;
   /// The module ids it needs (devdl/module depends, comma-separated), in order.

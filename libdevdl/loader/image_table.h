@@ -30,8 +30,10 @@ struct LoadedImage {
   cache::ContentHash bytesHash;  // of the bytes alone
   cache::ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
   backend::SpecConstants specConstants;
-  // Whether the device takes it, once asked: lookups ask on every call.
+  // Whether the device that links it takes it, asked when it arrived (and again on attach):
+  // only such images satisfy imports. With why not, for messages.
   enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
+  std::string whyNot;
   // In a handle or a loaded host object. Once unloaded, an image is in no scope, and the memory
   // of a host object's image may be gone: only its label and ids are used then.
   bool loaded = true;

@@ -1,6 +1,7 @@
 // A kernel's program: its image's imports resolved over the scopes into a link plan, the plan's
 // program from the program cache (in memory, else the binary store, else linked), linked with
-// the loaded images that import from it so that a library's code is built once.
+// the loaded images that import from it so that a library's code is built once. Builds run with
+// the loader's lock let go, one per program at a time.
 #include "loader/loader.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -9,21 +10,23 @@
 #include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
-#include <chrono>
+#include <deque>
 #include <set>
 
 namespace devdl {
 
-bool Loader::deviceTakes(uint32_t id) {
+bool Loader::deviceTakes(uint32_t id) const {
   // Like the seed's urDeviceSelectBinary check: an image the device cannot take (a cubin on
   // OpenCL, a cubin for another GPU generation) never satisfies an import, whatever its names.
-  LoadedImage &loaded = images_[id];
-  if (loaded.candidacy == LoadedImage::Candidacy::Unknown) {
-    backend::Device *device = devices_.forImage(loaded.image);
-    loaded.candidacy =
-        device && device->accepts(loaded.image) ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No;
-  }
-  return loaded.candidacy == LoadedImage::Candidacy::Yes;
+  // Unknown only between device_dlattach's switch and its asking again: not taken meanwhile.
+  return images_[id].candidacy == LoadedImage::Candidacy::Yes;
+}
+
+Loader::NewImage Loader::judge(DeviceImage image) {
+  std::string why;
+  backend::Device *device = devices_.forImage(image, &why);
+  const bool takes = device && device->accepts(image, &why);
+  return {std::move(image), takes ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No, takes ? "" : why};
 }
 
 std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer) {
@@ -38,12 +41,6 @@ LinkPlan Loader::planFor(std::span<const uint32_t> roots) {
                          [&](std::string_view symbol, uint32_t importer) { return resolve(symbol, importer); });
 }
 
-std::string Loader::whyNotCandidate(const DeviceImage &image) {
-  std::string why;
-  if (backend::Device *dev = devices_.forImage(image, &why)) dev->accepts(image, &why);
-  return why;
-}
-
 std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
   // A definition the importer could link with, in an image the device cannot take (or no
   // device at all): that is the reason to give.
@@ -55,7 +52,7 @@ std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
     for (const Definition &d : scope->definitions(symbol)) {
       if (d.family != family) continue;
       const LoadedImage &definer = images_[d.image];
-      return " (" + definer.label + " defines it, but " + whyNotCandidate(definer.image) + ")";
+      return " (" + definer.label + " defines it, but " + definer.whyNot + ")";
     }
   }
   return "";
@@ -70,23 +67,6 @@ llvm::Error Loader::unresolvedError(const LinkPlan &plan) {
   return fail(ErrorCode::Unresolved, message);
 }
 
-llvm::Expected<std::vector<std::shared_ptr<const void>>> Loader::pinObjects(uint32_t root,
-                                                                           std::span<const uint32_t> plan) {
-  std::vector<std::shared_ptr<const void>> pins;
-  std::vector<const bundle::LoadedBundle *> pinned;
-  const bundle::LoadedBundle *own = images_[root].host;
-  for (uint32_t id : plan) {
-    const bundle::LoadedBundle *host = images_[id].host;
-    if (!host || host == own || llvm::is_contained(pinned, host)) continue;
-    if (host->object.empty()) continue;  // the executable stays
-    auto reference = bundle::ObjectReference::take(host->object, host->base);
-    if (!reference) return fail(ErrorCode::NotFound, images_[id].label + ": the host has unloaded it");
-    pins.push_back(std::move(reference));
-    pinned.push_back(host);
-  }
-  return pins;
-}
-
 llvm::Error Loader::conflictError(const LinkPlan &plan) {
   if (plan.conflicts.empty()) return llvm::Error::success();
   const LinkPlan::Conflict &c = plan.conflicts.front();
@@ -97,24 +77,45 @@ llvm::Error Loader::conflictError(const LinkPlan &plan) {
                   "'s (a program has one definition of each name)");
 }
 
-llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
-  // Like the host loader's bindings, a program stays as it was linked while its images are
-  // loaded; a new link sees the process as it is now.
-  if (cache::LinkedProgram *program = images_[root].program) return program;
-  if (llvm::Error err = scanProcess()) return err;
-  if (!images_.contains(root) || !images_[root].loaded)
-    return fail(ErrorCode::NotFound, "the image was unloaded with its host object");
-  const uint32_t roots[] = {root};
-  LinkPlan plan = planFor(roots);
-  if (llvm::Error err = unresolvedError(plan)) return err;
-  std::string why;
-  backend::Device *dev = devices_.forImage(images_[root].image, &why);
-  if (!dev) return fail(ErrorCode::Unsupported, images_[root].label + ": " + why);
-  // The same code linked for the same device is the same program, whichever handles or
-  // files the images came from (the seed's key: the plan's images, sorted). A program that
-  // holds all of the plan's images serves it too (the seed's nested key: a library's kernel
-  // from the program linked for the application that imports it): its images define each
-  // symbol once, so the plan's imports are bound there as the plan binds them.
+std::vector<const bundle::LoadedBundle *> Loader::hostsOf(std::span<const uint32_t> plan,
+                                                          const bundle::LoadedBundle *except) const {
+  std::vector<const bundle::LoadedBundle *> hosts;
+  for (uint32_t id : plan) {
+    const bundle::LoadedBundle *host = images_[id].host;
+    // The executable is never unloaded.
+    if (host && host != except && !host->object.empty() && !llvm::is_contained(hosts, host)) hosts.push_back(host);
+  }
+  return hosts;
+}
+
+std::optional<std::vector<std::shared_ptr<const void>>> Loader::pin(
+    const std::vector<const bundle::LoadedBundle *> &hosts) {
+  std::vector<std::shared_ptr<const void>> pins;
+  for (const bundle::LoadedBundle *host : hosts) {
+    auto reference = bundle::ObjectReference::take(host->object, host->base);
+    if (!reference) return std::nullopt;
+    pins.push_back(std::move(reference));
+  }
+  return pins;
+}
+
+namespace {
+
+// What a build needs once the lock is let go: copies of whatever the loader may change meanwhile.
+struct BuildJob {
+  struct Plan {
+    std::vector<cache::ContentHash> key;
+    std::vector<uint32_t> images;
+    std::vector<backend::LinkInput> inputs;
+  };
+  Plan linked, alone;  // with the importers, and the root's plan alone should that not link
+  std::vector<cache::LinkedProgram::Use> uses;  // the root's first, then the importers'
+  std::deque<backend::SpecConstants> specConstants;
+};
+
+}  // namespace
+
+llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t root) {
   // An image whose definitions the plan interposes is linked as another image would be: its
   // hash in the key takes the names made local too.
   auto keyOf = [&](const LinkPlan &what) {
@@ -134,75 +135,176 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(uint32_t root) {
     std::sort(key.begin(), key.end());
     return key;
   };
-  if (cache::LinkedProgram *program = programs_.find(dev, keyOf(plan))) {
-    if (Debug::get().on(Debug::Statistics))
-      Debug::get().print("program for " + images_[root].label + ": in memory (" + std::to_string(plan.images.size()) +
-                         " of its " + std::to_string(program->key.size()) + " images)");
-    cache::LinkedProgram::Use use{root, plan.images, {}};
-    if (!llvm::is_contained(program->uses, use)) {
-      auto pins = pinObjects(root, plan.images);
-      if (!pins) return pins.takeError();
-      use.pins = std::move(*pins);
-      program->uses.push_back(std::move(use));
+  // A host object found unloaded while pinning it: the scopes change at the next scan, then the
+  // plan is made again. Bounded, for an object that is unloading but still listed.
+  constexpr int kPinAttempts = 3;
+  int pinAttempts = 0;
+  bool scanned = false;
+  auto rescan = [&](const std::string &what) -> llvm::Error {
+    scanned = false;
+    if (++pinAttempts < kPinAttempts) return llvm::Error::success();
+    return fail(ErrorCode::NotFound, what + ": a host object it needs was unloaded meanwhile");
+  };
+  for (;;) {
+    if (!images_.contains(root) || !images_[root].loaded)
+      return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
+    // Like the host loader's bindings, a program stays as it was linked while its root is
+    // loaded; a new link sees the process as it is now.
+    if (cache::LinkedProgram *program = images_[root].program) return program;
+    if (!scanned) {
+      scanned = true;
+      scanProcess(lock);
+      continue;
     }
-    images_[root].program = program;
-    return program;
-  }
-  // Linked with the loaded images that import from it, so that their kernels find this
-  // program later rather than build the plan's code again (the seed's double compilation when
-  // a library's kernel comes first). Should that link fail, the plan is linked alone.
-  std::vector<cache::LinkedProgram::Use> uses{{root, plan.images, {}}};
-  std::vector<uint32_t> withImporters{root};
-  for (uint32_t importer : importersOf(plan, dev, uses)) withImporters.push_back(importer);
-  // The host objects whose images are linked stay loaded from here on: the link reads them.
-  for (cache::LinkedProgram::Use &use : uses) {
-    auto pins = pinObjects(use.root, use.plan);
-    if (!pins) return pins.takeError();
-    use.pins = std::move(*pins);
-  }
-  LinkPlan linked = withImporters.size() == 1 ? plan : planFor(withImporters);
-  auto build = [&](const LinkPlan &what) -> llvm::Expected<cache::Built> {
-    if (llvm::Error err = conflictError(what)) return err;
+    const std::string label = images_[root].label;
+    const uint32_t roots[] = {root};
+    LinkPlan plan = planFor(roots);
+    if (llvm::Error err = unresolvedError(plan)) return err;
+    if (llvm::Error err = conflictError(plan)) return err;
+    std::string why;
+    backend::Device *dev = devices_.forImage(images_[root].image, &why);  // opened when the image came
+    if (!dev) return fail(ErrorCode::Unsupported, label + ": " + why);
+    // The same code linked for the same device is the same program, whichever handles or
+    // files the images came from (the seed's key: the plan's images, sorted). A program that
+    // holds all of the plan's images serves it too (the seed's nested key: a library's kernel
+    // from the program linked for the application that imports it): its images define each
+    // symbol once, so the plan's imports are bound there as the plan binds them.
+    const bundle::LoadedBundle *own = images_[root].host;
+    if (cache::LinkedProgram *program = programs_.find(dev, keyOf(plan))) {
+      cache::LinkedProgram::Use use{root, plan.images, {}};
+      if (!llvm::is_contained(program->uses, use)) {
+        // The plan's host objects stay loaded while it uses the program.
+        if (auto hosts = hostsOf(plan.images, own); !hosts.empty()) {
+          lock.release();
+          auto pins = pin(hosts);
+          lock.acquire();
+          if (!pins) {
+            if (llvm::Error err = rescan(label)) return err;
+            continue;
+          }
+          if (!programs_.contains(program) || !images_.contains(root) || !images_[root].loaded) {
+            released_.insert(released_.end(), pins->begin(), pins->end());
+            continue;
+          }
+          use.pins = std::move(*pins);
+        }
+        program->uses.push_back(std::move(use));
+      }
+      if (Debug::get().on(Debug::Statistics))
+        Debug::get().print("program for " + label + ": in memory (" + std::to_string(plan.images.size()) + " of its " +
+                           std::to_string(program->key.size()) + " images)");
+      images_[root].program = program;
+      return program;
+    }
+    // Linked with the loaded images that import from it, so that their kernels find this
+    // program later rather than build the plan's code again (the seed's double compilation when
+    // a library's kernel comes first). Should that link fail, the plan is linked alone.
+    BuildJob job;
+    job.uses.push_back({root, plan.images, {}});
+    std::vector<uint32_t> withImporters{root};
+    for (uint32_t importer : importersOf(plan, dev, job.uses)) withImporters.push_back(importer);
+    const LinkPlan linked = withImporters.size() == 1 ? plan : planFor(withImporters);
+    const auto buildKey = std::make_pair(static_cast<const backend::Device *>(dev), keyOf(linked));
+    // A thread already builds it: wait, and take the program it made (or build it alone after a
+    // while: that thread may be waiting for the host loader's lock, which this one may hold).
+    std::shared_ptr<Building> building;
+    if (auto it = building_.find(buildKey); it != building_.end()) {
+      std::shared_ptr<Building> other = it->second;
+      const bool done = built_.wait_until(lock.held(), other->started + kBuildWait, [&] { return other->done; });
+      if (done) continue;
+    } else {
+      building = std::make_shared<Building>(Building{std::chrono::steady_clock::now(), false});
+      building_.emplace(buildKey, building);
+    }
+    auto plannedInputs = [&](const LinkPlan &what, BuildJob::Plan &into) {
+      into.key = keyOf(what);
+      into.images = what.images;
+      for (size_t i = 0; i < what.images.size(); ++i) {
+        LoadedImage &image = images_[what.images[i]];
+        const backend::SpecConstants &specs = job.specConstants.emplace_back(image.specConstants);
+        into.inputs.push_back({&image.image, image.label, &specs, what.hidden[i]});
+      }
+    };
+    plannedInputs(linked, job.linked);
+    if (withImporters.size() > 1) plannedInputs(plan, job.alone);
     if (Debug::get().on(Debug::Bindings)) {
-      for (const Binding &b : what.bindings)
+      for (const Binding &b : linked.bindings)
         Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer].label + " -> " +
                            images_[b.definer].label);
-      for (size_t i = 0; i < what.images.size(); ++i)
-        for (std::string_view name : what.hidden[i])
-          Debug::get().print("interposed `" + std::string(name) + "`: made local in " + images_[what.images[i]].label);
+      for (size_t i = 0; i < linked.images.size(); ++i)
+        for (std::string_view name : linked.hidden[i])
+          Debug::get().print("interposed `" + std::string(name) + "`: made local in " +
+                             images_[linked.images[i]].label);
     }
-    std::vector<backend::LinkInput> inputs;
-    for (size_t i = 0; i < what.images.size(); ++i) {
-      LoadedImage &image = images_[what.images[i]];
-      inputs.push_back({&image.image, image.label, &image.specConstants, what.hidden[i]});
+    // The images stay whatever happens meanwhile; their host objects stay loaded while the build
+    // reads them (the root's own too).
+    for (uint32_t id : linked.images) images_.hold(id);
+    const auto hosts = hostsOf(linked.images, nullptr);
+    std::vector<std::vector<const bundle::LoadedBundle *>> useHosts;
+    for (const cache::LinkedProgram::Use &use : job.uses) useHosts.push_back(hostsOf(use.plan, images_[use.root].host));
+
+    lock.release();
+    const auto start = std::chrono::steady_clock::now();
+    std::optional<std::vector<std::shared_ptr<const void>>> pins = pin(hosts);
+    llvm::Expected<cache::Built> built = cache::Built{};
+    if (pins) {
+      built = programs_.build(*dev, job.linked.key, job.linked.inputs);
+      if (!built && !job.alone.inputs.empty()) {
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("program for " + label + ": with its importers it did not link (" +
+                             llvm::toString(built.takeError()) + "); linked alone");
+        else
+          llvm::consumeError(built.takeError());
+        job.uses.resize(1);
+        job.linked = std::move(job.alone);
+        built = programs_.build(*dev, job.linked.key, job.linked.inputs);
+      }
     }
-    return programs_.build(*dev, keyOf(what), inputs);
-  };
-  const auto start = std::chrono::steady_clock::now();
-  auto built = build(linked);
-  if (!built && withImporters.size() > 1) {
-    if (Debug::get().on(Debug::Statistics))
-      Debug::get().print("program for " + images_[root].label + ": with its importers it did not link (" +
-                         llvm::toString(built.takeError()) + "); linked alone");
-    else
-      llvm::consumeError(built.takeError());
-    uses.resize(1);
-    linked = plan;
-    built = build(linked);
-  }
-  if (!built) return built.takeError();
-  plan = std::move(linked);
-  if (Debug::get().on(Debug::Statistics)) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    Debug::get().print("program for " + images_[root].label + ": " + std::to_string(plan.images.size()) +
-                       " images, " + std::to_string(plan.bindings.size()) + " bindings, " +
-                       (built->fromStore ? "loaded from the disk cache in " : "linked in ") +
-                       llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
-                       (built->fromStore ? "" : " (" + std::string(dev->linkMethod()) + ")"));
+    lock.acquire();
+
+    if (building) {
+      building->done = true;
+      building_.erase(buildKey);
+      built_.notify_all();
+    }
+    // Each use keeps the references on its plan's host objects.
+    auto finish = [&] {
+      for (auto &pinned : pins ? *pins : std::vector<std::shared_ptr<const void>>()) released_.push_back(std::move(pinned));
+      for (uint32_t id : linked.images) images_.release(id);
+    };
+    if (!pins) {
+      finish();
+      if (llvm::Error err = rescan(label)) return err;
+      continue;
+    }
+    if (!built) {
+      finish();
+      return built.takeError();
+    }
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print("program for " + label + ": " + std::to_string(job.linked.images.size()) + " images, " +
+                         std::to_string(linked.bindings.size()) + " bindings, " +
+                         (built->fromStore ? "loaded from the disk cache in " : "linked in ") +
+                         llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
+                         (built->fromStore ? "" : " (" + std::string(dev->linkMethod()) + ")"));
+    // Uses whose root was unloaded meanwhile are not kept; another thread's program for the same
+    // key (it built too, or waited less) serves instead of this one.
+    std::vector<cache::LinkedProgram::Use> uses;
+    for (size_t u = 0; u < job.uses.size(); ++u) {
+      cache::LinkedProgram::Use &use = job.uses[u];
+      if (!images_.contains(use.root) || !images_[use.root].loaded) continue;
+      for (const bundle::LoadedBundle *host : useHosts[u])
+        for (size_t h = 0; h < hosts.size(); ++h)
+          if (hosts[h] == host) use.pins.push_back((*pins)[h]);
+      uses.push_back(std::move(use));
+    }
+    if (!uses.empty() && !programs_.find(dev, job.linked.key))
+      keepProgram(job.linked.key, job.linked.images, std::move(uses), dev, std::move(built->program));
+    else
+      released_.push_back(std::shared_ptr<backend::Program>(std::move(built->program)));
+    finish();
   }
-  cache::LinkedProgram *program = keepProgram(keyOf(plan), plan.images, std::move(uses), dev, std::move(built->program));
-  images_[root].program = program;
-  return program;
 }
 
 std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device *dev,
@@ -220,11 +322,11 @@ std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device 
       for (uint32_t importer : images_.importersOf(s.name)) {
         if (inPlan.count(importer) || !seen.insert(importer).second) continue;
         // Of this device's family, and an image the device takes.
-        if (devices_.forImage(images_[importer].image) != dev || !deviceTakes(importer)) continue;
+        if (!deviceTakes(importer) || devices_.forImage(images_[importer].image) != dev) continue;
         if (resolve(s.name, importer) != id) continue;  // its import binds elsewhere
         const uint32_t roots[] = {importer};
         LinkPlan own = planFor(roots);
-        if (!own.unresolved.empty()) continue;  // LAZY: its missing symbols are its own business
+        if (!own.unresolved.empty() || !own.conflicts.empty()) continue;  // LAZY: its own business
         found.push_back(importer);
         uses.push_back({importer, own.images, {}});
         for (uint32_t member : own.images)

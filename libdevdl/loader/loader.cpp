@@ -1,7 +1,7 @@
 // The entry points and handles: opening files and memory as handles, references, flags, the
 // lookups device_dlsym and friends make, closing.
 #include "loader/loader.h"
-#include "loader/search_path.h"
+#include "loader/files.h"
 #include "cache/disk_cache.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -9,16 +9,36 @@
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
-#include <llvm/ADT/ScopeExit.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-#include <sys/stat.h>
-
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 namespace devdl {
+
+namespace {
+
+// The answers device_dlsym gave this thread, by handle and name: given again without the loader's
+// lock while its generation says nothing changed since (and, for an image of a host object found
+// through the global scope, while the host loaded and unloaded nothing). Direct-mapped: a miss
+// only costs the lock.
+struct Remembered {
+  const Loader *loader = nullptr;
+  const void *handle = nullptr;
+  std::string name;
+  void *address = nullptr;
+  uint64_t generation = 0;
+  std::optional<uint64_t> hostGeneration;
+};
+constexpr size_t kRemembered = 64;
+thread_local std::array<Remembered, kRemembered> remembered;
+
+Remembered &slotFor(const void *handle, std::string_view name) {
+  return remembered[(std::hash<std::string_view>{}(name) ^ (reinterpret_cast<uintptr_t>(handle) >> 4)) % kRemembered];
+}
+
+}  // namespace
 
 Loader::Loader(Options options)
     : devices_(options.backends, std::move(options.backendChoice)), programs_(options.store) {}
@@ -34,11 +54,30 @@ Loader &Loader::instance() {
   return *loader;
 }
 
+void Loader::Lock::release() {
+  if (!lock_.owns_lock()) return;
+  std::vector<std::shared_ptr<const void>> released = std::move(loader_.released_);
+  loader_.released_.clear();
+  lock_.unlock();
+  released.clear();  // programs released by the backend, references dropped by the host loader
+}
+
+Handle *Loader::findHandle(void *handlePtr) {
+  auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
+  return it == handles_.end() ? nullptr : it->get();
+}
+
+Handle *Loader::findHandle(const Handle::Identity &identity) {
+  auto it = llvm::find_if(handles_, [&](const auto &h) { return h->identity == identity; });
+  return it == handles_.end() ? nullptr : it->get();
+}
+
 void Loader::joinGlobalScope(const std::vector<uint32_t> &ids) {
   // Programs linked before stay as they were linked, as the host loader's bindings do.
   for (uint32_t id : ids)
     if (scopes_.join(id, images_[id].image) && Debug::get().on(Debug::Libs))
       Debug::get().print("global scope += " + images_[id].label);
+  changed();
   // The process's first scope is reported once DEVDL_PRELOAD has taken its place in it.
   if (preloaded_) reportDuplicates(ids);
 }
@@ -48,119 +87,129 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   // A host object's images may be another handle's recorded dependencies.
   for (const auto &handle : handles_) handle->local.remove(ids, images_.pointers());
   for (uint32_t id : ids) images_.unload(id);
-  for (std::unique_ptr<cache::LinkedProgram> &unused : programs_.dropUses(ids)) {
+  for (std::unique_ptr<cache::LinkedProgram> &unused : programs_.dropUses(ids, released_)) {
     for (uint32_t id = 0; id < images_.end(); ++id)
       if (images_.contains(id) && images_[id].program == unused.get()) images_[id].program = nullptr;
     for (uint32_t id : unused->images) images_.release(id);
   }
+  changed();
 }
 
 cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, std::vector<uint32_t> images,
                                           std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
-                                          std::unique_ptr<backend::Program> program) {
+                                          std::shared_ptr<backend::Program> program) {
   for (uint32_t id : images) images_.hold(id);
   return programs_.add(std::move(key), std::move(images), std::move(uses), device, std::move(program));
 }
 
-Handle *Loader::findHandle(void *handlePtr) {
-  auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
-  return it == handles_.end() ? nullptr : it->get();
+std::vector<Loader::NewImage> Loader::prepare(ImageFile read) {
+  std::vector<NewImage> images;
+  for (DeviceImage &image : read.images) images.push_back(judge(std::move(image)));
+  return images;
 }
 
-llvm::Expected<void *> Loader::open(const char *path, int flags) {
-  std::lock_guard lock(mutex_);
-  if (llvm::Error err = scanProcess()) return err;
-  if (!path) return globalHandle();
+llvm::Expected<void *> Loader::open(const char *name, int flags) {
+  if (!name) {
+    Lock lock(*this);
+    scanProcess(lock);
+    return globalHandle();
+  }
   if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
     return fail(ErrorCode::InvalidArgument, "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");
-  auto handle = openFile(findFile(path), flags);
+  const std::string path = findFile(name);
+  auto file = OpenFile::open(path);
+  if (!file) return file.takeError();
+  Lock lock(*this);
+  scanProcess(lock);
+  auto handle = openIdentified(lock, {file->device(), file->inode(), nullptr}, flags, path, [&] { return file->read(); });
   if (!handle) return handle.takeError();
   return *handle;
 }
 
 llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const char *name, int flags) {
-  std::lock_guard lock(mutex_);
-  if (llvm::Error err = scanProcess()) return err;
   if (!data || !size) return fail(ErrorCode::InvalidArgument, "device_dlopen_mem: no data");
   if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
     return fail(ErrorCode::InvalidArgument, "device_dlopen_mem: flags must include DEVDL_LAZY or DEVDL_NOW");
-  auto handle = openMemory(Bytes(static_cast<const uint8_t *>(data), size), name ? name : "(memory)", flags);
+  const Bytes bytes(static_cast<const uint8_t *>(data), size);
+  const std::string label = name ? name : "(memory)";
+  Lock lock(*this);
+  scanProcess(lock);
+  auto handle = openIdentified(lock, {0, 0, data}, flags, label, [&] { return readImageMemory(bytes, label, nullptr); });
   if (!handle) return handle.takeError();
   return *handle;
 }
 
-llvm::Expected<Handle *> Loader::reopen(const Handle::Identity &identity, int flags) {
-  for (const auto &h : handles_) {
-    if (!(h->identity == identity)) continue;
-    // As dlopen(RTLD_NOW) of a library loaded lazily: its links are made now, or the open
-    // fails and the handle stays as it was.
-    if ((flags & DEVDL_NOW) && !h->linkedNow)
-      if (llvm::Error err = linkNow(*h)) return err;
-    ++h->references;
-    h->nodelete |= (flags & DEVDL_NODELETE) != 0;
-    if ((flags & DEVDL_GLOBAL) && !h->global) {
-      h->global = true;
-      joinGlobalScope(h->images);
+llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identity &identity, int flags,
+                                                const std::string &name,
+                                                llvm::function_ref<llvm::Expected<ImageFile>()> read) {
+  for (;;) {
+    if (Handle *open = findHandle(identity)) return reopen(lock, *open, flags);
+    if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, name + ": not loaded (DEVDL_NOLOAD)");
+    // Read, and judged by the devices (which may be opened now), with the lock let go.
+    lock.release();
+    auto file = read();
+    std::vector<NewImage> images;
+    std::string fileName;
+    if (file) {
+      fileName = file->name;
+      images = prepare(std::move(*file));
     }
-    return h.get();
+    lock.acquire();
+    if (!file) return file.takeError();
+    if (findHandle(identity)) continue;  // another thread opened it meanwhile: that handle
+    auto handle = addHandle(fileName, std::move(images), identity, flags);
+    if (!handle) return handle.takeError();
+    // As RTLD_NOW: linked now, or the open fails and leaves nothing behind.
+    if (flags & DEVDL_NOW)
+      if (llvm::Error err = linkNow(lock, **handle)) {
+        release(*handle);
+        return err;
+      }
+    return *handle;
   }
-  return nullptr;
 }
 
-llvm::Expected<Handle *> Loader::openFile(const std::string &file, int flags) {
-  // The file is opened once: the identity that finds it again and the bytes read are the same
-  // file's, whatever is renamed over its path meanwhile.
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return inFile(fail(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, std::strerror(errno)), file);
-  const auto closeFd = llvm::make_scope_exit([fd] { ::close(fd); });
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return inFile(fail(ErrorCode::Io, std::strerror(errno)), file);
-  if (S_ISDIR(st.st_mode)) return inFile(fail(ErrorCode::Io, std::strerror(EISDIR)), file);
-  const Handle::Identity identity{st.st_dev, st.st_ino, nullptr};
-  auto again = reopen(identity, flags);
-  if (!again || *again) return again;
-  if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, file + ": not loaded (DEVDL_NOLOAD)");
-  // Anything but a regular file (a pipe) is read to its end.
-  auto read = readImageFile(fd, S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : ~uint64_t(0), file);
-  if (!read) return read.takeError();
-  return addHandle(std::move(*read), identity, flags);
+llvm::Expected<Handle *> Loader::reopen(Lock &lock, Handle &handle, int flags) {
+  // As dlopen(RTLD_NOW) of a library loaded lazily: its links are made now, or the open fails
+  // and the handle stays as it was. The reference taken first keeps it while the lock is let go.
+  ++handle.references;
+  if ((flags & DEVDL_NOW) && !handle.linkedNow)
+    if (llvm::Error err = linkNow(lock, handle)) {
+      release(&handle);
+      return err;
+    }
+  handle.nodelete |= (flags & DEVDL_NODELETE) != 0;
+  if ((flags & DEVDL_GLOBAL) && !handle.global) {
+    handle.global = true;
+    joinGlobalScope(handle.images);
+  }
+  return &handle;
 }
 
-llvm::Expected<Handle *> Loader::openMemory(Bytes bytes, std::string name, int flags) {
-  const Handle::Identity identity{0, 0, bytes.data()};
-  auto again = reopen(identity, flags);
-  if (!again || *again) return again;
-  if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, name + ": not loaded (DEVDL_NOLOAD)");
-  auto read = readImageMemory(bytes, std::move(name), nullptr);
-  if (!read) return read.takeError();
-  return addHandle(std::move(*read), identity, flags);
-}
-
-llvm::Expected<Handle *> Loader::addHandle(ImageFile read, const Handle::Identity &identity, int flags) {
+llvm::Expected<Handle *> Loader::addHandle(std::string name, std::vector<NewImage> images,
+                                           const Handle::Identity &identity, int flags) {
   auto handle = std::make_unique<Handle>();
-  handle->path = read.name;
+  handle->path = std::move(name);
   handle->identity = identity;
   handle->references = 1;
   handle->nodelete = (flags & DEVDL_NODELETE) != 0;
   handle->local.deepbind = (flags & DEVDL_DEEPBIND) != 0;
-  for (size_t i = 0; i < read.images.size(); ++i) {
-    const uint32_t id = images_.add(std::move(read.images[i]), read.name, static_cast<unsigned>(i), handle.get());
+  for (size_t i = 0; i < images.size(); ++i) {
+    const uint32_t id = images_.add(std::move(images[i].image), handle->path, static_cast<unsigned>(i), handle.get());
+    images_[id].candidacy = images[i].candidacy;
+    images_[id].whyNot = std::move(images[i].whyNot);
     handle->images.push_back(id);
     handle->local.add(images_[id].image, id);
   }
-  // On failure the loader is left as it was before this call.
-  auto undo = [&](llvm::Error err) -> llvm::Expected<Handle *> {
+  if (llvm::Error err = addDependencies(*handle)) {
     for (Handle *needed : handle->needed) --needed->references;
     dropImages(handle->images);
     return err;
-  };
-  if (llvm::Error err = addDependencies(*handle)) return undo(std::move(err));
+  }
   if (flags & DEVDL_GLOBAL) {
     handle->global = true;
     joinGlobalScope(handle->images);
   }
-  if (flags & DEVDL_NOW)
-    if (llvm::Error err = linkNow(*handle)) return undo(std::move(err));
   handles_.push_back(std::move(handle));
   return handles_.back().get();
 }
@@ -197,14 +246,14 @@ std::optional<uint32_t> Loader::findModule(std::string_view module, const Handle
   return std::nullopt;
 }
 
-llvm::Error Loader::linkNow(Handle &handle) {
+llvm::Error Loader::linkNow(Lock &lock, Handle &handle) {
   // As RTLD_NOW: every import of every image resolves now, kernels or not; the kernels'
   // programs are linked now.
   for (uint32_t id : handle.images) {
     const bool hasKernel =
         llvm::any_of(images_[id].image.symbols, [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
     if (hasKernel) {
-      auto program = programFor(id);
+      auto program = programFor(lock, id);
       if (!program) return program.takeError();
       continue;
     }
@@ -215,7 +264,17 @@ llvm::Error Loader::linkNow(Handle &handle) {
   return llvm::Error::success();
 }
 
-llvm::Expected<Loader::Found> Loader::lookup(void *handlePtr, std::string_view name) {
+void Loader::release(Handle *handle) {
+  if (--handle->references > 0 || handle->nodelete) return;
+  const std::vector<Handle *> needed = std::move(handle->needed);
+  dropImages(handle->images);
+  handles_.erase(llvm::find_if(handles_, [&](const auto &h) { return h.get() == handle; }));
+  // Then what it kept open, as dlclose closes the DT_NEEDED libraries of an object it unloads.
+  for (Handle *dependency : needed)
+    if (findHandle(dependency) && dependency->references > 0) release(dependency);
+}
+
+llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *handlePtr, std::string_view name) {
   auto takes = [&](uint32_t id) { return deviceTakes(id); };
   const Definition *definition = nullptr;
   const Handle *handle = nullptr;  // null: the global scope
@@ -225,8 +284,8 @@ llvm::Expected<Loader::Found> Loader::lookup(void *handlePtr, std::string_view n
     // now; only a definition from a host object, which may have been unloaded since, or none at
     // all needs a look at the process first.
     definition = findGlobal();
-    if (!definition || !images_[definition->image].owner) {
-      if (llvm::Error err = scanProcess()) return err;
+    if (!definition || images_[definition->image].host) {
+      scanProcess(lock);
       definition = findGlobal();
     }
   } else {
@@ -246,7 +305,7 @@ llvm::Expected<Loader::Found> Loader::lookup(void *handlePtr, std::string_view n
       const LoadedImage &first = images_[all.front().image];
       return fail(ErrorCode::Unsupported, first.label + ": `" + std::string(name) + "` is in a " +
                                               std::string(formatName(first.image.format)) +
-                                              " image, which cannot be linked here: " + whyNotCandidate(first.image));
+                                              " image, which cannot be linked here: " + first.whyNot);
     }
     return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
                                          ": undefined device symbol `" + std::string(name) + "`");
@@ -285,39 +344,49 @@ std::vector<uint32_t> Loader::planOf(uint32_t root) {
 }
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
-  std::lock_guard lock(mutex_);
-  auto found = lookup(handlePtr, name);
+  // What this thread found before, while nothing changed: no lock at all.
+  Remembered &slot = slotFor(handlePtr, name);
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (slot.loader == this && slot.handle == handlePtr && slot.generation == generation && slot.name == name &&
+      (!slot.hostGeneration || *slot.hostGeneration == bundle::loadedObjectsGeneration()))
+    return slot.address;
+
+  Lock lock(*this);
+  auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
-  const Definition *definition = &found->definition;
-  cache::LinkedProgram *program = nullptr;
+  const Definition definition = found->definition;
+  llvm::Expected<cache::LinkedProgram *> program = nullptr;
   if (found->through) {
     // Found among the handle's dependencies: in the program of the image that reaches it, whose
     // kernels use this very instance.
-    auto linked = programFor(*found->through);
-    if (!linked) return linked.takeError();
-    program = *linked;
-  } else if (definition->kind != SymbolKind::Kernel) {
+    program = programFor(lock, *found->through);
+  } else if (definition.kind != SymbolKind::Kernel) {
     // A variable has an instance in each program its image is linked into: the address given
     // is the one in the first program that holds it, which is where the kernels that were
     // requested before it read it. Only with no such program is one linked for the image.
-    program = programs_.holding(definition->image);
+    program = programs_.holding(definition.image);
   }
-  if (!program) {
-    auto linked = programFor(definition->image);
-    if (!linked) return linked.takeError();
-    program = *linked;
-  }
-  backend::Program &native = *program->program;
-  auto address = definition->kind == SymbolKind::Kernel     ? native.kernel(name)
-                 : definition->kind == SymbolKind::Variable ? native.variable(name)
-                                                            : native.function(name);
-  if (!address) return inImage(address.takeError(), images_[definition->image].label);
+  if (program && !*program) program = programFor(lock, definition.image);
+  if (!program) return program.takeError();
+  // The program holds the image: its label is there, whatever was unloaded meanwhile.
+  const std::string label = images_[definition.image].label;
+  const bool fromHost = handlePtr == globalHandle() && images_[definition.image].host;
+  const std::optional<uint64_t> hostGeneration = fromHost ? std::optional(scannedGeneration_) : std::nullopt;
+  std::shared_ptr<backend::Program> native = (*program)->program;
+  lock.release();
+
+  // The native object is made by the backend with the lock let go.
+  auto address = definition.kind == SymbolKind::Kernel     ? native->kernel(name)
+                 : definition.kind == SymbolKind::Variable ? native->variable(name)
+                                                           : native->function(name);
+  if (!address) return inImage(address.takeError(), label);
+  slot = {this, handlePtr, std::string(name), *address, generation, hostGeneration};
   return *address;
 }
 
 llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
-  std::lock_guard lock(mutex_);
-  auto found = lookup(handlePtr, name);
+  Lock lock(*this);
+  auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition &definition = found->definition;
   const LoadedImage &image = images_[definition.image];
@@ -331,13 +400,15 @@ llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_sym
 }
 
 llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {
-  std::lock_guard lock(mutex_);
-  auto found = lookup(handlePtr, name);
+  Lock lock(*this);
+  auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   if (found->definition.kind != SymbolKind::Kernel)
     return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
-  if (llvm::Error err = scanProcess()) return err;
+  scanProcess(lock);
   const uint32_t roots[] = {found->definition.image};
+  if (!images_.contains(roots[0]) || !images_[roots[0]].loaded)
+    return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
   const LinkPlan plan = planFor(roots);
   std::string text = std::string(name) + ": " + images_[roots[0]].label + "\n";
   for (const Binding &b : plan.bindings)
@@ -349,8 +420,8 @@ llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view n
 }
 
 std::vector<Loader::ImageSnapshot> Loader::snapshot() {
-  std::lock_guard lock(mutex_);
-  llvm::consumeError(scanProcess());
+  Lock lock(*this);
+  scanProcess(lock);
   std::vector<ImageSnapshot> list;
   auto add = [&](uint32_t id) {
     const LoadedImage &image = images_[id];
@@ -364,13 +435,13 @@ std::vector<Loader::ImageSnapshot> Loader::snapshot() {
 }
 
 llvm::Error Loader::attach(const devdl_native &native) {
-  std::lock_guard lock(mutex_);
   const backend::BackendEntry *row = devices_.entry(native.backend);
   if (!row || !row->attach)
     return fail(ErrorCode::Unsupported, "device_dlattach: backend " + std::to_string(native.backend) +
                                             " is not in this build (" + devices_.names(/*inBuild=*/true) + " are)");
   auto attached = row->attach(native);
   if (!attached) return attached.takeError();
+  Lock lock(*this);
   if (backend::Device *current = devices_.opened(native.backend)) {
     devdl_native now{sizeof now, 0, nullptr, nullptr, nullptr};
     current->native(now);
@@ -379,43 +450,55 @@ llvm::Error Loader::attach(const devdl_native &native) {
       return fail(ErrorCode::InvalidArgument, "device_dlattach: programs are already linked for " + current->name());
   }
   devices_.replace(std::move(*attached));
-  for (uint32_t id = 0; id < images_.end(); ++id)  // another device may take other images
-    if (images_.contains(id)) {
+  // Another device may take other images: each is judged again, with the lock let go.
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 0; id < images_.end(); ++id)
+    if (images_.contains(id) && images_[id].loaded) {
       images_[id].candidacy = LoadedImage::Candidacy::Unknown;
       images_[id].program = nullptr;
+      images_.hold(id);
+      ids.push_back(id);
     }
+  changed();
+  const auto hosts = hostsOf(ids, nullptr);
+  std::vector<std::pair<LoadedImage::Candidacy, std::string>> judged;
+  lock.release();
+  const auto pins = pin(hosts);  // a native binary in a host object is read by the driver
+  for (uint32_t id : ids) {
+    const DeviceImage &image = images_[id].image;  // held: it stays
+    std::string why;
+    backend::Device *device = devices_.forImage(image, &why);
+    const bool takes = device && device->accepts(image, &why);
+    judged.emplace_back(takes ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No, takes ? "" : why);
+  }
+  lock.acquire();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    LoadedImage &image = images_[ids[i]];
+    if (image.loaded && image.candidacy == LoadedImage::Candidacy::Unknown)
+      std::tie(image.candidacy, image.whyNot) = std::move(judged[i]);
+    images_.release(ids[i]);
+  }
+  if (pins) released_.insert(released_.end(), pins->begin(), pins->end());
+  changed();
   return llvm::Error::success();
 }
 
 llvm::Error Loader::close(void *handlePtr) {
-  std::lock_guard lock(mutex_);
+  Lock lock(*this);
   if (handlePtr == globalHandle()) return llvm::Error::success();
-  auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == handlePtr; });
-  if (it == handles_.end()) return fail(ErrorCode::InvalidArgument, "device_dlclose: invalid handle");
+  Handle *handle = findHandle(handlePtr);
+  if (!handle) return fail(ErrorCode::InvalidArgument, "device_dlclose: invalid handle");
   // Only a DEVDL_NODELETE handle stays with no reference; closing it then is an error, as
   // dlclose of a NODELETE object already closed is ("shared object not open").
-  if ((*it)->references == 0)
+  if (handle->references == 0)
     return fail(ErrorCode::InvalidArgument,
-                "device_dlclose: " + (*it)->path + " is not open (DEVDL_NODELETE keeps it loaded)");
-  release(*it);
+                "device_dlclose: " + handle->path + " is not open (DEVDL_NODELETE keeps it loaded)");
+  release(handle);
   return llvm::Error::success();
 }
 
-void Loader::release(std::unique_ptr<Handle> &owned) {
-  Handle &handle = *owned;
-  if (--handle.references > 0 || handle.nodelete) return;
-  const std::vector<Handle *> needed = std::move(handle.needed);
-  dropImages(handle.images);
-  handles_.erase(llvm::find(handles_, owned));
-  // Then what it kept open, as dlclose closes the DT_NEEDED libraries of an object it unloads.
-  for (Handle *dependency : needed) {
-    auto it = llvm::find_if(handles_, [&](const auto &h) { return h.get() == dependency; });
-    if (it != handles_.end() && (*it)->references > 0) release(*it);
-  }
-}
-
 llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_view value) {
-  std::lock_guard lock(mutex_);
+  Lock lock(*this);
   const Handle *handle = findHandle(handlePtr);
   if (!handle) return fail(ErrorCode::InvalidArgument, "device_dlspecialize: invalid handle");
   if (value.size() != 1 && value.size() != 2 && value.size() != 4 && value.size() != 8)
@@ -446,11 +529,12 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
     if (images_.contains(id) && images_[id].program &&
         llvm::any_of(specialized, [&](uint32_t s) { return images_[id].program->holds(s); }))
       images_[id].program = nullptr;
+  changed();
   return llvm::Error::success();
 }
 
 llvm::Error Loader::native(devdl_native &out) {
-  std::lock_guard lock(mutex_);
+  // The devices open themselves without the loader's lock.
   const int which = out.backend ? out.backend : devices_.defaultBackend();
   if (!devices_.entry(which))
     return fail(ErrorCode::InvalidArgument, "device_dlnative: unknown backend " + std::to_string(which));

@@ -2,7 +2,7 @@
 // order, DEVDL_PRELOAD, lifetimes; and a kernel's program, asked of the parts that decide it:
 //
 //   resolve/scopes          the global scope, handles' local scopes, DEEPBIND, candidacy
-//   resolve/link_plan       the closure of an image's imports
+//   resolve/link_plan       the closure of an image's imports, interposition by symbol
 //   cache/program_cache     programs in memory (the nested key) over the binary store (disk)
 //   backend/registry        which backend's device links an image
 //
@@ -14,6 +14,14 @@
 // in load order, later RTLD_GLOBAL objects), then the images of handles opened DEVDL_GLOBAL, in
 // the order they joined. A handle's local scope is its own images, then the images they record
 // as dependencies (devdl/module depends), breadth first.
+//
+// Locking. One mutex guards the loader's own data, and is never held while calling the host
+// loader (dl_iterate_phdr, dlopen, dlsym, dlclose) or a backend (opening a device, linking,
+// making a kernel, releasing a program): host constructors run under glibc's lock and may call
+// devdl, and a backend may load libraries. An entry point lets the mutex go for such work and
+// takes it again; what it releases under the mutex is destroyed once it lets go. Builds run
+// without the mutex, one per program at a time. Lookups of what was found before take no lock
+// at all (a cache per thread, checked against a generation every change moves).
 #pragma once
 
 #include "backend/registry.h"
@@ -24,11 +32,16 @@
 #include "resolve/link_plan.h"
 #include "resolve/scopes.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/Support/Error.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <sys/types.h>
@@ -95,17 +108,70 @@ class Loader {
   };
   std::vector<ImageSnapshot> snapshot();
 
+  /// How long a thread waits for another's build of the program it needs before it builds the
+  /// program itself: the other thread may be waiting for the host loader's lock, held by this one
+  /// (a host constructor calling devdl while a backend loads a library).
+  static constexpr std::chrono::milliseconds kBuildWait{1000};
+
  private:
-  // All private members are called with mutex_ held.
+  /// mutex_ held; let go for work outside, and at the end, when what was released under it
+  /// (programs, references on host objects) is destroyed.
+  class Lock {
+   public:
+    explicit Lock(Loader &loader) : loader_(loader), lock_(loader.mutex_) {}
+    ~Lock() { release(); }
+    Lock(const Lock &) = delete;
+    Lock &operator=(const Lock &) = delete;
+    /// Lets the mutex go and destroys what was released under it.
+    void release();
+    void acquire() { lock_.lock(); }
+    std::unique_lock<std::mutex> &held() { return lock_; }
+
+   private:
+    Loader &loader_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
+  /// An image read with the lock let go, and whether the device that links it takes it (asked
+  /// then: it may open the device, or ask the driver of a native binary).
+  struct NewImage {
+    DeviceImage image;
+    LoadedImage::Candidacy candidacy;
+    std::string whyNot;
+  };
+  /// What the host loader has loaded, seen with the lock let go.
+  struct ProcessView {
+    uint64_t generation = 0;
+    bool listed = false;  // `objects` are every loaded bundle: objects were loaded or unloaded
+    struct Object {
+      bundle::LoadedBundle found;
+      bool global = false;
+      std::optional<std::vector<NewImage>> images;  // read for a bundle the loader did not know
+    };
+    std::vector<Object> objects;  // in link-map order; unlisted: the known ones not global
+    struct Preload {
+      std::string path;
+      Handle::Identity identity;
+      std::vector<NewImage> images;
+    };
+    std::optional<std::vector<Preload>> preloads;  // DEVDL_PRELOAD's files, before the first scan
+  };
+
+  // All private members but those taking a Lock are called with mutex_ held and call neither the
+  // host loader nor a backend.
   Handle *globalHandle() { return reinterpret_cast<Handle *>(&globalScopeTag_); }
   Handle *findHandle(void *handle);
+  Handle *findHandle(const Handle::Identity &identity);
+  /// Moves the generation: a lookup remembered before may give another answer now.
+  void changed() { generation_.fetch_add(1, std::memory_order_release); }
+
   /// What a name is bound to in a handle's scope: its definition, and for one among the
   /// handle's dependencies the handle's image whose imports reach it.
   struct Found {
     Definition definition;
     std::optional<uint32_t> through;
   };
-  llvm::Expected<Found> lookup(void *handle, std::string_view name);
+  llvm::Expected<Found> lookup(Lock &lock, void *handle, std::string_view name);
   /// The first definition of `name` among the images the handle's images depend on, with the
   /// handle's image that reaches it; nullopt when none of them defines it.
   std::optional<Found> inDependencies(const Handle &handle, std::string_view name);
@@ -116,62 +182,81 @@ class Loader {
   std::vector<uint32_t> planOf(uint32_t root);
 
   // loader.cpp: handles.
-  llvm::Expected<Handle *> openFile(const std::string &file, int flags);
-  llvm::Expected<Handle *> openMemory(Bytes bytes, std::string name, int flags);
-  /// The handle already open for `identity`, referenced once more; null when there is none.
-  llvm::Expected<Handle *> reopen(const Handle::Identity &identity, int flags);
-  llvm::Expected<Handle *> addHandle(ImageFile read, const Handle::Identity &identity, int flags);
+  /// Images of a file or memory, read with the lock let go; candidacy asked of the devices.
+  std::vector<NewImage> prepare(ImageFile read);
+  /// The handle for `identity` (named `name` in errors): the one open, or a new one from what
+  /// `read` reads with the lock let go.
+  llvm::Expected<Handle *> openIdentified(Lock &lock, const Handle::Identity &identity, int flags,
+                                          const std::string &name,
+                                          llvm::function_ref<llvm::Expected<ImageFile>()> read);
+  /// An open handle, referenced once more (linked now with DEVDL_NOW).
+  llvm::Expected<Handle *> reopen(Lock &lock, Handle &handle, int flags);
+  /// A new handle for `images`, in the scopes: its dependencies found, DEVDL_GLOBAL joined (not
+  /// linked: DEVDL_NOW is its caller's). Fails, leaving nothing, naming a missing dependency.
+  llvm::Expected<Handle *> addHandle(std::string name, std::vector<NewImage> images, const Handle::Identity &identity,
+                                     int flags);
   /// Adds the images the handle's images record as dependencies to its local scope, breadth
   /// first, and references their handles. Fails naming a module no loaded image is.
   llvm::Error addDependencies(Handle &handle);
   /// The loaded image whose module id is `id`: the handle's own first, then the global scope's
   /// in search order, then any other.
   std::optional<uint32_t> findModule(std::string_view id, const Handle &handle) const;
+  /// Links the programs of the handle's kernels and resolves its other images (DEVDL_NOW).
+  llvm::Error linkNow(Lock &lock, Handle &handle);
   /// Drops one reference of the handle; at zero, unloads it.
-  void release(std::unique_ptr<Handle> &handle);
-  /// Links the programs of the handle's kernels (DEVDL_NOW).
-  llvm::Error linkNow(Handle &handle);
+  void release(Handle *handle);
   void joinGlobalScope(const std::vector<uint32_t> &ids);
   /// Unloads images: out of every scope at once, their plans dropped, and the programs left
   /// with none released, with the images only they held.
   void dropImages(const std::vector<uint32_t> &ids);
-  /// References on the host objects carrying images of `plan`, but for the root's own (loaded
-  /// while the root is): they stay in memory while the plan is used. Fails naming an image whose
-  /// object the host has unloaded meanwhile.
-  llvm::Expected<std::vector<std::shared_ptr<const void>>> pinObjects(uint32_t root, std::span<const uint32_t> plan);
   /// Keeps a program made for `uses`, holding `images` while it lives.
   cache::LinkedProgram *keepProgram(std::vector<cache::ContentHash> key, std::vector<uint32_t> images,
                                     std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
-                                    std::unique_ptr<backend::Program> program);
+                                    std::shared_ptr<backend::Program> program);
 
   // process_scan.cpp: the host's objects and DEVDL_PRELOAD.
-  llvm::Error scanProcess();
-  void loadPreloads();
+  /// Brings the loader up to what the host loader has loaded now: asked with the lock let go.
+  void scanProcess(Lock &lock);
+  ProcessView observeProcess(Lock &lock);
+  void applyProcess(ProcessView view);
+  std::vector<ProcessView::Preload> readPreloads();
   /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides.
   void reportDuplicates(std::span<const uint32_t> ids);
 
   // link.cpp: resolution and programs.
-  /// Whether the device that links image `id` takes it (asked once, then kept).
-  bool deviceTakes(uint32_t id);
+  /// Whether the device that links image `id` takes it (decided when the image arrived).
+  bool deviceTakes(uint32_t id) const;
+  /// Whether the device that links `image` takes it, and why not: asked with the lock let go.
+  NewImage judge(DeviceImage image);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
   LinkPlan planFor(std::span<const uint32_t> roots);
   /// The plan's unresolved imports as one error naming each symbol and image; success when none.
   llvm::Error unresolvedError(const LinkPlan &plan);
   /// A name the plan binds to two definitions, as an error naming both; success when none.
   llvm::Error conflictError(const LinkPlan &plan);
-  llvm::Expected<cache::LinkedProgram *> programFor(uint32_t root);
+  /// The program a root image's kernels are looked up in: in memory, else built with the lock
+  /// let go (or another thread's build waited for). The root may have been unloaded when it
+  /// returns: callers hold what they need.
+  llvm::Expected<cache::LinkedProgram *> programFor(Lock &lock, uint32_t root);
+  /// The host objects carrying images of `plan` but for `except`'s (loaded while it is).
+  std::vector<const bundle::LoadedBundle *> hostsOf(std::span<const uint32_t> plan,
+                                                    const bundle::LoadedBundle *except) const;
+  /// References on `hosts`, taken with the lock let go: null where the host has unloaded one.
+  static std::optional<std::vector<std::shared_ptr<const void>>> pin(
+      const std::vector<const bundle::LoadedBundle *> &hosts);
   /// The loaded images that import, directly or through others, from `plan`'s images, bind to
   /// them, go to `dev` and resolve completely: linked with the plan, a library's code is built
   /// once whichever kernel is asked for first. With the plan of each, in `uses`.
   std::vector<uint32_t> importersOf(const LinkPlan &plan, backend::Device *dev,
                                     std::vector<cache::LinkedProgram::Use> &uses);
-  /// Why `image` is no candidate: no device for its family, or the device does not take it.
-  std::string whyNotCandidate(const DeviceImage &image);
   /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the
   /// device cannot take would have resolved; "" otherwise.
   std::string whyUnresolved(std::string_view symbol, uint32_t importer);
 
   std::mutex mutex_;
+  std::condition_variable built_;  // a build finished
+  std::atomic<uint64_t> generation_{1};
+  std::vector<std::shared_ptr<const void>> released_;  // to destroy once mutex_ is let go
   char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
   ImageTable images_;
   Scopes scopes_;
@@ -183,10 +268,18 @@ class Loader {
     std::vector<uint32_t> images;
   };
   std::map<const uint8_t *, ProcessBundle> processBundles_;
-  uint64_t scannedGeneration_ = ~uint64_t(0);
+  uint64_t scannedGeneration_ = 0;
+  bool scanned_ = false;
   bool preloaded_ = false;
   backend::Devices devices_;
   cache::ProgramCache programs_;
+  // Programs being built with the lock let go, by device and key: another thread needing one
+  // waits for it.
+  struct Building {
+    std::chrono::steady_clock::time_point started;
+    bool done = false;
+  };
+  std::map<std::pair<const backend::Device *, std::vector<cache::ContentHash>>, std::shared_ptr<Building>> building_;
 };
 
 }  // namespace devdl

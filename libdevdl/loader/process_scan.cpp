@@ -1,9 +1,10 @@
 // The process's own images: the bundles of the host objects loaded now, in link-map order, and
 // whether each object is in the host's global scope; DEVDL_PRELOAD's images take their place
-// after the executable's and LD_PRELOAD's.
+// after the executable's and LD_PRELOAD's. The host loader is asked with the loader's lock let
+// go; what it said is applied under the lock.
 #include "bundle/loaded_bundles.h"
 #include "loader/loader.h"
-#include "loader/search_path.h"
+#include "loader/files.h"
 #include "support/debug.h"
 
 #include "devdl.h"
@@ -19,90 +20,166 @@
 
 namespace devdl {
 
-llvm::Error Loader::scanProcess() {
-  const uint64_t generation = bundle::loadedObjectsGeneration();
-  if (generation == scannedGeneration_) {
-    // Nothing loaded or unloaded; only a promotion to the global scope (a second dlopen with
-    // RTLD_GLOBAL) can have changed what is global, and that counts as neither.
-    for (auto &[address, pb] : processBundles_)
-      if (!pb.global && bundle::inGlobalScope(pb.found)) {
-        pb.global = true;
-        joinGlobalScope(pb.images);
-      }
-    return llvm::Error::success();
-  }
-  scannedGeneration_ = generation;
-  const std::vector<bundle::LoadedBundle> loaded = bundle::findLoadedBundles();
-  // Objects the host has unloaded: their bundles are gone from memory (another object may be
-  // at the same address now).
-  for (auto it = processBundles_.begin(); it != processBundles_.end();) {
-    const bundle::LoadedBundle &was = it->second.found;
-    const bool still = llvm::any_of(loaded, [&](const bundle::LoadedBundle &now) {
-      return now.bytes.data() == was.bytes.data() && now.bytes.size() == was.bytes.size() && now.base == was.base &&
-             now.object == was.object;
-    });
-    if (still) {
-      ++it;
-      continue;
-    }
-    dropImages(it->second.images);
-    it = processBundles_.erase(it);
-  }
-  for (const bundle::LoadedBundle &found : loaded) {
-    auto [it, isNew] = processBundles_.try_emplace(found.bytes.data());
-    ProcessBundle &pb = it->second;
-    if (isNew) {
-      pb.found = found;
-      auto images = readBundleImages(found.bytes, nullptr);
-      if (!images) {
-        // A broken bundle in some loaded object must not stop the others from loading.
-        llvm::consumeError(images.takeError());
-        continue;
-      }
-      for (size_t i = 0; i < images->size(); ++i)
-        pb.images.push_back(
-            images_.add(std::move((*images)[i]), found.object, static_cast<unsigned>(i), nullptr, &pb.found));
-    }
-    // An object opened RTLD_LOCAL joins the global scope when the host promotes it.
-    if (!pb.global && bundle::inGlobalScope(pb.found)) {
-      pb.global = true;
-      joinGlobalScope(pb.images);
-    }
-  }
-  if (!preloaded_) {
-    loadPreloads();
-    preloaded_ = true;
-    reportDuplicates(scopes_.globalOrder());
-  }
-  return llvm::Error::success();
+namespace {
+
+bool sameLoad(const bundle::LoadedBundle &a, const bundle::LoadedBundle &b) {
+  return a.bytes.data() == b.bytes.data() && a.bytes.size() == b.bytes.size() && a.base == b.base &&
+         a.object == b.object;
 }
 
-void Loader::loadPreloads() {
+}  // namespace
+
+void Loader::scanProcess(Lock &lock) {
+  ProcessView view = observeProcess(lock);
+  applyProcess(std::move(view));
+}
+
+Loader::ProcessView Loader::observeProcess(Lock &lock) {
+  // What the loader knows, copied, so that the host loader is asked without the lock.
+  std::vector<bundle::LoadedBundle> known, local;
+  for (const auto &[address, pb] : processBundles_) {
+    known.push_back(pb.found);
+    if (!pb.global) local.push_back(pb.found);
+  }
+  const uint64_t scanned = scannedGeneration_;
+  const bool wasScanned = scanned_, preloaded = preloaded_;
+  lock.release();
+  ProcessView view;
+  view.generation = bundle::loadedObjectsGeneration();
+  if (wasScanned && view.generation == scanned) {
+    // Nothing loaded or unloaded; only a promotion to the global scope (a second dlopen with
+    // RTLD_GLOBAL) can have changed what is global, and that counts as neither.
+    for (bundle::LoadedBundle &found : local) {
+      const bool global = bundle::inGlobalScope(found);
+      view.objects.push_back({std::move(found), global, std::nullopt});
+    }
+  } else {
+    view.listed = true;
+    for (bundle::LoadedBundle &found : bundle::findLoadedBundles()) {
+      ProcessView::Object object{std::move(found), false, std::nullopt};
+      object.global = bundle::inGlobalScope(object.found);
+      if (!llvm::any_of(known, [&](const bundle::LoadedBundle &k) { return sameLoad(k, object.found); })) {
+        // Read while a reference keeps the object loaded; its images keep copies of their
+        // strings, and only their bytes stay in the object, read under references again.
+        auto reference = bundle::ObjectReference::take(object.found.object, object.found.base);
+        if (reference || object.found.object.empty()) {
+          auto images = readBundleImages(object.found.bytes, nullptr);
+          object.images.emplace();
+          if (images)
+            for (DeviceImage &image : *images) {
+              image.ownStrings();
+              object.images->push_back(judge(std::move(image)));
+            }
+          else
+            llvm::consumeError(images.takeError());  // a broken bundle in some object stops no other
+        }
+      }
+      view.objects.push_back(std::move(object));
+    }
+  }
+  if (!preloaded) view.preloads = readPreloads();
+  lock.acquire();
+  return view;
+}
+
+void Loader::applyProcess(ProcessView view) {
+  // Another thread may have applied a later view meanwhile: an earlier one says nothing new.
+  if (scanned_ && view.generation < scannedGeneration_) return;
+  if (view.listed) {
+    scanned_ = true;
+    scannedGeneration_ = view.generation;
+    // Objects the host has unloaded: their bundles are gone from memory (another object may be
+    // at the same address now).
+    for (auto it = processBundles_.begin(); it != processBundles_.end();) {
+      const bool still = llvm::any_of(view.objects, [&](const ProcessView::Object &o) {
+        return sameLoad(o.found, it->second.found);
+      });
+      if (still) {
+        ++it;
+        continue;
+      }
+      dropImages(it->second.images);
+      it = processBundles_.erase(it);
+    }
+  }
+  for (ProcessView::Object &object : view.objects) {
+    auto it = processBundles_.find(object.found.bytes.data());
+    if (it == processBundles_.end() || !sameLoad(it->second.found, object.found)) {
+      if (!object.images) continue;  // not read: known when observed, unloaded since
+      ProcessBundle &pb = processBundles_[object.found.bytes.data()];
+      pb.found = std::move(object.found);
+      for (size_t i = 0; i < object.images->size(); ++i) {
+        NewImage &image = (*object.images)[i];
+        const uint32_t id =
+            images_.add(std::move(image.image), pb.found.object, static_cast<unsigned>(i), nullptr, &pb.found);
+        images_[id].candidacy = image.candidacy;
+        images_[id].whyNot = std::move(image.whyNot);
+        pb.images.push_back(id);
+      }
+      it = processBundles_.find(pb.found.bytes.data());
+    }
+    // An object opened RTLD_LOCAL joins the global scope when the host promotes it.
+    if (!it->second.global && object.global) {
+      it->second.global = true;
+      joinGlobalScope(it->second.images);
+    }
+  }
+  if (!preloaded_ && view.preloads) {
+    // Right after the executable and the LD_PRELOAD objects, before the libraries: the images
+    // of those objects are the first in the global scope at this point.
+    std::set<std::string> hostPreloads;
+    for (const std::string &item : preloadList(std::getenv("LD_PRELOAD"))) hostPreloads.insert(item);
+    const std::span<const uint32_t> order = scopes_.globalOrder();
+    size_t position = 0;
+    for (const auto &[address, pb] : processBundles_)
+      if (pb.found.object.empty() || hostPreloads.count(pb.found.object))
+        for (uint32_t id : pb.images)
+          position = std::max<size_t>(position, llvm::find(order, id) - order.begin() + 1);
+    for (ProcessView::Preload &preload : *view.preloads) {
+      Handle *handle = findHandle(preload.identity);
+      if (handle) {
+        ++handle->references;
+        handle->nodelete = true;
+        if (!handle->global) {
+          handle->global = true;
+          joinGlobalScope(handle->images);
+        }
+      } else {
+        auto added = addHandle(preload.path, std::move(preload.images), preload.identity,
+                               DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE);
+        if (!added) {
+          std::fprintf(stderr, "devdl: DEVDL_PRELOAD: %s: ignored\n", llvm::toString(added.takeError()).c_str());
+          continue;
+        }
+        handle = *added;
+      }
+      // The images were appended to the global scope: they go to their place.
+      scopes_.place(handle->images, position, images_.pointers());
+      position += handle->images.size();
+      if (Debug::get().on(Debug::Libs)) Debug::get().print("preloaded " + handle->path);
+    }
+    preloaded_ = true;
+    changed();
+    reportDuplicates(scopes_.globalOrder());
+  }
+}
+
+std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
+  std::vector<ProcessView::Preload> preloads;
   const char *list = getauxval(AT_SECURE) ? nullptr : std::getenv("DEVDL_PRELOAD");
-  if (!list || !*list) return;
-  // Right after the executable and the LD_PRELOAD objects, before the libraries: the images
-  // of those objects are the first in the global scope at this point.
-  std::set<std::string> hostPreloads;
-  for (const std::string &item : preloadList(std::getenv("LD_PRELOAD"))) hostPreloads.insert(item);
-  const std::span<const uint32_t> order = scopes_.globalOrder();
-  size_t position = 0;
-  for (const auto &[address, pb] : processBundles_)
-    if (pb.found.object.empty() || hostPreloads.count(pb.found.object))
-      for (uint32_t id : pb.images)
-        position = std::max<size_t>(position, llvm::find(order, id) - order.begin() + 1);
   // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.
   for (const std::string &item : preloadList(list)) {
-    auto handle = openFile(findFile(item.c_str()), DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE);
-    if (!handle) {
-      std::fprintf(stderr, "devdl: DEVDL_PRELOAD: %s: ignored\n", llvm::toString(handle.takeError()).c_str());
+    auto file = OpenFile::open(findFile(item.c_str()));
+    auto read = file ? file->read() : file.takeError();
+    if (!read) {
+      std::fprintf(stderr, "devdl: DEVDL_PRELOAD: %s: ignored\n", llvm::toString(read.takeError()).c_str());
       continue;
     }
-    // openFile appended the images to the global scope: move them to their place.
-    const std::vector<uint32_t> &ids = (*handle)->images;
-    scopes_.place(ids, position, images_.pointers());
-    position += ids.size();
-    if (Debug::get().on(Debug::Libs)) Debug::get().print("preloaded " + (*handle)->path);
+    const Handle::Identity identity{file->device(), file->inode(), nullptr};
+    std::string name = read->name;
+    preloads.push_back({std::move(name), identity, prepare(std::move(*read))});
   }
+  return preloads;
 }
 
 void Loader::reportDuplicates(std::span<const uint32_t> ids) {

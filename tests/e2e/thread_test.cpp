@@ -5,6 +5,8 @@
 #include "devdl.h"
 #include "test_support.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -110,6 +112,46 @@ TEST(Threads, LoadsThroughTheDiskCacheAtOnce) {
     });
   for (auto &t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// A host library's constructor and destructor call devdl while glibc holds its loader lock; another
+// thread calls devdl meanwhile, which asks glibc about the loaded objects. devdl never waits for
+// glibc's lock while holding its own, so neither thread waits for the other for ever (it did: one
+// thread held devdl's mutex in dlsym, the other glibc's lock in the constructor).
+TEST(Threads, HostConstructorsCallingDevdlNeverDeadlock) {
+  constexpr int kCycles = 2000;
+  std::atomic<bool> stop{false};
+  std::atomic<int> lookups{0};
+  std::thread other([&] {
+    const std::string lib = image("lib.spv");
+    while (!stop) {
+      void *global = device_dlopen(nullptr, DEVDL_LAZY);
+      device_dlsym(global, "LibDeviceFunc");
+      void *handle = device_dlopen(lib.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+      device_dliterate([](const devdl_image_info *, void *) { return 0; }, nullptr);
+      if (handle) device_dlclose(handle);
+      device_dlerror();
+      ++lookups;
+    }
+  });
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    void *host = dlopen(DEVDL_TEST_CONSTRUCTOR, RTLD_NOW | (cycle % 2 ? RTLD_GLOBAL : RTLD_LOCAL));
+    ASSERT_NE(host, nullptr) << dlerror();
+    ASSERT_EQ(dlclose(host), 0);
+  }
+  stop = true;
+  other.join();
+  EXPECT_GT(lookups.load(), 0);
+  // Each unload was seen: nothing of the library is left in the scopes.
+  EXPECT_EQ(dlopen(DEVDL_TEST_CONSTRUCTOR, RTLD_NOW | RTLD_NOLOAD), nullptr) << "unloaded every time";
+  std::vector<std::string> files;
+  device_dliterate(
+      [](const devdl_image_info *info, void *data) {
+        static_cast<std::vector<std::string> *>(data)->push_back(info->file);
+        return 0;
+      },
+      &files);
+  for (const std::string &file : files) EXPECT_EQ(file.find("devdl_test_constructor"), std::string::npos) << file;
 }
 
 }  // namespace

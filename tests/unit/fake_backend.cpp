@@ -13,6 +13,11 @@ namespace devdl::test::fake {
 
 namespace {
 
+std::function<void(const Link &)> &hook() {
+  static std::function<void(const Link &)> installed;
+  return installed;
+}
+
 class Program final : public backend::Program {
  public:
   explicit Program(std::map<std::string, SymbolKind, std::less<>> defined) : defined_(std::move(defined)) {}
@@ -50,7 +55,11 @@ class Device final : public backend::Device {
       link.inputs.push_back(input.label);
       link.hidden.emplace_back(input.hidden.begin(), input.hidden.end());
     }
-    links().push_back(link);
+    {
+      std::lock_guard lock(linksMutex());
+      links().push_back(link);
+    }
+    if (hook()) hook()(link);
     // As a linker: one definition of each name among the inputs, and one for every import.
     std::map<std::string, SymbolKind, std::less<>> defined;
     for (const backend::LinkInput &input : inputs)
@@ -97,6 +106,13 @@ std::vector<Link> &links() {
   static std::vector<Link> made;
   return made;
 }
+
+std::mutex &linksMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+void setLinkHook(std::function<void(const Link &)> set) { hook() = std::move(set); }
 
 std::span<const backend::BackendEntry> backends() { return kTable; }
 

@@ -7,6 +7,8 @@
 
 #include "backend/registry.h"
 
+#include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,8 +23,13 @@ struct Link {
   std::vector<std::vector<std::string>> hidden;
 };
 
-/// Every link made by fake devices since the last reset, in order.
+/// Every link made by fake devices since the last reset, in order. Guarded by linksMutex().
 std::vector<Link> &links();
+std::mutex &linksMutex();
+
+/// Called in each link, after it is recorded and before it returns (on the linking thread, with
+/// no loader lock held): tests hold a link there to see what other threads do meanwhile.
+void setLinkHook(std::function<void(const Link &)> hook);
 
 /// The table with the fake backend as its only row (name "fake", SPIR-V).
 std::span<const backend::BackendEntry> backends();

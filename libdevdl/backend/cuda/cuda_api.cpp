@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_api.h"
 #include "backend/driver_library.h"
 #include "support/error.h"
+#include "support/made_once.h"
 
 namespace devdl::backend::cuda {
 
@@ -35,7 +36,8 @@ Loaded load() {
 }  // namespace
 
 llvm::Expected<const Api &> api() {
-  static const Loaded loaded = load();  // thread-safe initialization
+  static MadeOnce<Loaded> once;
+  const Loaded &loaded = once.get(load);
   if (!loaded.error.empty()) return fail(ErrorCode::NotFound, loaded.error);
   return loaded.api;
 }

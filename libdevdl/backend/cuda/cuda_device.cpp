@@ -138,7 +138,10 @@ Program::~Program() {
 }
 
 llvm::Expected<void *> Program::kernel(std::string_view name) {
-  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  }
   CallTimes times;
   ContextScope current(api_, context_);
   CUfunction function = nullptr;
@@ -147,8 +150,8 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
                 "kernel `" + llvm::Twine(name) + "`: cuModuleGetFunction failed: " + errorName(err));
   times.mark("cuModuleGetFunction");
   times.print("kernel `" + std::string(name) + "`");
-  kernels_.emplace(std::string(name), function);
-  return function;
+  std::lock_guard lock(mutex_);
+  return kernels_.emplace(std::string(name), function).first->second;
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,7 +37,7 @@ class Program final : public backend::Program {
   Program &operator=(const Program &) = delete;
   ~Program() override;
 
-  llvm::Expected<void *> kernel(std::string_view name) override;          // CUfunction
+  llvm::Expected<void *> kernel(std::string_view name) override;          // CUfunction; thread-safe
   llvm::Expected<void *> variable(std::string_view name) override;        // CUdeviceptr
   llvm::Expected<void *> function(std::string_view name) override;        // none in CUDA
 
@@ -45,6 +46,7 @@ class Program final : public backend::Program {
   CUcontext context_;
   CUmodule module_;
   std::string device_;
+  std::mutex mutex_;  // of kernels_; never held across a driver call
   std::map<std::string, CUfunction, std::less<>> kernels_;
 };
 

@@ -98,13 +98,19 @@ Program::~Program() {
 }
 
 llvm::Expected<void *> Program::kernel(std::string_view name) {
-  if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  }
   cl_int err = CL_SUCCESS;
   cl_kernel kernel = api_.clCreateKernel(program_, std::string(name).c_str(), &err);
   if (err != CL_SUCCESS)
     return fail(ErrorCode::NotFound, "kernel `" + llvm::Twine(name) + "`: " + errorName(err));
-  kernels_.emplace(std::string(name), kernel);
-  return kernel;
+  std::unique_lock lock(mutex_);
+  auto [it, made] = kernels_.emplace(std::string(name), kernel);
+  lock.unlock();
+  if (!made) api_.clReleaseKernel(kernel);  // another thread made it first: one object for one name
+  return it->second;
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,7 +34,7 @@ class Program final : public backend::Program {
   ~Program() override;
   cl_program get() const { return program_; }
 
-  /// The cl_kernel, made on first request and kept; an error naming the kernel.
+  /// The cl_kernel, made on first request and kept; an error naming the kernel. Thread-safe.
   llvm::Expected<void *> kernel(std::string_view name) override;
   llvm::Expected<void *> variable(std::string_view name) override;
   llvm::Expected<void *> function(std::string_view name) override;
@@ -42,6 +43,7 @@ class Program final : public backend::Program {
   const Api &api_;
   cl_program program_;
   std::string device_;
+  std::mutex mutex_;  // of kernels_; never held across a driver call
   std::map<std::string, cl_kernel, std::less<>> kernels_;
 };
 

@@ -1,11 +1,15 @@
-#include "loader/search_path.h"
+#include "loader/files.h"
+#include "support/error.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
 
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +27,23 @@ std::string findFile(const char *path) {
     if (access(candidate.c_str(), R_OK) == 0) return candidate;
   }
   return path;
+}
+
+llvm::Expected<OpenFile> OpenFile::open(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return inFile(fail(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, std::strerror(errno)), path);
+  OpenFile file(path, fd, {});
+  if (fstat(fd, &file.stat_) != 0) return inFile(fail(ErrorCode::Io, std::strerror(errno)), path);
+  if (S_ISDIR(file.stat_.st_mode)) return inFile(fail(ErrorCode::Io, std::strerror(EISDIR)), path);
+  return file;
+}
+
+OpenFile::~OpenFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+llvm::Expected<ImageFile> OpenFile::read() const {
+  return readImageFile(fd_, S_ISREG(stat_.st_mode) ? static_cast<uint64_t>(stat_.st_size) : ~uint64_t(0), path_);
 }
 
 std::vector<std::string> preloadList(const char *list) {
