@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 build=build-gpu
 stage=$build/stage
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
-ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests bench_cuda_first_kernel bench_cache devdl-cache devdl_test_images \
+ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests bench_cuda_first_kernel bench_cache bench_threads devdl-cache \
+  devdl_test_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
   echo "gpu-build: no CUDA toolkit here (nvcc, cuda.h): nothing to run on the GPU" >&2
@@ -21,7 +22,7 @@ mkdir -p "$stage/lib" "$stage/bin" "$stage/images" "$stage/samples"
 cp -P "$build"/libdevdl/libdevdl.so* "$stage/lib/"
 cp -P "$build"/samples/cuda-seed/libcudaseedlib.so "$stage/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/"  # no static Google Benchmark in Debian
-cp "$build"/tests/devdl_cuda_tests "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache \
+cp "$build"/tests/devdl_cuda_tests "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
    "$build"/tools/devdl-cache/devdl-cache \
    "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"
 cp "$build"/tests/images/*.cubin "$build"/tests/images/*.ptx "$build"/tests/images/*.fatbin \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with build-gpu/stage made here by
-# scripts/gpu-build.sh: the CUDA tests, the CUDA samples, and the CUDA benchmark.
+# scripts/gpu-build.sh: the CUDA tests, the CUDA samples, and the CUDA benchmarks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stage=build-gpu/stage
@@ -40,5 +40,7 @@ if [ -z "${DEVDL_GPU_NO_BENCH:-}" ]; then
   "$stage/bin/bench_cuda_first_kernel" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
     --benchmark_report_aggregates_only=true || status=1
   "$stage/bin/bench_cache" --benchmark_filter=Cuda || status=1
+  # device_dlsym of a linked kernel from 1 to 16 threads, against glibc's dlsym.
+  "$stage/bin/bench_threads" --cuda --benchmark_repetitions=3 --benchmark_report_aggregates_only=true || status=1
 fi
 exit $status

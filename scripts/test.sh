@@ -28,7 +28,7 @@ case "${1:-}" in
     cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVDL_BUILD_TESTS=ON \
       -DDEVDL_BUILD_BENCH=OFF -DDEVDL_BUILD_SAMPLES=OFF -DDEVDL_TSAN=ON
     cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests devdl_loader_tests
-    TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
+    TSAN_OPTIONS=halt_on_error=1:suppressions=$PWD/tests/tsan.supp ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
       -R '^(Threads|DeviceDlopen|LoaderLinks|LoaderThreads)\.'
     ;;
   --fuzz)

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -158,6 +159,10 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
   options.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::OpenCL12);
   for (const auto &[id, value] : specConstants) options.setSpecConst(id, value);
 
+  // The translator is not thread-safe (lazily built tables, LLVM's global options): one
+  // translation at a time, as intel/opencl-clang guards it. The devices' builds still overlap.
+  static std::mutex translator;
+  std::lock_guard lock(translator);
   std::istringstream in(std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4));
   llvm::LLVMContext context;
   llvm::Module *module = nullptr;

@@ -53,6 +53,8 @@ struct Built {
   bool fromStore = false;
 };
 
+/// Its caller serializes the calls, but for build(), which reads nothing of the cache (only its
+/// arguments and the store): the loader builds with its lock let go.
 class ProgramCache {
  public:
   /// `store` is asked for on the first build (the disk cache is set up then, not before).
@@ -84,8 +86,6 @@ class ProgramCache {
                                                        std::vector<std::shared_ptr<const void>> &released);
   /// Whether `program` is one of this cache's.
   bool contains(const LinkedProgram *program) const;
-  /// Every program, in the order they were made.
-  const std::vector<std::unique_ptr<LinkedProgram>> &all() const { return programs_; }
 
  private:
   BinaryStore &(*store_)();

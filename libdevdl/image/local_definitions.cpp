@@ -14,8 +14,8 @@ llvm::Expected<std::string> withLocalDefinitions(Bytes bytes, ImageFormat format
     default: break;
   }
   return fail(ErrorCode::Unsupported, "cannot make `" + std::string(names.empty() ? "" : names.front()) +
-                                          "` local in a " + std::string(formatName(format)) +
-                                          " image: another image's definition is the one used");
+                                          "` local in an image of format " + std::string(formatName(format)) +
+                                          ": another image's definition is the one used");
 }
 
 }  // namespace devdl

@@ -220,7 +220,7 @@ llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const
         out.replace(static_cast<size_t>(d->linkage.data() - text->data()), d->linkage.size(), d->linkage.size(), ' ');
       },
       version, target);
-  if (walked) return std::move(walked);
+  if (walked) return walked;
   return out;
 }
 

@@ -24,8 +24,15 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
                        std::to_string(id) + ")");
-  images_[id] = std::make_unique<LoadedImage>(
-      LoadedImage{std::move(image), std::move(label), file, index, owner, host, hash, hash, {}});
+  auto loaded = std::make_unique<LoadedImage>();
+  loaded->image = std::move(image);
+  loaded->label = std::move(label);
+  loaded->file = file;
+  loaded->index = index;
+  loaded->owner = owner;
+  loaded->host = host;
+  loaded->bytesHash = loaded->hash = hash;
+  images_[id] = std::move(loaded);
   pointers_[id] = &images_[id]->image;
   for (const Symbol &s : images_[id]->image.symbols) {
     if (s.kind != SymbolKind::Import) continue;

@@ -24,9 +24,9 @@ struct LoadedImage {
   DeviceImage image;
   std::string label;      // "app.spv: image 0 (spirv)"
   std::string file;       // the file or memory name; "" for the executable
-  unsigned index;         // the image's position in it
-  Handle *owner;          // the handle it was opened with; null for the process's own images
-  const bundle::LoadedBundle *host;  // the host object that carries it; null for a handle's
+  unsigned index = 0;     // the image's position in it
+  Handle *owner = nullptr;  // the handle it was opened with; null for the process's own images
+  const bundle::LoadedBundle *host = nullptr;  // the host object that carries it; null for a handle's
   cache::ContentHash bytesHash;  // of the bytes alone
   cache::ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
   backend::SpecConstants specConstants;

@@ -36,7 +36,8 @@ struct Load {
 };
 
 Load parse(CommandResult result) {
-  Load load{std::move(result)};
+  Load load;
+  load.result = std::move(result);
   static const std::regex line(R"(cache: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad entries deleted, )"
                                R"(\d+ evicted; read (\d+ \w+), wrote (\d+ \w+); build time saved ([\d.]+) ms)");
   if (std::smatch m; std::regex_search(load.result.err, m, line)) {

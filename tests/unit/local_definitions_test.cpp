@@ -61,7 +61,8 @@ TEST(LocalDefinitions, FormatsWithoutASymbolTableToEditAreRefused) {
   auto edited = withLocalDefinitions(file->images[0].bytes, file->images[0].format, names);
   ASSERT_FALSE(!!edited);
   EXPECT_EQ(errorText(edited),
-            "cannot make `LibDeviceFunc` local in a spir-bc image: another image's definition is the one used");
+            "cannot make `LibDeviceFunc` local in an image of format spir-bc: another image's definition is the one "
+            "used");
 }
 
 }  // namespace
