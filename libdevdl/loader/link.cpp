@@ -210,10 +210,9 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     std::shared_ptr<Building> building;
     if (auto it = building_.find(buildKey); it != building_.end()) {
       std::shared_ptr<Building> other = it->second;
-      const bool done = built_.wait_until(lock.held(), other->started + kBuildWait, [&] { return other->done; });
-      if (done) continue;
+      if (built_.wait_for(lock.held(), buildWait_, [&] { return other->done; })) continue;
     } else {
-      building = std::make_shared<Building>(Building{std::chrono::steady_clock::now(), false});
+      building = std::make_shared<Building>();
       building_.emplace(buildKey, building);
     }
     auto plannedInputs = [&](const LinkPlan &what, BuildJob::Plan &into) {

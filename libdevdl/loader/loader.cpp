@@ -41,7 +41,9 @@ Remembered &slotFor(const void *handle, std::string_view name) {
 }  // namespace
 
 Loader::Loader(Options options)
-    : devices_(options.backends, std::move(options.backendChoice)), programs_(options.store) {}
+    : devices_(options.backends, std::move(options.backendChoice)),
+      programs_(options.store),
+      buildWait_(options.buildWait) {}
 
 Loader &Loader::instance() {
   // Never destroyed: handles may be used until exit. DEVDL_BACKEND is read once, as the host

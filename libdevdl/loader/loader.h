@@ -80,6 +80,10 @@ class Loader {
     std::span<const backend::BackendEntry> backends;
     cache::BinaryStore &(*store)();
     std::string backendChoice;
+    /// How long a thread waits for another's build of the program it needs before it builds the
+    /// program itself: the other thread may be waiting for the host loader's lock, held by this
+    /// one (a host constructor calling devdl while a backend loads a library).
+    std::chrono::milliseconds buildWait{1000};
   };
   explicit Loader(Options options);
   Loader(const Loader &) = delete;
@@ -107,11 +111,6 @@ class Loader {
     size_t symbols;
   };
   std::vector<ImageSnapshot> snapshot();
-
-  /// How long a thread waits for another's build of the program it needs before it builds the
-  /// program itself: the other thread may be waiting for the host loader's lock, held by this one
-  /// (a host constructor calling devdl while a backend loads a library).
-  static constexpr std::chrono::milliseconds kBuildWait{1000};
 
  private:
   /// mutex_ held; let go for work outside, and at the end, when what was released under it
@@ -274,11 +273,11 @@ class Loader {
   backend::Devices devices_;
   cache::ProgramCache programs_;
   // Programs being built with the lock let go, by device and key: another thread needing one
-  // waits for it.
+  // waits for it, at most buildWait_.
   struct Building {
-    std::chrono::steady_clock::time_point started;
     bool done = false;
   };
+  const std::chrono::milliseconds buildWait_;
   std::map<std::pair<const backend::Device *, std::vector<cache::ContentHash>>, std::shared_ptr<Building>> building_;
 };
 

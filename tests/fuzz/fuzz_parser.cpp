@@ -1,7 +1,10 @@
 // One libFuzzer target per parser, selected at build time by DEVDL_FUZZ_PARSER. Every input
-// must be read or refused with an error: no crash, no out-of-bounds read (ASan), no leak.
+// must be read or refused with an error: no crash, no out-of-bounds read (ASan), no leak. The
+// SPIR-V, device ELF and PTX targets also make the input's definitions local, as interposition
+// does to a copy it links (image/local_definitions.h).
 #include "bundle/host_elf.h"
 #include "cache/disk_cache.h"
+#include "image/local_definitions.h"
 #include "image/read_image.h"
 #include "image/readers.h"
 
@@ -11,6 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <string_view>
+#include <vector>
 
 namespace {
 
@@ -34,13 +40,26 @@ void readCacheEntry(devdl::Bytes bytes) {
   cache.load(key);
 }
 
+// Reads an image of `format`, then makes its definitions local in a copy (a name it does not
+// define where it has none): the edit parses the bytes itself, read or not.
+llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shared_ptr<devdl::Storage> storage) {
+  using namespace devdl;
+  auto image = readRawImage(bytes, format, std::move(storage));
+  std::vector<std::string_view> names{"f"};
+  if (image)
+    for (const Symbol &s : image->symbols)
+      if (s.kind == SymbolKind::Function || s.kind == SymbolKind::Variable) names.push_back(s.name);
+  llvm::consumeError(withLocalDefinitions(bytes, format, names).takeError());
+  return image.takeError();
+}
+
 llvm::Error parse(devdl::Bytes bytes) {
   using namespace devdl;
   auto storage = std::make_shared<Storage>();
   switch (Parser::DEVDL_FUZZ_PARSER) {
-    case SpirV: return readRawImage(bytes, ImageFormat::SpirV, storage).takeError();
-    case DeviceElf: return readRawImage(bytes, ImageFormat::Cubin, storage).takeError();
-    case Ptx: return readRawImage(bytes, ImageFormat::Ptx, storage).takeError();
+    case SpirV: return readAndHide(bytes, ImageFormat::SpirV, storage);
+    case DeviceElf: return readAndHide(bytes, ImageFormat::Cubin, storage);
+    case Ptx: return readAndHide(bytes, ImageFormat::Ptx, storage);
     case Fatbin:
       llvm::consumeError(readers::splitFatbins(bytes).takeError());
       return readRawImage(bytes, ImageFormat::Fatbin, storage).takeError();

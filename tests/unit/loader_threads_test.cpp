@@ -93,7 +93,9 @@ class LoaderThreads : public ::testing::Test {
   }
 
   Gate gate_;
-  Loader loader_{{fake::backends(), noStore, ""}};
+  // A thread waits for another's build for a minute here: "one build" never depends on timing.
+  // ABuildHeldPastTheBoundIsNotWaitedForForEver makes a loader of its own with a short bound.
+  Loader loader_{{fake::backends(), noStore, "", std::chrono::minutes(1)}};
 };
 
 TEST_F(LoaderThreads, ALinkedKernelIsFoundWhileAnotherProgramBuilds) {
@@ -153,14 +155,22 @@ TEST_F(LoaderThreads, TwoThreadsNeedingOneProgramWaitForOneBuild) {
 
 TEST_F(LoaderThreads, ABuildHeldPastTheBoundIsNotWaitedForForEver) {
   // The builder may wait for the host loader's lock that the waiter holds (a constructor calling
-  // devdl): after Loader::kBuildWait the waiter builds on its own. Both get the one program kept.
-  open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
-  void *app = open("app.spv", DEVDL_LAZY);
+  // devdl): past the bound the waiter builds on its own. Both get the one program kept.
+  Loader loader{{fake::backends(), noStore, "", std::chrono::milliseconds(100)}};
+  ASSERT_TRUE(!!loader.open(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL));
+  auto opened = loader.open(image("app.spv").c_str(), DEVDL_LAZY);
+  ASSERT_TRUE(!!opened);
+  void *app = *opened;
   holdLinks();
   void *firstFound = nullptr, *secondFound = nullptr;
-  std::thread first([&] { firstFound = symbol(app, "AppKernel"); });
+  auto find = [&](void *&found) {
+    auto kernel = loader.symbol(app, "AppKernel");
+    found = kernel ? *kernel : nullptr;
+    if (!kernel) ADD_FAILURE() << llvm::toString(kernel.takeError());
+  };
+  std::thread first([&] { find(firstFound); });
   ASSERT_TRUE(gate_.waitFor(1));
-  std::thread second([&] { secondFound = symbol(app, "AppKernel"); });
+  std::thread second([&] { find(secondFound); });
   EXPECT_TRUE(gate_.waitFor(2)) << "the second thread waited for ever";
   gate_.open();
   first.join();
