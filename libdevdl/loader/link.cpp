@@ -139,7 +139,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
   // plan is made again. Bounded, for an object that is unloading but still listed.
   constexpr int kPinAttempts = 3;
   int pinAttempts = 0;
-  bool scanned = false;
+  bool scanned = false, built = false;
   auto rescan = [&](const std::string &what) -> llvm::Error {
     scanned = false;
     if (++pinAttempts < kPinAttempts) return llvm::Error::success();
@@ -190,7 +190,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
         }
         program->uses.push_back(std::move(use));
       }
-      if (Debug::get().on(Debug::Statistics))
+      if (!built && Debug::get().on(Debug::Statistics))  // just built here: said so already
         Debug::get().print("program for " + label + ": in memory (" + std::to_string(plan.images.size()) + " of its " +
                            std::to_string(program->key.size()) + " images)");
       images_[root].program = program;
@@ -245,18 +245,18 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     lock.release();
     const auto start = std::chrono::steady_clock::now();
     std::optional<std::vector<std::shared_ptr<const void>>> pins = pin(hosts);
-    llvm::Expected<cache::Built> built = cache::Built{};
+    llvm::Expected<cache::Built> made = cache::Built{};
     if (pins) {
-      built = programs_.build(*dev, job.linked.key, job.linked.inputs);
-      if (!built && !job.alone.inputs.empty()) {
+      made = programs_.build(*dev, job.linked.key, job.linked.inputs);
+      if (!made && !job.alone.inputs.empty()) {
         if (Debug::get().on(Debug::Statistics))
           Debug::get().print("program for " + label + ": with its importers it did not link (" +
-                             llvm::toString(built.takeError()) + "); linked alone");
+                             llvm::toString(made.takeError()) + "); linked alone");
         else
-          llvm::consumeError(built.takeError());
+          llvm::consumeError(made.takeError());
         job.uses.resize(1);
         job.linked = std::move(job.alone);
-        built = programs_.build(*dev, job.linked.key, job.linked.inputs);
+        made = programs_.build(*dev, job.linked.key, job.linked.inputs);
       }
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -277,16 +277,17 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
       if (llvm::Error err = rescan(label)) return err;
       continue;
     }
-    if (!built) {
+    if (!made) {
       finish();
-      return built.takeError();
+      return made.takeError();
     }
+    built = true;
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("program for " + label + ": " + std::to_string(job.linked.images.size()) + " images, " +
                          std::to_string(linked.bindings.size()) + " bindings, " +
-                         (built->fromStore ? "loaded from the disk cache in " : "linked in ") +
+                         (made->fromStore ? "loaded from the disk cache in " : "linked in ") +
                          llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
-                         (built->fromStore ? "" : " (" + std::string(dev->linkMethod()) + ")"));
+                         (made->fromStore ? "" : " (" + std::string(dev->linkMethod()) + ")"));
     // Uses whose root was unloaded meanwhile are not kept; another thread's program for the same
     // key (it built too, or waited less) serves instead of this one.
     std::vector<cache::LinkedProgram::Use> uses;
@@ -299,9 +300,9 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
       uses.push_back(std::move(use));
     }
     if (!uses.empty() && !programs_.find(dev, job.linked.key))
-      keepProgram(job.linked.key, job.linked.images, std::move(uses), dev, std::move(built->program));
+      keepProgram(job.linked.key, job.linked.images, std::move(uses), dev, std::move(made->program));
     else
-      released_.push_back(std::shared_ptr<backend::Program>(std::move(built->program)));
+      released_.push_back(std::shared_ptr<backend::Program>(std::move(made->program)));
     finish();
   }
 }
