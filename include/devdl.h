@@ -52,8 +52,10 @@ DEVDL_API void *device_dlopen(const char *path, int flags);
  * devdl and lives until the handle is closed. */
 DEVDL_API void *device_dlsym(void *handle, const char *name);
 
-/* Drops one reference; the images are unloaded at zero, with every program built from them.
- * A DEVDL_NODELETE handle stays loaded at zero, and closing it once more is an error.
+/* Drops one reference; at zero the images are unloaded: out of the scopes at once, and freed
+ * with the last program that uses them (programs other handles use are kept, as the host loader
+ * keeps a library its dependents use). A DEVDL_NODELETE handle stays loaded at zero, and closing
+ * it once more is an error.
  * Returns 0, or non-zero with an error for device_dlerror. */
 DEVDL_API int device_dlclose(void *handle);
 

@@ -183,7 +183,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
             continue;
           }
           if (!programs_.contains(program) || !images_.contains(root) || !images_[root].loaded) {
-            released_.insert(released_.end(), pins->begin(), pins->end());
+            for (auto &pinned : *pins) released_.push_back(std::move(pinned));
             continue;
           }
           use.pins = std::move(*pins);
@@ -246,6 +246,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     const auto start = std::chrono::steady_clock::now();
     std::optional<std::vector<std::shared_ptr<const void>>> pins = pin(hosts);
     llvm::Expected<cache::Built> made = cache::Built{};
+    size_t bindings = linked.bindings.size();
     if (pins) {
       made = programs_.build(*dev, job.linked.key, job.linked.inputs);
       if (!made && !job.alone.inputs.empty()) {
@@ -256,6 +257,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
           llvm::consumeError(made.takeError());
         job.uses.resize(1);
         job.linked = std::move(job.alone);
+        bindings = plan.bindings.size();
         made = programs_.build(*dev, job.linked.key, job.linked.inputs);
       }
     }
@@ -269,7 +271,8 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     }
     // Each use keeps the references on its plan's host objects.
     auto finish = [&] {
-      for (auto &pinned : pins ? *pins : std::vector<std::shared_ptr<const void>>()) released_.push_back(std::move(pinned));
+      if (pins)
+        for (auto &pinned : *pins) released_.push_back(std::move(pinned));
       for (uint32_t id : linked.images) images_.release(id);
     };
     if (!pins) {
@@ -284,7 +287,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     built = true;
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("program for " + label + ": " + std::to_string(job.linked.images.size()) + " images, " +
-                         std::to_string(linked.bindings.size()) + " bindings, " +
+                         std::to_string(bindings) + " bindings, " +
                          (made->fromStore ? "loaded from the disk cache in " : "linked in ") +
                          llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
                          (made->fromStore ? "" : " (" + std::string(dev->linkMethod()) + ")"));

@@ -11,6 +11,7 @@
 #include <llvm/ADT/STLExtras.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -34,6 +35,10 @@ struct Remembered {
 constexpr size_t kRemembered = 64;
 thread_local std::array<Remembered, kRemembered> remembered;
 
+// One for every loader of the process: one made where another was destroyed (the tests') may
+// have the same address and handles at the same addresses, never the same generation.
+std::atomic<uint64_t> generation{1};
+
 Remembered &slotFor(const void *handle, std::string_view name) {
   return remembered[(std::hash<std::string_view>{}(name) ^ (reinterpret_cast<uintptr_t>(handle) >> 4)) % kRemembered];
 }
@@ -43,7 +48,13 @@ Remembered &slotFor(const void *handle, std::string_view name) {
 Loader::Loader(Options options)
     : devices_(options.backends, std::move(options.backendChoice)),
       programs_(options.store),
-      buildWait_(options.buildWait) {}
+      buildWait_(options.buildWait) {
+  changed();
+}
+
+Loader::~Loader() { changed(); }
+
+void Loader::changed() { generation.fetch_add(1, std::memory_order_release); }
 
 Loader &Loader::instance() {
   // Never destroyed: handles may be used until exit. DEVDL_BACKEND is read once, as the host
@@ -348,8 +359,8 @@ std::vector<uint32_t> Loader::planOf(uint32_t root) {
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   // What this thread found before, while nothing changed: no lock at all.
   Remembered &slot = slotFor(handlePtr, name);
-  const uint64_t generation = generation_.load(std::memory_order_acquire);
-  if (slot.loader == this && slot.handle == handlePtr && slot.generation == generation && slot.name == name &&
+  const uint64_t now = generation.load(std::memory_order_acquire);
+  if (slot.loader == this && slot.handle == handlePtr && slot.generation == now && slot.name == name &&
       (!slot.hostGeneration || *slot.hostGeneration == bundle::loadedObjectsGeneration()))
     return slot.address;
 
@@ -382,7 +393,7 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
                  : definition.kind == SymbolKind::Variable ? native->variable(name)
                                                            : native->function(name);
   if (!address) return inImage(address.takeError(), label);
-  slot = {this, handlePtr, std::string(name), *address, generation, hostGeneration};
+  slot = {this, handlePtr, std::string(name), *address, now, hostGeneration};
   return *address;
 }
 
@@ -465,7 +476,7 @@ llvm::Error Loader::attach(const devdl_native &native) {
   const auto hosts = hostsOf(ids, nullptr);
   std::vector<std::pair<LoadedImage::Candidacy, std::string>> judged;
   lock.release();
-  const auto pins = pin(hosts);  // a native binary in a host object is read by the driver
+  auto pins = pin(hosts);  // a native binary in a host object is read by the driver
   for (uint32_t id : ids) {
     const DeviceImage &image = images_[id].image;  // held: it stays
     std::string why;
@@ -480,7 +491,8 @@ llvm::Error Loader::attach(const devdl_native &native) {
       std::tie(image.candidacy, image.whyNot) = std::move(judged[i]);
     images_.release(ids[i]);
   }
-  if (pins) released_.insert(released_.end(), pins->begin(), pins->end());
+  if (pins)
+    for (auto &pinned : *pins) released_.push_back(std::move(pinned));
   changed();
   return llvm::Error::success();
 }

@@ -86,6 +86,7 @@ class Loader {
     std::chrono::milliseconds buildWait{1000};
   };
   explicit Loader(Options options);
+  ~Loader();
   Loader(const Loader &) = delete;
   Loader &operator=(const Loader &) = delete;
 
@@ -162,7 +163,7 @@ class Loader {
   Handle *findHandle(void *handle);
   Handle *findHandle(const Handle::Identity &identity);
   /// Moves the generation: a lookup remembered before may give another answer now.
-  void changed() { generation_.fetch_add(1, std::memory_order_release); }
+  static void changed();
 
   /// What a name is bound to in a handle's scope: its definition, and for one among the
   /// handle's dependencies the handle's image whose imports reach it.
@@ -254,7 +255,6 @@ class Loader {
 
   std::mutex mutex_;
   std::condition_variable built_;  // a build finished
-  std::atomic<uint64_t> generation_{1};
   std::vector<std::shared_ptr<const void>> released_;  // to destroy once mutex_ is let go
   char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
   ImageTable images_;
