@@ -1,9 +1,6 @@
 // The loader over the fake backend (unit/fake_backend.h): how many links it asks for, and of
 // what. Real SPIR-V images, real scopes and program cache; only the device is a double.
-#include "cache/disk_cache.h"
-#include "loader/loader.h"
-#include "test_support.h"
-#include "unit/fake_backend.h"
+#include "unit/loader_fixture.h"
 
 #include "devdl.h"
 
@@ -12,47 +9,7 @@
 namespace devdl::test {
 namespace {
 
-cache::BinaryStore &noStore() {
-  static cache::DiskCache none("", 0);
-  return none;
-}
-
-class LoaderLinks : public ::testing::Test {
- protected:
-  void SetUp() override { fake::links().clear(); }
-
-  void *open(const std::string &name, int flags) {
-    auto handle = loader_.open(image(name).c_str(), flags);
-    if (!handle) {
-      ADD_FAILURE() << name << ": " << llvm::toString(handle.takeError());
-      return nullptr;
-    }
-    return *handle;
-  }
-  void *symbol(void *handle, std::string_view name) {
-    auto found = loader_.symbol(handle, name);
-    if (!found) {
-      ADD_FAILURE() << name << ": " << llvm::toString(found.takeError());
-      return nullptr;
-    }
-    return *found;
-  }
-  void close(void *handle) { EXPECT_FALSE(!!loader_.close(handle)); }
-
-  // The links made so far, each as the file names of its inputs.
-  static std::vector<std::vector<std::string>> links() {
-    std::vector<std::vector<std::string>> named;
-    for (const fake::Link &link : fake::links()) {
-      named.emplace_back();
-      for (const std::string &label : link.inputs)
-        named.back().push_back(std::filesystem::path(label.substr(0, label.find(':'))).filename().string());
-    }
-    return named;
-  }
-
-  Loader loader_{{fake::backends(), noStore, ""}};
-};
-
+using LoaderLinks = LoaderFixture;
 using Links = std::vector<std::vector<std::string>>;
 
 TEST_F(LoaderLinks, ALibraryAndAnApplicationThatImportFromEachOtherLinkOnce) {

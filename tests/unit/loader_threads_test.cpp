@@ -2,10 +2,7 @@
 // run without the loader's lock, one per program at a time, and a lookup of what is linked never
 // waits for a build. A link can be held at a gate, to see what other threads do meanwhile. Run
 // under ThreadSanitizer by scripts/test.sh --tsan.
-#include "cache/disk_cache.h"
-#include "loader/loader.h"
-#include "test_support.h"
-#include "unit/fake_backend.h"
+#include "unit/loader_fixture.h"
 
 #include "devdl.h"
 
@@ -17,11 +14,6 @@ namespace devdl::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-cache::BinaryStore &noStore() {
-  static cache::DiskCache none("", 0);
-  return none;
-}
 
 // Links wait here until the test opens it.
 class Gate {
@@ -51,12 +43,11 @@ class Gate {
   bool open_ = false;
 };
 
-class LoaderThreads : public ::testing::Test {
+class LoaderThreads : public LoaderFixture {
  protected:
-  void SetUp() override {
-    std::lock_guard lock(fake::linksMutex());
-    fake::links().clear();
-  }
+  // A thread waits for another's build for a minute here: "one build" never depends on timing.
+  // ABuildHeldPastTheBoundIsNotWaitedForForEver makes a loader of its own with a short bound.
+  LoaderThreads() : LoaderFixture(std::chrono::minutes(1)) {}
   void TearDown() override {
     gate_.open();
     fake::setLinkHook(nullptr);
@@ -64,38 +55,14 @@ class LoaderThreads : public ::testing::Test {
   void holdLinks() {
     fake::setLinkHook([this](const fake::Link &) { gate_.pass(); });
   }
-
-  void *open(const std::string &name, int flags) {
-    auto handle = loader_.open(image(name).c_str(), flags);
-    if (!handle) {
-      ADD_FAILURE() << name << ": " << llvm::toString(handle.takeError());
-      return nullptr;
-    }
-    return *handle;
-  }
   // The lookup from a new thread, whose lookups remembered are none: it takes the loader's lock.
   void *symbolFromNewThread(void *handle, std::string_view name) {
     void *found = nullptr;
     std::thread([&] { found = symbol(handle, name); }).join();
     return found;
   }
-  void *symbol(void *handle, std::string_view name) {
-    auto found = loader_.symbol(handle, name);
-    if (!found) {
-      ADD_FAILURE() << name << ": " << llvm::toString(found.takeError());
-      return nullptr;
-    }
-    return *found;
-  }
-  static size_t linkCount() {
-    std::lock_guard lock(fake::linksMutex());
-    return fake::links().size();
-  }
 
   Gate gate_;
-  // A thread waits for another's build for a minute here: "one build" never depends on timing.
-  // ABuildHeldPastTheBoundIsNotWaitedForForEver makes a loader of its own with a short bound.
-  Loader loader_{{fake::backends(), noStore, "", std::chrono::minutes(1)}};
 };
 
 TEST_F(LoaderThreads, ALinkedKernelIsFoundWhileAnotherProgramBuilds) {
@@ -117,7 +84,7 @@ TEST_F(LoaderThreads, ALinkedKernelIsFoundWhileAnotherProgramBuilds) {
   if (!other) llvm::consumeError(other.takeError());
   gate_.open();
   builder.join();
-  EXPECT_EQ(linkCount(), 2u);
+  EXPECT_EQ(links().size(), 2u);
 }
 
 TEST_F(LoaderThreads, TwoProgramsBuildAtOnce) {
@@ -133,7 +100,7 @@ TEST_F(LoaderThreads, TwoProgramsBuildAtOnce) {
   gate_.open();
   first.join();
   second.join();
-  EXPECT_EQ(linkCount(), 2u);
+  EXPECT_EQ(links().size(), 2u);
 }
 
 TEST_F(LoaderThreads, TwoThreadsNeedingOneProgramWaitForOneBuild) {
@@ -148,7 +115,7 @@ TEST_F(LoaderThreads, TwoThreadsNeedingOneProgramWaitForOneBuild) {
   gate_.open();
   first.join();
   second.join();
-  EXPECT_EQ(linkCount(), 1u) << "the second thread built the program again";
+  EXPECT_EQ(links().size(), 1u) << "the second thread built the program again";
   EXPECT_NE(firstFound, nullptr);
   EXPECT_EQ(firstFound, secondFound);
 }
@@ -175,7 +142,7 @@ TEST_F(LoaderThreads, ABuildHeldPastTheBoundIsNotWaitedForForEver) {
   gate_.open();
   first.join();
   second.join();
-  EXPECT_EQ(linkCount(), 2u);
+  EXPECT_EQ(links().size(), 2u);
   EXPECT_NE(firstFound, nullptr);
   EXPECT_EQ(firstFound, secondFound) << "one program kept";
 }
