@@ -26,7 +26,7 @@ cp "$build"/tests/devdl_cuda_tests "$build"/bench/bench_cuda_first_kernel "$buil
    "$build"/tools/devdl-cache/devdl-cache \
    "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"
 cp "$build"/tests/images/*.cubin "$build"/tests/images/*.ptx "$build"/tests/images/*.fatbin \
-   "$build"/tests/images/seed-cuda.devdl "$stage/images/"
+   "$build"/tests/images/*.devdl "$stage/images/"
 cp "$build"/samples/cuda-seed/*.cubin "$build"/samples/cuda-seed/*.ptx "$stage/samples/"
 # The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot
 # translate to SPIR).

@@ -121,6 +121,19 @@ Device *Devices::opened(int number) const {
   return opened ? opened->device.get() : nullptr;
 }
 
+bool Devices::opensNothingFor(const DeviceImage &image) const {
+  const LinkFamily family = linkFamily(image.format);
+  for (size_t i = 0; i < table_.size(); ++i) {
+    const BackendEntry &row = table_[i];
+    if (std::find(row.families.begin(), row.families.end(), family) == row.families.end()) continue;
+    const Opened *opened = slots_[i].load(std::memory_order_acquire);
+    if (opened && opened->device) return true;  // forImage stops at it
+    const bool chosen = choice_.empty() || row.name == choice_ || (!row.alias.empty() && row.alias == choice_);
+    if (!opened && chosen && inBuild(row)) return false;  // forImage would open it
+  }
+  return true;
+}
+
 Device *Devices::forImage(const DeviceImage &image, std::string *why) {
   const LinkFamily family = linkFamily(image.format);
   std::string first;

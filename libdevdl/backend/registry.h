@@ -57,6 +57,10 @@ class Devices {
   llvm::Expected<Device *> device(int number);
   /// The device in use on backend `number`, not opening one; null when none is.
   Device *opened(int number) const;
+  /// Whether forImage(image) would open no device: each backend it would try has been opened
+  /// (or failed to) already. Opening one loads a driver, which a caller inside the host loader's
+  /// lock (a host constructor) should not do unless it must.
+  bool opensNothingFor(const DeviceImage &image) const;
   /// The backend device_dlnative(0) means: the one DEVDL_BACKEND names, else one in use, else the
   /// first with a device, else the first of the table (for its error).
   int defaultBackend();

@@ -34,10 +34,10 @@ struct LoadedImage {
   // only such images satisfy imports. With why not, for messages.
   enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
   std::string whyNot;
-  // In a handle or a loaded host object. Once unloaded, an image is in no scope, and the memory
-  // of a host object's image may be gone: only its label and ids are used then.
+  // In a handle or a loaded host object. Once unloaded, an image is in no scope; a host
+  // object's image keeps its strings (DeviceImage::ownStrings), but its bytes may be gone.
   bool loaded = true;
-  unsigned holders = 0;  // programs linked from it: it is freed with the last
+  unsigned holders = 0;  // programs linked from it and builds reading it: freed with the last
   cache::LinkedProgram *program = nullptr;  // the program its kernels are looked up in; null: link
 };
 

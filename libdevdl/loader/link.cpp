@@ -18,15 +18,49 @@ namespace devdl {
 bool Loader::deviceTakes(uint32_t id) const {
   // Like the seed's urDeviceSelectBinary check: an image the device cannot take (a cubin on
   // OpenCL, a cubin for another GPU generation) never satisfies an import, whatever its names.
-  // Unknown only between device_dlattach's switch and its asking again: not taken meanwhile.
+  // Unknown ones are judged before anything resolves; one arriving meanwhile is not taken yet.
   return images_[id].candidacy == LoadedImage::Candidacy::Yes;
 }
 
-Loader::NewImage Loader::judge(DeviceImage image) {
+Loader::NewImage Loader::judge(DeviceImage image, bool mayOpenDevice) {
+  if (!mayOpenDevice && !devices_.opensNothingFor(image)) return {std::move(image), LoadedImage::Candidacy::Unknown, ""};
   std::string why;
   backend::Device *device = devices_.forImage(image, &why);
   const bool takes = device && device->accepts(image, &why);
   return {std::move(image), takes ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No, takes ? "" : why};
+}
+
+void Loader::judgeUndecided(Lock &lock) {
+  llvm::erase_if(undecided_, [&](uint32_t id) {
+    return !images_.contains(id) || !images_[id].loaded || images_[id].candidacy != LoadedImage::Candidacy::Unknown;
+  });
+  if (undecided_.empty()) return;
+  const std::vector<uint32_t> ids = std::move(undecided_);
+  undecided_.clear();
+  for (uint32_t id : ids) images_.hold(id);  // they stay while the lock is let go
+  const auto hosts = hostsOf(ids, nullptr);
+  std::vector<NewImage> judged;
+  lock.release();
+  auto pins = pin(hosts);  // the driver reads a native binary's bytes
+  for (uint32_t id : ids) {
+    const DeviceImage &image = images_[id].image;  // held, and never changed once added
+    std::string why;
+    backend::Device *device = devices_.forImage(image, &why);
+    const bool takes = device && device->accepts(image, &why);
+    judged.push_back({{}, takes ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No, takes ? "" : why});
+  }
+  lock.acquire();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    LoadedImage &image = images_[ids[i]];
+    if (image.loaded && image.candidacy == LoadedImage::Candidacy::Unknown) {
+      image.candidacy = judged[i].candidacy;
+      image.whyNot = std::move(judged[i].whyNot);
+    }
+    images_.release(ids[i]);
+  }
+  if (pins)
+    for (auto &pinned : *pins) released_.push_back(std::move(pinned));
+  changed();
 }
 
 std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer) {

@@ -117,7 +117,7 @@ cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, s
 
 std::vector<Loader::NewImage> Loader::prepare(ImageFile read) {
   std::vector<NewImage> images;
-  for (DeviceImage &image : read.images) images.push_back(judge(std::move(image)));
+  for (DeviceImage &image : read.images) images.push_back(judge(std::move(image), /*mayOpenDevice=*/true));
   return images;
 }
 
@@ -211,6 +211,7 @@ llvm::Expected<Handle *> Loader::addHandle(std::string name, std::vector<NewImag
     const uint32_t id = images_.add(std::move(images[i].image), handle->path, static_cast<unsigned>(i), handle.get());
     images_[id].candidacy = images[i].candidacy;
     images_[id].whyNot = std::move(images[i].whyNot);
+    if (images_[id].candidacy == LoadedImage::Candidacy::Unknown) undecided_.push_back(id);
     handle->images.push_back(id);
     handle->local.add(images_[id].image, id);
   }
@@ -262,6 +263,7 @@ std::optional<uint32_t> Loader::findModule(std::string_view module, const Handle
 llvm::Error Loader::linkNow(Lock &lock, Handle &handle) {
   // As RTLD_NOW: every import of every image resolves now, kernels or not; the kernels'
   // programs are linked now.
+  judgeUndecided(lock);
   for (uint32_t id : handle.images) {
     const bool hasKernel =
         llvm::any_of(images_[id].image.symbols, [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
@@ -288,6 +290,7 @@ void Loader::release(Handle *handle) {
 }
 
 llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *handlePtr, std::string_view name) {
+  judgeUndecided(lock);
   auto takes = [&](uint32_t id) { return deviceTakes(id); };
   const Definition *definition = nullptr;
   const Handle *handle = nullptr;  // null: the global scope
@@ -464,36 +467,14 @@ llvm::Error Loader::attach(const devdl_native &native) {
   }
   devices_.replace(std::move(*attached));
   // Another device may take other images: each is judged again, with the lock let go.
-  std::vector<uint32_t> ids;
   for (uint32_t id = 0; id < images_.end(); ++id)
     if (images_.contains(id) && images_[id].loaded) {
       images_[id].candidacy = LoadedImage::Candidacy::Unknown;
       images_[id].program = nullptr;
-      images_.hold(id);
-      ids.push_back(id);
+      undecided_.push_back(id);
     }
   changed();
-  const auto hosts = hostsOf(ids, nullptr);
-  std::vector<std::pair<LoadedImage::Candidacy, std::string>> judged;
-  lock.release();
-  auto pins = pin(hosts);  // a native binary in a host object is read by the driver
-  for (uint32_t id : ids) {
-    const DeviceImage &image = images_[id].image;  // held: it stays
-    std::string why;
-    backend::Device *device = devices_.forImage(image, &why);
-    const bool takes = device && device->accepts(image, &why);
-    judged.emplace_back(takes ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No, takes ? "" : why);
-  }
-  lock.acquire();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    LoadedImage &image = images_[ids[i]];
-    if (image.loaded && image.candidacy == LoadedImage::Candidacy::Unknown)
-      std::tie(image.candidacy, image.whyNot) = std::move(judged[i]);
-    images_.release(ids[i]);
-  }
-  if (pins)
-    for (auto &pinned : *pins) released_.push_back(std::move(pinned));
-  changed();
+  judgeUndecided(lock);
   return llvm::Error::success();
 }
 

@@ -133,7 +133,7 @@ class Loader {
   };
 
   /// An image read with the lock let go, and whether the device that links it takes it (asked
-  /// then: it may open the device, or ask the driver of a native binary).
+  /// then, or Unknown where asking would have opened a device: see judgeUndecided).
   struct NewImage {
     DeviceImage image;
     LoadedImage::Candidacy candidacy;
@@ -220,14 +220,22 @@ class Loader {
   ProcessView observeProcess(Lock &lock);
   void applyProcess(ProcessView view);
   std::vector<ProcessView::Preload> readPreloads();
-  /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides.
+  /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides;
+  /// those of images not judged yet once they are (after judgeUndecided).
   void reportDuplicates(std::span<const uint32_t> ids);
 
   // link.cpp: resolution and programs.
-  /// Whether the device that links image `id` takes it (decided when the image arrived).
+  /// Whether the device that links image `id` takes it (decided when the image arrived, or by
+  /// judgeUndecided).
   bool deviceTakes(uint32_t id) const;
   /// Whether the device that links `image` takes it, and why not: asked with the lock let go.
-  NewImage judge(DeviceImage image);
+  /// Without `mayOpenDevice` (a scan of the host's objects, maybe in a host constructor: the
+  /// OpenCL ICD loader, once started, loads its vendors under a lock of its own) it is left
+  /// Unknown where asking would open a device.
+  NewImage judge(DeviceImage image, bool mayOpenDevice);
+  /// Judges the loaded images left Unknown (undecided_), with the lock let go: opening their
+  /// devices where needed. Called before anything resolves.
+  void judgeUndecided(Lock &lock);
   std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
   LinkPlan planFor(std::span<const uint32_t> roots);
   /// The plan's unresolved imports as one error naming each symbol and image; success when none.
@@ -258,6 +266,8 @@ class Loader {
   std::vector<std::shared_ptr<const void>> released_;  // to destroy once mutex_ is let go
   char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
   ImageTable images_;
+  std::vector<uint32_t> undecided_;  // loaded images whose candidacy is Unknown
+  std::vector<uint32_t> unreported_;  // joined the global scope undecided: DEVDL_DEBUG=symbols waits
   Scopes scopes_;
   std::vector<std::unique_ptr<Handle>> handles_;
   // A loaded host object's bundle, by its address in memory.

@@ -32,6 +32,12 @@ bool sameLoad(const bundle::LoadedBundle &a, const bundle::LoadedBundle &b) {
 void Loader::scanProcess(Lock &lock) {
   ProcessView view = observeProcess(lock);
   applyProcess(std::move(view));
+  judgeUndecided(lock);
+  if (!unreported_.empty()) {
+    const std::vector<uint32_t> ids = std::move(unreported_);
+    unreported_.clear();
+    reportDuplicates(ids);
+  }
 }
 
 Loader::ProcessView Loader::observeProcess(Lock &lock) {
@@ -68,7 +74,7 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
           if (images)
             for (DeviceImage &image : *images) {
               image.ownStrings();
-              object.images->push_back(judge(std::move(image)));
+              object.images->push_back(judge(std::move(image), /*mayOpenDevice=*/false));
             }
           else
             llvm::consumeError(images.takeError());  // a broken bundle in some object stops no other
@@ -114,6 +120,7 @@ void Loader::applyProcess(ProcessView view) {
             images_.add(std::move(image.image), pb.found.object, static_cast<unsigned>(i), nullptr, &pb.found);
         images_[id].candidacy = image.candidacy;
         images_[id].whyNot = std::move(image.whyNot);
+        if (image.candidacy == LoadedImage::Candidacy::Unknown) undecided_.push_back(id);
         pb.images.push_back(id);
       }
       it = processBundles_.find(pb.found.bytes.data());
@@ -160,7 +167,8 @@ void Loader::applyProcess(ProcessView view) {
     }
     preloaded_ = true;
     changed();
-    reportDuplicates(scopes_.globalOrder());
+    // The process's first scope is reported once its images are judged (scanProcess).
+    unreported_.insert(unreported_.end(), scopes_.globalOrder().begin(), scopes_.globalOrder().end());
   }
 }
 
@@ -177,14 +185,22 @@ std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
     }
     const Handle::Identity identity{file->device(), file->inode(), nullptr};
     std::string name = read->name;
-    preloads.push_back({std::move(name), identity, prepare(std::move(*read))});
+    // Judged later if that would open a device: the first scan may run in a host constructor.
+    std::vector<NewImage> images;
+    for (DeviceImage &image : read->images) images.push_back(judge(std::move(image), /*mayOpenDevice=*/false));
+    preloads.push_back({std::move(name), identity, std::move(images)});
   }
   return preloads;
 }
 
 void Loader::reportDuplicates(std::span<const uint32_t> ids) {
   if (!Debug::get().on(Debug::Symbols)) return;
-  for (uint32_t id : ids)
+  for (uint32_t id : ids) {
+    if (!images_.contains(id) || !images_[id].loaded) continue;
+    if (images_[id].candidacy == LoadedImage::Candidacy::Unknown) {
+      unreported_.push_back(id);
+      continue;
+    }
     for (const Symbol &s : images_[id].image.symbols) {
       if (s.kind == SymbolKind::Import || !deviceTakes(id)) continue;
       const Definition *first =
@@ -194,6 +210,7 @@ void Loader::reportDuplicates(std::span<const uint32_t> ids) {
         Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id].label +
                            " (the one in " + images_[first->image].label + " is used)");
     }
+  }
 }
 
 }  // namespace devdl

@@ -219,6 +219,20 @@ TEST_F(Cuda, InterpositionIsBySymbolInEveryFormat) {
   }
 }
 
+TEST_F(Cuda, RecordedDependenciesJoinTheLocalScope) {
+  // app-depends.devdl records that it needs module seedlib (devdl-pack --depends), as DT_NEEDED
+  // names a library: lib-module.devdl, opened LOCAL, joins its local scope.
+  void *lib = device_dlopen(image("lib-module.devdl").c_str(), DEVDL_LAZY | DEVDL_LOCAL);
+  ASSERT_NE(lib, nullptr) << error();
+  void *app = device_dlopen(image("app-depends.devdl").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 8), times(2, 0, 8));
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(device_dlclose(lib), 0);
+}
+
 TEST_F(Cuda, PackedIntoOneBundle) {
   // devdl-pack made it at build time: the library and the application in one file.
   void *both = device_dlopen(image("seed-cuda.devdl").c_str(), DEVDL_NOW);

@@ -100,7 +100,18 @@ const backend::BackendEntry kTable[] = {
      }},
 };
 
+const backend::BackendEntry kTwoTables[] = {
+    {101, "absent", "", kSpirv,
+     [] { return llvm::Expected<std::unique_ptr<backend::Device>>(fail(ErrorCode::NotFound, "no absent device here")); },
+     [](const devdl_native &) {
+       return llvm::Expected<std::unique_ptr<backend::Device>>(fail(ErrorCode::NotFound, "no absent device here"));
+     }},
+    kTable[0],
+};
+
 }  // namespace
+
+std::span<const backend::BackendEntry> backendsWithAnAbsentOneFirst() { return kTwoTables; }
 
 std::vector<Link> &links() {
   static std::vector<Link> made;

@@ -34,4 +34,8 @@ void setLinkHook(std::function<void(const Link &)> hook);
 /// The table with the fake backend as its only row (name "fake", SPIR-V).
 std::span<const backend::BackendEntry> backends();
 
+/// Two rows that take SPIR-V: first "absent" (number 101), whose device never opens ("no
+/// absent device here"), then the fake backend.
+std::span<const backend::BackendEntry> backendsWithAnAbsentOneFirst();
+
 }  // namespace devdl::test::fake

@@ -137,5 +137,40 @@ TEST_F(LoaderLinks, InterpositionIsBySymbol) {
   close(other);
 }
 
+TEST(LoaderBackends, AFamilyGoesToTheFirstBackendThatTakesItAndHasADevice) {
+  // Two rows take SPIR-V; the first has no device: the second links, found by capability. With
+  // DEVDL_BACKEND naming the first, SPIR-V has no device, and the reason is the first's.
+  auto noStore = []() -> cache::BinaryStore & {
+    static cache::DiskCache none("", 0);
+    return none;
+  };
+  {
+    std::lock_guard lock(fake::linksMutex());
+    fake::links().clear();
+  }
+  Loader either({fake::backendsWithAnAbsentOneFirst(), noStore, ""});
+  ASSERT_TRUE(!!either.open(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL));
+  auto app = either.open(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(!!app) << llvm::toString(app.takeError());
+  EXPECT_EQ(fake::links().size(), 1u);
+  devdl_native native{};
+  native.size = sizeof native;
+  ASSERT_FALSE(!!either.native(native));
+  EXPECT_EQ(native.backend, fake::kBackendNumber) << "the default: the first backend with a device";
+
+  Loader absent({fake::backendsWithAnAbsentOneFirst(), noStore, "absent"});
+  auto refused = absent.open(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_FALSE(!!refused);
+  EXPECT_EQ(llvm::toString(refused.takeError()),
+            image("app.spv") + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`");
+  auto lib = absent.open(image("lib.spv").c_str(), DEVDL_LAZY);
+  ASSERT_TRUE(!!lib);
+  auto variable = absent.symbol(*lib, "LibCounter");
+  ASSERT_FALSE(!!variable);
+  EXPECT_EQ(llvm::toString(variable.takeError()),
+            image("lib.spv") + ": image 0 (spirv): `LibCounter` is in a spirv image, which cannot be linked here: "
+                               "no absent device here");
+}
+
 }  // namespace
 }  // namespace devdl::test
