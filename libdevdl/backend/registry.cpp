@@ -35,13 +35,19 @@ const BackendEntry kBuiltin[] = {
 
 bool inBuild(const BackendEntry &entry) { return entry.openDefault != nullptr; }
 
+bool takes(const BackendEntry &row, LinkFamily family) {
+  return std::find(row.families.begin(), row.families.end(), family) != row.families.end();
+}
+
 }  // namespace
 
 std::span<const BackendEntry> builtinBackends() { return kBuiltin; }
 
 Devices::Devices(std::span<const BackendEntry> table, std::string choice)
-    : table_(table), choice_(std::move(choice)), slots_(new std::atomic<const Opened *>[table.size()]) {
+    : table_(table), choice_(std::move(choice)), chosen_(nullptr), slots_(new std::atomic<const Opened *>[table.size()]) {
   for (size_t i = 0; i < table.size(); ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+  for (const BackendEntry &row : table_)
+    if (!choice_.empty() && (row.name == choice_ || (!row.alias.empty() && row.alias == choice_))) chosen_ = &row;
 }
 
 Devices::~Devices() = default;
@@ -87,13 +93,10 @@ llvm::Expected<Device *> Devices::device(int number) {
   const size_t slot = slotOf(number);
   const Opened *opened = slots_[slot].load(std::memory_order_acquire);
   if (!choice_.empty()) {
-    const BackendEntry *named = nullptr;
-    for (const BackendEntry &e : table_)
-      if (e.name == choice_ || (!e.alias.empty() && e.alias == choice_)) named = &e;
-    if (!named)
+    if (!chosen_)
       return fail(ErrorCode::Unsupported, "DEVDL_BACKEND=" + choice_ + ": no such backend (" + names() + " are)");
     // A device the program attached to is used whatever the variable says.
-    if (named != row && !(opened && opened->device))
+    if (chosen_ != row && !(opened && opened->device))
       return fail(ErrorCode::NotFound,
                   "the " + std::string(row->name) + " backend is not used: DEVDL_BACKEND=" + choice_);
   }
@@ -125,11 +128,11 @@ bool Devices::opensNothingFor(const DeviceImage &image) const {
   const LinkFamily family = linkFamily(image.format);
   for (size_t i = 0; i < table_.size(); ++i) {
     const BackendEntry &row = table_[i];
-    if (std::find(row.families.begin(), row.families.end(), family) == row.families.end()) continue;
+    if (!takes(row, family)) continue;
     const Opened *opened = slots_[i].load(std::memory_order_acquire);
     if (opened && opened->device) return true;  // forImage stops at it
-    const bool chosen = choice_.empty() || row.name == choice_ || (!row.alias.empty() && row.alias == choice_);
-    if (!opened && chosen && inBuild(row)) return false;  // forImage would open it
+    const bool allowed = choice_.empty() || chosen_ == &row;
+    if (!opened && allowed && inBuild(row)) return false;  // forImage would open it
   }
   return true;
 }
@@ -138,7 +141,7 @@ Device *Devices::forImage(const DeviceImage &image, std::string *why) {
   const LinkFamily family = linkFamily(image.format);
   std::string first;
   for (const BackendEntry &row : table_) {
-    if (std::find(row.families.begin(), row.families.end(), family) == row.families.end()) continue;
+    if (!takes(row, family)) continue;
     auto dev = device(row.number);
     if (dev) return *dev;
     std::string reason = llvm::toString(dev.takeError());
@@ -149,11 +152,7 @@ Device *Devices::forImage(const DeviceImage &image, std::string *why) {
 }
 
 int Devices::defaultBackend() {
-  if (!choice_.empty()) {
-    for (const BackendEntry &e : table_)
-      if (e.name == choice_ || (!e.alias.empty() && e.alias == choice_)) return e.number;
-    return table_.front().number;  // device() says the name is no backend's
-  }
+  if (!choice_.empty()) return chosen_ ? chosen_->number : table_.front().number;  // device() says no such backend
   for (const BackendEntry &row : table_)
     if (opened(row.number)) return row.number;
   for (const BackendEntry &row : table_) {

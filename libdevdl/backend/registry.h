@@ -85,6 +85,7 @@ class Devices {
 
   std::span<const BackendEntry> table_;
   std::string choice_;
+  const BackendEntry *chosen_;  // the row choice_ names; null for none (every row, or no such row)
   std::unique_ptr<std::atomic<const Opened *>[]> slots_;  // parallel to table_
   std::mutex published_;                                 // guards kept_ alone
   std::vector<std::unique_ptr<Opened>> kept_;            // everything ever published

@@ -22,12 +22,17 @@ bool Loader::deviceTakes(uint32_t id) const {
   return images_[id].candidacy == LoadedImage::Candidacy::Yes;
 }
 
-Loader::NewImage Loader::judge(DeviceImage image, bool mayOpenDevice) {
-  if (!mayOpenDevice && !devices_.opensNothingFor(image)) return {std::move(image), LoadedImage::Candidacy::Unknown, ""};
+std::pair<LoadedImage::Candidacy, std::string> Loader::judgment(const DeviceImage &image) {
   std::string why;
   backend::Device *device = devices_.forImage(image, &why);
-  const bool takes = device && device->accepts(image, &why);
-  return {std::move(image), takes ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No, takes ? "" : why};
+  if (device && device->accepts(image, &why)) return {LoadedImage::Candidacy::Yes, ""};
+  return {LoadedImage::Candidacy::No, why};
+}
+
+Loader::NewImage Loader::judge(DeviceImage image, bool mayOpenDevice) {
+  if (!mayOpenDevice && !devices_.opensNothingFor(image)) return {std::move(image), LoadedImage::Candidacy::Unknown, ""};
+  auto [candidacy, why] = judgment(image);
+  return {std::move(image), candidacy, std::move(why)};
 }
 
 void Loader::judgeUndecided(Lock &lock) {
@@ -39,23 +44,15 @@ void Loader::judgeUndecided(Lock &lock) {
   undecided_.clear();
   for (uint32_t id : ids) images_.hold(id);  // they stay while the lock is let go
   const auto hosts = hostsOf(ids, nullptr);
-  std::vector<NewImage> judged;
+  std::vector<std::pair<LoadedImage::Candidacy, std::string>> judged;
   lock.release();
   auto pins = pin(hosts);  // the driver reads a native binary's bytes
-  for (uint32_t id : ids) {
-    const DeviceImage &image = images_[id].image;  // held, and never changed once added
-    std::string why;
-    backend::Device *device = devices_.forImage(image, &why);
-    const bool takes = device && device->accepts(image, &why);
-    judged.push_back({{}, takes ? LoadedImage::Candidacy::Yes : LoadedImage::Candidacy::No, takes ? "" : why});
-  }
+  for (uint32_t id : ids) judged.push_back(judgment(images_[id].image));  // held, never changed once added
   lock.acquire();
   for (size_t i = 0; i < ids.size(); ++i) {
     LoadedImage &image = images_[ids[i]];
-    if (image.loaded && image.candidacy == LoadedImage::Candidacy::Unknown) {
-      image.candidacy = judged[i].candidacy;
-      image.whyNot = std::move(judged[i].whyNot);
-    }
+    if (image.loaded && image.candidacy == LoadedImage::Candidacy::Unknown)
+      std::tie(image.candidacy, image.whyNot) = std::move(judged[i]);
     images_.release(ids[i]);
   }
   if (pins)

@@ -115,9 +115,9 @@ cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, s
   return programs_.add(std::move(key), std::move(images), std::move(uses), device, std::move(program));
 }
 
-std::vector<Loader::NewImage> Loader::prepare(ImageFile read) {
+std::vector<Loader::NewImage> Loader::prepare(ImageFile read, bool mayOpenDevice) {
   std::vector<NewImage> images;
-  for (DeviceImage &image : read.images) images.push_back(judge(std::move(image), /*mayOpenDevice=*/true));
+  for (DeviceImage &image : read.images) images.push_back(judge(std::move(image), mayOpenDevice));
   return images;
 }
 
@@ -165,7 +165,7 @@ llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identi
     std::string fileName;
     if (file) {
       fileName = file->name;
-      images = prepare(std::move(*file));
+      images = prepare(std::move(*file), /*mayOpenDevice=*/true);
     }
     lock.acquire();
     if (!file) return file.takeError();

@@ -45,6 +45,7 @@
 #include <span>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 struct devdl_native;
@@ -182,8 +183,8 @@ class Loader {
   std::vector<uint32_t> planOf(uint32_t root);
 
   // loader.cpp: handles.
-  /// Images of a file or memory, read with the lock let go; candidacy asked of the devices.
-  std::vector<NewImage> prepare(ImageFile read);
+  /// Images of a file or memory, read with the lock let go, each judged (see judge()).
+  std::vector<NewImage> prepare(ImageFile read, bool mayOpenDevice);
   /// The handle for `identity` (named `name` in errors): the one open, or a new one from what
   /// `read` reads with the lock let go.
   llvm::Expected<Handle *> openIdentified(Lock &lock, const Handle::Identity &identity, int flags,
@@ -228,8 +229,10 @@ class Loader {
   /// Whether the device that links image `id` takes it (decided when the image arrived, or by
   /// judgeUndecided).
   bool deviceTakes(uint32_t id) const;
-  /// Whether the device that links `image` takes it, and why not: asked with the lock let go.
-  /// Without `mayOpenDevice` (a scan of the host's objects, maybe in a host constructor: the
+  /// Whether the device that links `image` takes it, and why not: asked with the lock let go (it
+  /// may open the device, or ask the driver of a native binary).
+  std::pair<LoadedImage::Candidacy, std::string> judgment(const DeviceImage &image);
+  /// `image` with its judgment. Without `mayOpenDevice` (a scan of the host's objects, maybe in a host constructor: the
   /// OpenCL ICD loader, once started, loads its vendors under a lock of its own) it is left
   /// Unknown where asking would open a device.
   NewImage judge(DeviceImage image, bool mayOpenDevice);

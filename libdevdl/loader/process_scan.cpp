@@ -42,11 +42,8 @@ void Loader::scanProcess(Lock &lock) {
 
 Loader::ProcessView Loader::observeProcess(Lock &lock) {
   // What the loader knows, copied, so that the host loader is asked without the lock.
-  std::vector<bundle::LoadedBundle> known, local;
-  for (const auto &[address, pb] : processBundles_) {
-    known.push_back(pb.found);
-    if (!pb.global) local.push_back(pb.found);
-  }
+  std::vector<bundle::LoadedBundle> global, local;
+  for (const auto &[address, pb] : processBundles_) (pb.global ? global : local).push_back(pb.found);
   const uint64_t scanned = scannedGeneration_;
   const bool wasScanned = scanned_, preloaded = preloaded_;
   lock.release();
@@ -61,10 +58,15 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
     }
   } else {
     view.listed = true;
+    auto in = [](const std::vector<bundle::LoadedBundle> &list, const bundle::LoadedBundle &found) {
+      return llvm::any_of(list, [&](const bundle::LoadedBundle &k) { return sameLoad(k, found); });
+    };
     for (bundle::LoadedBundle &found : bundle::findLoadedBundles()) {
       ProcessView::Object object{std::move(found), false, std::nullopt};
-      object.global = bundle::inGlobalScope(object.found);
-      if (!llvm::any_of(known, [&](const bundle::LoadedBundle &k) { return sameLoad(k, object.found); })) {
+      const bool knownGlobal = in(global, object.found), known = knownGlobal || in(local, object.found);
+      // Once global, an object stays so while it is loaded: only the others are asked.
+      object.global = knownGlobal || bundle::inGlobalScope(object.found);
+      if (!known) {
         // Read while a reference keeps the object loaded; its images keep copies of their
         // strings, and only their bytes stay in the object, read under references again.
         auto reference = bundle::ObjectReference::take(object.found.object, object.found.base);
@@ -186,9 +188,7 @@ std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
     const Handle::Identity identity{file->device(), file->inode(), nullptr};
     std::string name = read->name;
     // Judged later if that would open a device: the first scan may run in a host constructor.
-    std::vector<NewImage> images;
-    for (DeviceImage &image : read->images) images.push_back(judge(std::move(image), /*mayOpenDevice=*/false));
-    preloads.push_back({std::move(name), identity, std::move(images)});
+    preloads.push_back({std::move(name), identity, prepare(std::move(*read), /*mayOpenDevice=*/false)});
   }
   return preloads;
 }
