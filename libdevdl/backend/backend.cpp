@@ -1,4 +1,5 @@
 #include "backend/backend.h"
+#include "support/environment.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -16,7 +17,7 @@ std::string devdlBuild() {
 }
 
 llvm::Expected<size_t> chooseDevice(const std::vector<std::string> &names, std::string_view backend) {
-  const char *wanted = std::getenv("DEVDL_DEVICE");
+  const char *wanted = devdlVariable("DEVDL_DEVICE");
   if (!wanted || !*wanted) return 0;
   if (unsigned index; !llvm::StringRef(wanted).getAsInteger(10, index)) {
     if (index >= names.size())

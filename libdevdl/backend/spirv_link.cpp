@@ -5,6 +5,7 @@
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
 #endif
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -115,8 +116,11 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
   // images may both use SpecId 0, and one value must not set both.
   for (size_t i = 1; i < modules.size(); ++i) {
     std::vector<uint32_t> &words = modules[i];
-    for (size_t at = kHeaderWords; at < words.size() && (words[at] >> 16); at += words[at] >> 16)
-      if ((words[at] & 0xffff) == SpvOpDecorate && (words[at] >> 16) == 4 && words[at + 2] == SpvDecorationSpecId) {
+    // Instructions as their word counts lay them out; one cut short by the module's end stops the
+    // walk (the linker's parser refuses the module).
+    for (size_t at = kHeaderWords, count; at < words.size() && (count = words[at] >> 16) && count <= words.size() - at;
+         at += count)
+      if ((words[at] & 0xffff) == SpvOpDecorate && count == 4 && words[at + 2] == SpvDecorationSpecId) {
         if (words[at + 3] > kMaxSpecId)
           return inImage(fail(ErrorCode::Unsupported, "SpecId " + std::to_string(words[at + 3]) +
                                                           " is too large to link with other images (at most " +
@@ -146,6 +150,44 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
 
 uint32_t linkedSpecId(size_t module, uint32_t specId) { return static_cast<uint32_t>(module) << 16 | specId; }
 
+llvm::Error checkTranslatable(std::span<const uint32_t> words) {
+#if !DEVDL_HAVE_SPIRV_TRANSLATOR
+  return llvm::Error::success();  // nothing is translated
+#else
+  static constexpr std::string_view kKnownExtensions[] = {
+#define EXT(X) #X,
+#include <LLVMSPIRVLib/LLVMSPIRVExtensions.inc>
+#undef EXT
+  };
+  std::string refused;
+  auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
+    std::string &refused = *static_cast<std::string *>(user);
+    for (uint16_t i = 0; i < inst->num_operands; ++i) {
+      const spv_parsed_operand_t &operand = inst->operands[i];
+      if (operand.type != SPV_OPERAND_TYPE_LITERAL_STRING) continue;
+      const char *text = reinterpret_cast<const char *>(inst->words + operand.offset);
+      const size_t size = operand.num_words * 4u;
+      const std::string_view string(text, strnlen(text, size));
+      if (std::any_of(text + string.size(), text + size, [](char c) { return c != 0; })) {
+        refused = "a string padded with other than zeros (opcode " + std::to_string(inst->opcode) + ")";
+        return SPV_REQUESTED_TERMINATION;
+      }
+      if (inst->opcode == SpvOpExtension && !llvm::is_contained(kKnownExtensions, string)) {
+        refused = "SPIR-V extension `" + std::string(string) + "`, which the SPIR-V to SPIR translator does not know";
+        return SPV_REQUESTED_TERMINATION;
+      }
+    }
+    return SPV_SUCCESS;
+  };
+  spirv::Context context;
+  if (spirv::Diagnostic diagnostic; spvBinaryParse(context.get(), &refused, words.data(), words.size(), nullptr, check,
+                                                   diagnostic.out()) != SPV_SUCCESS && refused.empty())
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + diagnostic.text());
+  if (!refused.empty()) return fail(ErrorCode::Unsupported, refused);
+  return llvm::Error::success();
+#endif
+}
+
 bool canTranslateToSpir() { return DEVDL_HAVE_SPIRV_TRANSLATOR; }
 
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
@@ -161,6 +203,7 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
 
   // The translator is not thread-safe (lazily built tables, LLVM's global options): one
   // translation at a time, as intel/opencl-clang guards it. The devices' builds still overlap.
+  if (llvm::Error err = checkTranslatable(words)) return fail(ErrorCode::Unsupported, "linked SPIR-V: " + llvm::toString(std::move(err)));
   static std::mutex translator;
   std::lock_guard lock(translator);
   std::istringstream in(std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4));

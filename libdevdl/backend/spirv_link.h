@@ -32,7 +32,13 @@ uint32_t linkedSpecId(size_t module, uint32_t specId);
 /// Whether this build has the SPIRV-LLVM-Translator (not the portable one).
 bool canTranslateToSpir();
 
-/// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it.
+/// Whether the translator takes `words` without ending the process: it exits on an extension it
+/// does not know and asserts on a string padded with other than zeros, both of which the SPIR-V
+/// validator lets through. An error says which.
+llvm::Error checkTranslatable(std::span<const uint32_t> words);
+
+/// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;
+/// refused first where checkTranslatable refuses it.
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
                                         std::span<const SpecConstant> specConstants = {});
 

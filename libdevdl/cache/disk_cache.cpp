@@ -1,4 +1,5 @@
 #include "cache/disk_cache.h"
+#include "support/environment.h"
 
 #include "support/debug.h"
 #include "support/error.h"
@@ -7,7 +8,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -183,9 +183,9 @@ std::string DiskCache::directoryFromEnvironment(std::string *why) {
     if (why) *why = reason;
     return std::string();
   };
-  if (getauxval(AT_SECURE)) return none("off in a secure-execution process");
-  if (const char *off = std::getenv("DEVDL_CACHE"); off && std::string_view(off) == "0") return none("DEVDL_CACHE=0");
-  if (const char *dir = std::getenv("DEVDL_CACHE_DIR"); dir && *dir) return dir;
+  if (secureExecution()) return none("off in a secure-execution process");
+  if (const char *off = devdlVariable("DEVDL_CACHE"); off && std::string_view(off) == "0") return none("DEVDL_CACHE=0");
+  if (const char *dir = devdlVariable("DEVDL_CACHE_DIR"); dir && *dir) return dir;
   // The XDG base directory specification ignores a relative XDG_CACHE_HOME.
   if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::string(xdg) + "/devdl";
   if (const char *home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/devdl";
@@ -194,7 +194,7 @@ std::string DiskCache::directoryFromEnvironment(std::string *why) {
 
 uint64_t DiskCache::maxSizeFromEnvironment() {
   constexpr uint64_t kDefault = uint64_t(1) << 30;
-  const char *value = std::getenv("DEVDL_CACHE_MAX_SIZE");
+  const char *value = devdlVariable("DEVDL_CACHE_MAX_SIZE");
   if (!value || !*value) return kDefault;
   char *end = nullptr;
   errno = 0;

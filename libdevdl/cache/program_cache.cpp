@@ -1,6 +1,8 @@
 #include "cache/program_cache.h"
 
+#include "image/read_image.h"
 #include "support/debug.h"
+#include "support/error.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -61,6 +63,8 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   }
   // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.
   const bool storing = storeKey && store.enabled();
+  for (const backend::LinkInput &input : inputs)
+    if (llvm::Error err = checkImage(*input.image)) return inImage(std::move(err), input.label);
   std::string binary;
   const auto start = Clock::now();
   auto built = device.link(inputs, storing ? &binary : nullptr);

@@ -3,12 +3,12 @@
 // safe on hostile input (it crashes on fuzzed metadata), and the prebuilt symbol table (irsymtab)
 // does not tell a SPIR kernel (calling convention SPIR_KERNEL) from a function.
 #include "image/readers.h"
+#include "support/demangle.h"
 #include "support/error.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/LLVMBitCodes.h>
 #include <llvm/Bitstream/BitstreamReader.h>
-#include <llvm/Demangle/Demangle.h>
 #include <llvm/IR/CallingConv.h>
 
 #include <algorithm>
@@ -55,15 +55,7 @@ constexpr auto kBuiltins = std::to_array<std::string_view>({
 static_assert(std::is_sorted(kBuiltins.begin(), kBuiltins.end()));
 
 bool isOpenClBuiltin(llvm::StringRef name) {
-  std::string base = name.str();
-  if (name.startswith("_Z")) {
-    llvm::ItaniumPartialDemangler demangler;
-    if (demangler.partialDemangle(base.c_str())) return false;
-    char *demangled = demangler.getFunctionBaseName(nullptr, nullptr);
-    if (!demangled) return false;
-    base = demangled;
-    std::free(demangled);
-  }
+  const std::string base = mangledBaseName(name).value_or(name.str());
   if (std::binary_search(kBuiltins.begin(), kBuiltins.end(), std::string_view(base))) return true;
   return std::any_of(std::begin(kBuiltinPrefixes), std::end(kBuiltinPrefixes),
                      [&](std::string_view prefix) { return base.starts_with(prefix); });

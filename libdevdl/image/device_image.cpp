@@ -1,6 +1,6 @@
 #include "image/device_image.h"
 
-#include <llvm/Demangle/Demangle.h>
+#include "support/demangle.h"
 
 #include <algorithm>
 #include <array>
@@ -166,16 +166,7 @@ bool isImportableName(std::string_view name) {
   if (name.empty()) return false;
   if (name.starts_with("__") || name.starts_with("llvm.") || name.starts_with(".")) return false;
   // Mangled builtins such as _Z18__spirv_ocl_printfPU3AS2ci: look at the demangled base name.
-  if (name.starts_with("_Z")) {
-    llvm::ItaniumPartialDemangler demangler;
-    std::string mangled(name);
-    if (!demangler.partialDemangle(mangled.c_str())) {
-      char *base = demangler.getFunctionBaseName(nullptr, nullptr);
-      bool reserved = base && std::string_view(base).starts_with("__");
-      std::free(base);
-      if (reserved) return false;
-    }
-  }
+  if (auto base = mangledBaseName(name); base && base->starts_with("__")) return false;
   return true;
 }
 

@@ -115,6 +115,9 @@ class DeviceImage {
   std::vector<Symbol> symbols;
   std::vector<PropertySet> propertySets;
   std::shared_ptr<Storage> storage;
+  /// Its bytes passed its format's reader (readRawImage); an image a bundle recorded the symbols
+  /// of has not, until checkImage (image/read_image.h) reads them.
+  bool checked = false;
 
   /// A label for messages and listings: "image 2 (spirv)".
   std::string label(size_t index) const;

@@ -282,7 +282,13 @@ llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format, std::s
   image.storage = std::move(storage);
   if (bytes.empty()) return fail(ErrorCode::BadFormat, "empty image");
   if (llvm::Error err = readers::derive(image)) return err;
+  image.checked = true;
   return image;
+}
+
+llvm::Error checkImage(const DeviceImage &image) {
+  if (image.checked || image.format == ImageFormat::OpenClBinary) return llvm::Error::success();
+  return readRawImage(image.bytes, image.format, nullptr).takeError();
 }
 
 llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shared_ptr<Storage> storage) {
@@ -356,28 +362,18 @@ llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::sh
   return file;
 }
 
-namespace {
+llvm::Expected<ImageFile> readImageFile(const std::string &path) {
+  auto file = RegularFile::open(path);
+  if (!file) return file.takeError();
+  return readImageFile(*file);
+}
 
-// The images of a file read into `buffer` (mapped or read, as LLVM chose), or why it could not be.
-llvm::Expected<ImageFile> readBuffer(llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer, const std::string &path) {
-  if (!buffer) {
-    const std::error_code ec = buffer.getError();
-    return inFile(fail(ec == std::errc::no_such_file_or_directory ? ErrorCode::NotFound : ErrorCode::Io, ec.message()),
-                  path);
-  }
+llvm::Expected<ImageFile> readImageFile(const RegularFile &file) {
+  auto buffer = file.read();
+  if (!buffer) return buffer.takeError();
   auto storage = std::make_shared<Storage>(std::move(*buffer));
   Bytes bytes = storage->bytes();
-  return readImageMemory(bytes, path, std::move(storage));
-}
-
-}  // namespace
-
-llvm::Expected<ImageFile> readImageFile(const std::string &path) {
-  return readBuffer(llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false), path);
-}
-
-llvm::Expected<ImageFile> readImageFile(int fd, uint64_t size, const std::string &path) {
-  return readBuffer(llvm::MemoryBuffer::getOpenFile(fd, path, size, /*RequiresNullTerminator=*/false), path);
+  return readImageMemory(bytes, file.path(), std::move(storage));
 }
 
 }  // namespace devdl

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "image/device_image.h"
+#include "support/regular_file.h"
 
 #include <llvm/Support/Error.h>
 
@@ -22,13 +23,13 @@ struct ImageFile {
 /// and anything else.
 ImageFormat sniffFormat(Bytes bytes);
 
-/// Reads the images of the file at `path` (mapped, not copied). Fails naming the file: missing
-/// or unreadable (NotFound, Io), empty, truncated or corrupt (BadFormat, also naming the image),
-/// an ELF file that is neither a device object nor carries a bundle (BadFormat).
+/// Reads the images of the regular file at `path` (support/regular_file.h: read, not mapped).
+/// Fails naming the file: missing or unreadable (NotFound, Io), not a regular file (Io), empty,
+/// truncated or corrupt (BadFormat, also naming the image), an ELF file that is neither a device
+/// object nor carries a bundle (BadFormat).
 llvm::Expected<ImageFile> readImageFile(const std::string &path);
-/// Same for a file already open on `fd`, of `size` bytes (its fstat), named `path` in errors;
-/// `fd` stays open.
-llvm::Expected<ImageFile> readImageFile(int fd, uint64_t size, const std::string &path);
+/// Same for a file already open.
+llvm::Expected<ImageFile> readImageFile(const RegularFile &file);
 
 /// Same for bytes in memory. `storage` owns them, or they outlive every image returned; in
 /// both cases what reading makes (decompressed members, unescaped strings) goes into `storage`,
@@ -39,6 +40,12 @@ llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name,
 /// One raw image of a known format, with symbols and properties derived from its bytes.
 llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format,
                                          std::shared_ptr<Storage> storage);
+
+/// Reads the bytes of an image as a loose file's are read (the SPIR-V validator, the ELF, PTX,
+/// fatbin and bitcode readers), unless they were: an image is linked only once this passed, so
+/// a bundle's recorded symbols never let unchecked bytes reach a linker or translator. Native
+/// OpenCL binaries are left to their driver, the only reader of them.
+llvm::Error checkImage(const DeviceImage &image);
 
 /// The images of one bundle. Envelopes with devdl's keys keep their recorded symbols and
 /// properties; others (e.g. from clang-offload-packager) are derived from their bytes.

@@ -1,6 +1,7 @@
 // The entry points and handles: opening files and memory as handles, references, flags, the
 // lookups device_dlsym and friends make, closing.
 #include "loader/loader.h"
+#include "support/environment.h"
 #include "loader/files.h"
 #include "cache/disk_cache.h"
 #include "support/debug.h"
@@ -60,7 +61,7 @@ Loader &Loader::instance() {
   // Never destroyed: handles may be used until exit. DEVDL_BACKEND is read once, as the host
   // loader reads its environment once.
   static Loader *loader = [] {
-    const char *choice = std::getenv("DEVDL_BACKEND");
+    const char *choice = devdlVariable("DEVDL_BACKEND");
     auto store = []() -> cache::BinaryStore & { return cache::DiskCache::process(); };
     return new Loader({backend::builtinBackends(), store, choice ? choice : ""});
   }();
@@ -129,12 +130,13 @@ llvm::Expected<void *> Loader::open(const char *name, int flags) {
   }
   if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
     return fail(ErrorCode::InvalidArgument, "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");
-  const std::string path = findFile(name);
-  auto file = OpenFile::open(path);
+  auto file = openNamedFile(name);
   if (!file) return file.takeError();
+  const std::string &path = file->path();
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {file->device(), file->inode(), nullptr}, flags, path, [&] { return file->read(); });
+  auto handle = openIdentified(lock, {file->status().st_dev, file->status().st_ino, nullptr}, flags, path,
+                               [&] { return readImageFile(*file); });
   if (!handle) return handle.takeError();
   return *handle;
 }

@@ -3,6 +3,7 @@
 // after the executable's and LD_PRELOAD's. The host loader is asked with the loader's lock let
 // go; what it said is applied under the lock.
 #include "bundle/loaded_bundles.h"
+#include "support/environment.h"
 #include "loader/loader.h"
 #include "loader/files.h"
 #include "support/debug.h"
@@ -11,7 +12,6 @@
 
 #include <llvm/ADT/STLExtras.h>
 
-#include <sys/auxv.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -176,16 +176,16 @@ void Loader::applyProcess(ProcessView view) {
 
 std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
   std::vector<ProcessView::Preload> preloads;
-  const char *list = getauxval(AT_SECURE) ? nullptr : std::getenv("DEVDL_PRELOAD");
+  const char *list = devdlVariable("DEVDL_PRELOAD");
   // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.
   for (const std::string &item : preloadList(list)) {
-    auto file = OpenFile::open(findFile(item.c_str()));
-    auto read = file ? file->read() : file.takeError();
+    auto file = openNamedFile(item.c_str());
+    auto read = file ? readImageFile(*file) : file.takeError();
     if (!read) {
       std::fprintf(stderr, "devdl: DEVDL_PRELOAD: %s: ignored\n", llvm::toString(read.takeError()).c_str());
       continue;
     }
-    const Handle::Identity identity{file->device(), file->inode(), nullptr};
+    const Handle::Identity identity{file->status().st_dev, file->status().st_ino, nullptr};
     std::string name = read->name;
     // Judged later if that would open a device: the first scan may run in a host constructor.
     preloads.push_back({std::move(name), identity, prepare(std::move(*read), /*mayOpenDevice=*/false)});

@@ -1,8 +1,9 @@
 #include "support/debug.h"
+#include "support/environment.h"
 
 #include <llvm/ADT/StringRef.h>
 
-#include <sys/auxv.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -29,7 +30,7 @@ Debug &Debug::get() {
 }
 
 Debug::Debug() {
-  const char *value = std::getenv("DEVDL_DEBUG");
+  const char *value = devdlVariable("DEVDL_DEBUG");
   if (!value) return;
   for (llvm::StringRef rest = value; !rest.empty();) {
     auto [item, tail] = rest.split(',');
@@ -42,11 +43,14 @@ Debug::Debug() {
     else if (item == "help") std::fputs(kHelp, stderr);
     else if (!item.empty()) std::fprintf(stderr, "devdl: DEVDL_DEBUG: unknown option `%s` (try help)\n", item.str().c_str());
   }
-  // As LD_DEBUG_OUTPUT: not in secure-execution processes, and suffixed with the process id.
-  const char *output = getauxval(AT_SECURE) ? nullptr : std::getenv("DEVDL_DEBUG_OUTPUT");
+  // As LD_DEBUG_OUTPUT: suffixed with the process id, and a symbolic link in its place is not
+  // followed (it could point the output at a file of the user's choosing).
+  const char *output = devdlVariable("DEVDL_DEBUG_OUTPUT");
   if (categories_ && output && *output) {
     const std::string path = std::string(output) + "." + std::to_string(getpid());
-    if (std::FILE *f = std::fopen(path.c_str(), "a")) out_ = f;
+    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (std::FILE *f = fd >= 0 ? fdopen(fd, "a") : nullptr) out_ = f;
+    else if (fd >= 0) close(fd);
   }
 }
 

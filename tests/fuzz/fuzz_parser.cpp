@@ -1,12 +1,15 @@
 // One libFuzzer target per parser, selected at build time by DEVDL_FUZZ_PARSER. Every input
 // must be read or refused with an error: no crash, no out-of-bounds read (ASan), no leak. The
 // SPIR-V, device ELF and PTX targets also make the input's definitions local, as interposition
-// does to a copy it links (image/local_definitions.h).
+// does to a copy it links (image/local_definitions.h). The Link target takes the input further,
+// along the path device_dlopen(DEVDL_NOW) takes up to the driver.
+#include "backend/spirv_link.h"
 #include "bundle/host_elf.h"
 #include "cache/disk_cache.h"
 #include "image/local_definitions.h"
 #include "image/read_image.h"
 #include "image/readers.h"
+#include "resolve/link_plan.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,13 +17,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 namespace {
 
-enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, CacheEntry };
+enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, CacheEntry, Link };
 
 // A disk cache entry as a file under the key "fuzz" (tests/data/fuzz-seeds has a valid
 // one to start from), then looked up and listed as devdl and devdl-cache do.
@@ -53,6 +57,47 @@ llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shar
   return image.takeError();
 }
 
+// A file (loose image, bundle, host ELF) linked as device_dlopen(DEVDL_NOW) links it on PoCL:
+// the first image's plan over the file's SPIR-V images (the first definition of a name wins, the
+// others made local), each image checked before it is linked, the SPIRV-Tools link, the
+// translation to SPIR. Only the driver's build is left out.
+llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
+  using namespace devdl;
+  auto file = readImageMemory(bytes, "fuzz", std::move(storage));
+  if (!file) return file.takeError();
+  std::vector<const DeviceImage *> images;
+  for (const DeviceImage &image : file->images)
+    if (image.format == ImageFormat::SpirV) images.push_back(&image);
+  if (images.empty()) return llvm::Error::success();
+  const uint32_t roots[] = {0};
+  const LinkPlan plan = computeLinkPlan(roots, images, [&](std::string_view symbol, uint32_t) -> std::optional<uint32_t> {
+    for (uint32_t id = 0; id < images.size(); ++id)
+      for (const Symbol &s : images[id]->symbols)
+        if (s.name == symbol && s.kind != SymbolKind::Import) return id;
+    return std::nullopt;
+  });
+  if (!plan.unresolved.empty() || !plan.conflicts.empty()) return llvm::Error::success();
+  std::deque<std::string> edited;
+  std::deque<DeviceImage> copies;
+  std::vector<const DeviceImage *> linked;
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < plan.images.size(); ++i) {
+    const DeviceImage &image = *images[plan.images[i]];
+    if (llvm::Error err = checkImage(image)) return err;
+    linked.push_back(&image);
+    labels.push_back("image " + std::to_string(plan.images[i]));
+    if (plan.hidden[i].empty()) continue;
+    auto local = withLocalDefinitions(image.bytes, image.format, plan.hidden[i]);
+    if (!local) return local.takeError();
+    DeviceImage &copy = copies.emplace_back(image);
+    copy.bytes = asBytes(edited.emplace_back(std::move(*local)));
+    linked.back() = &copy;
+  }
+  auto words = backend::linkSpirv(linked, labels);
+  if (!words) return words.takeError();
+  return backend::spirvToSpir(*words).takeError();
+}
+
 llvm::Error parse(devdl::Bytes bytes) {
   using namespace devdl;
   auto storage = std::make_shared<Storage>();
@@ -68,6 +113,7 @@ llvm::Error parse(devdl::Bytes bytes) {
     case HostElf: return bundle::findBundlesInElf(bytes).takeError();
     case AnyFile: return readImageMemory(bytes, "fuzz", storage).takeError();
     case CacheEntry: readCacheEntry(bytes); return llvm::Error::success();
+    case Link: return link(bytes, storage);
   }
   return llvm::Error::success();
 }

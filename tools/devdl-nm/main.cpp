@@ -5,9 +5,9 @@
 // Exit status as nm's: 0 when every file was read, 1 when any could not be (each is reported,
 // the others are still listed).
 #include "image/read_image.h"
+#include "support/demangle.h"
 #include "support/error.h"
 
-#include <llvm/Demangle/Demangle.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
@@ -42,7 +42,7 @@ bool selected(const Symbol &s) {
 }
 
 std::string displayName(std::string_view name) {
-  return demangle ? llvm::demangle(std::string(name)) : std::string(name);
+  return demangle ? devdl::demangle(name) : std::string(name);
 }
 
 // Symbols as nm shows them: sorted by name, then by kind.

@@ -1,4 +1,5 @@
 #include "backend/opencl/opencl_device.h"
+#include "support/environment.h"
 #include "backend/spirv_link.h"
 #include "image/local_definitions.h"
 #include "support/error.h"
@@ -130,7 +131,7 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.spirvIl = deviceString(api, device, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
-  if (const char *options = std::getenv("DEVDL_BUILD_OPTIONS")) options_ = options;
+  if (const char *options = devdlVariable("DEVDL_BUILD_OPTIONS")) options_ = options;
   identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
@@ -207,6 +208,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     for (const LinkInput &input : inputs) {
       images.push_back(input.image);
       labels.push_back(input.label);
+      // What the translator would end the process on, refused naming the image it came from.
+      if (caps_.spirvIl) continue;
+      std::vector<uint32_t> words(input.image->bytes.size() / 4);
+      std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
+      if (llvm::Error err = checkTranslatable(words)) return inImage(std::move(err), input.label);
     }
     auto linked = linkSpirv(images, labels);
     if (!linked) return linked.takeError();

@@ -1,0 +1,273 @@
+// Hostile and careless input through the C API and the tools, as a user would give it: files
+// that are not regular files, files changed while open, names the demangler would recurse on, a
+// setuid program's environment, and every input the fuzzers found (tests/data/fuzz-regressions)
+// opened DEVDL_NOW. Nothing may crash, hang or eat memory; errors name the file.
+#include "devdl.h"
+#include "e2e/opencl_run.h"
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <spirv-tools/libspirv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace devdl::test {
+namespace {
+
+std::string error() {
+  const char *e = device_dlerror();
+  return e ? e : "";
+}
+
+// A command limited in time and, unless sanitized (ASan reserves terabytes of address space), in
+// memory: a refusal is immediate, what the limits stop is a failure.
+std::vector<std::string> bounded(std::vector<std::string> argv) {
+  std::vector<std::string> limits = {"/usr/bin/timeout", "-s", "KILL", "30"};
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  limits.insert(limits.begin(), {"/usr/bin/prlimit", "--as=4294967296"});
+#endif
+  argv.insert(argv.begin(), limits.begin(), limits.end());
+  return argv;
+}
+
+std::string assembleSpirv(const std::string &text) {
+  spv_context context = spvContextCreate(SPV_ENV_UNIVERSAL_1_0);
+  spv_binary binary = nullptr;
+  spv_diagnostic diagnostic = nullptr;
+  const spv_result_t result = spvTextToBinary(context, text.data(), text.size(), &binary, &diagnostic);
+  EXPECT_EQ(result, SPV_SUCCESS) << (diagnostic ? diagnostic->error : "");
+  std::string words = result == SPV_SUCCESS ? std::string(reinterpret_cast<const char *>(binary->code), binary->wordCount * 4) : "";
+  spvBinaryDestroy(binary);
+  spvDiagnosticDestroy(diagnostic);
+  spvContextDestroy(context);
+  return words;
+}
+
+// The environment variables the tests set, restored after each.
+class HostileInput : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (const char *name : {"DEVDL_PRELOAD", "DEVDL_DEBUG", "DEVDL_DEBUG_OUTPUT", "DEVDL_LIBRARY_PATH", "DEVDL_BACKEND"})
+      unsetenv(name);
+  }
+};
+
+TEST_F(HostileInput, WhatIsNotARegularFileIsRefusedNamingItsKind) {
+  const std::string dir = scratchDir();
+  const std::string fifo = dir + "/fifo.spv";  // no writer: opening it for reading would wait for one
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto &[path, kind] : {std::pair<std::string, std::string>{"/dev/zero", "character device"},
+                                   {fifo, "FIFO"},
+                                   {dir, "directory"}}) {
+    const std::string refusal = path + ": not a regular file (" + kind + ")";
+    EXPECT_EQ(device_dlopen(path.c_str(), DEVDL_LAZY), nullptr);
+    EXPECT_EQ(error(), refusal);
+    for (const auto &argv : {std::vector<std::string>{DEVDL_NM, path}, {DEVDL_PACK, "-o", dir + "/out.devdl", path}}) {
+      CommandResult tool = run(bounded(argv));
+      EXPECT_EQ(tool.status, 1) << argv[0] << " " << path << ": " << tool.err;
+      EXPECT_NE(tool.err.find(refusal), std::string::npos) << tool.err;
+    }
+    // In DEVDL_PRELOAD, as in LD_PRELOAD: reported and passed over.
+    setenv("DEVDL_PRELOAD", path.c_str(), 1);
+    CommandResult probe = run(bounded({DEVDL_TEST_OPEN_PROBE, image("lib.spv")}));
+    EXPECT_EQ(probe.status, 0) << probe.err;
+    EXPECT_EQ(probe.out, image("lib.spv") + ": opened\n");
+    EXPECT_NE(probe.err.find("devdl: DEVDL_PRELOAD: " + refusal + ": ignored"), std::string::npos) << probe.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.devdl"));
+}
+
+// `_Z1f` and 100,000 `P`s: LLVM's demangler recurses once a `P` and overflowed the stack.
+TEST_F(HostileInput, ALongMangledNameIsReadAndListedAsItIs) {
+  const std::string dir = scratchDir();
+  const std::string name = "_Z1f" + std::string(100000, 'P') + "i";
+  writeFile(dir + "/long.spv", assembleSpirv("OpCapability Addresses\nOpCapability Linkage\nOpCapability Kernel\n"
+                                             "OpMemoryModel Physical64 OpenCL\n"
+                                             "OpDecorate %f LinkageAttributes \"" + name + "\" Import\n"
+                                             "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n"
+                                             "%f = OpFunction %void None %fn\nOpFunctionEnd\n"));
+  writeFile(dir + "/long.ptx", ".version 7.0\n.target sm_50\n.address_size 64\n.extern .func " + name + "\n();\n");
+  for (const std::string file : {dir + "/long.spv", dir + "/long.ptx"}) {
+    void *handle = device_dlopen(file.c_str(), DEVDL_LAZY);
+    ASSERT_NE(handle, nullptr) << error();
+    EXPECT_EQ(device_dlclose(handle), 0) << error();
+    for (const auto &argv : {std::vector<std::string>{DEVDL_NM, file}, {DEVDL_NM, "-C", file}}) {
+      CommandResult nm = run(argv);
+      EXPECT_EQ(nm.status, 0) << nm.err;
+      EXPECT_EQ(nm.out, "U " + name + "\n");
+    }
+    CommandResult check = run({DEVDL_PACK, "--check", file});
+    EXPECT_EQ(check.status, 1) << check.err;
+    EXPECT_NE(check.err.find("undefined device symbol `" + name + "`"), std::string::npos) << "reported unresolved";
+    setenv("DEVDL_PRELOAD", file.c_str(), 1);
+    CommandResult probe = run({DEVDL_TEST_OPEN_PROBE, image("lib.spv")});
+    EXPECT_EQ(probe.status, 0) << probe.err;
+    EXPECT_EQ(probe.out, image("lib.spv") + ": opened\n");
+  }
+  // Still unresolved, and said so, when linked.
+  EXPECT_EQ(device_dlopen((dir + "/long.spv").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_NE(error().find("undefined device symbol `" + name + "`"), std::string::npos);
+}
+
+// A setuid program run by another user (CI runs as root; the test makes a setuid-root copy of a
+// probe and runs it as nobody): the invoking user's environment and current directory must not
+// steer it, as glibc's loader ignores LD_LIBRARY_PATH, LD_PRELOAD and LD_DEBUG there. The same
+// copy without the setuid bit, run the same way, honours all of it: the test can tell.
+TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to make a setuid-root program to run as another user";
+  const std::string dir = scratchDir();
+  const std::string libraries = dir + "/libraries", output = dir + "/output";
+  std::filesystem::create_directories(libraries);
+  std::filesystem::create_directories(output);
+  ASSERT_EQ(chmod(output.c_str(), 0777), 0);
+  writeFile(dir + "/value_one.spv", readFile(image("value_one.spv")));  // in the current directory
+  writeFile(libraries + "/lib.spv", readFile(image("lib.spv")));
+  writeFile(dir + "/preload.spv", readFile(image("value_two.spv")));
+  const std::string probe = dir + "/probe";
+  std::filesystem::copy_file(DEVDL_TEST_OPEN_PROBE, probe);
+  setenv("DEVDL_LIBRARY_PATH", libraries.c_str(), 1);
+  setenv("DEVDL_PRELOAD", (dir + "/preload.spv").c_str(), 1);
+  setenv("DEVDL_DEBUG", "libs", 1);
+  setenv("DEVDL_DEBUG_OUTPUT", (output + "/debug").c_str(), 1);
+  auto runAsNobody = [&] {
+    return run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "-C", dir, probe, "value_one.spv",
+                "lib.spv"});
+  };
+  auto debugOutput = [&] {
+    std::string text;
+    for (const auto &entry : std::filesystem::directory_iterator(output)) text += readFile(entry.path());
+    std::filesystem::remove_all(output);
+    std::filesystem::create_directories(output);
+    chmod(output.c_str(), 0777);
+    return text;
+  };
+
+  ASSERT_EQ(chmod(probe.c_str(), 0755), 0);
+  CommandResult plain = runAsNobody();
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(plain.out, "value_one.spv: opened\nlib.spv: opened\n");
+  EXPECT_NE(debugOutput().find("preload.spv"), std::string::npos) << "DEVDL_PRELOAD and DEVDL_DEBUG_OUTPUT honoured";
+
+  ASSERT_EQ(chmod(probe.c_str(), 04755), 0);
+  CommandResult secure = runAsNobody();
+  ASSERT_EQ(secure.status, 0) << secure.err;
+  const std::string refused = ": a name without a slash is not looked for in a secure-execution (setuid) process: "
+                              "DEVDL_LIBRARY_PATH and the current directory are the invoking user's\n";
+  EXPECT_EQ(secure.out, "value_one.spv" + refused + "lib.spv" + refused);
+  EXPECT_EQ(debugOutput(), "") << "no DEVDL_DEBUG_OUTPUT file";
+  EXPECT_EQ(secure.err.find("devdl:"), std::string::npos) << "no DEVDL_DEBUG output, no preload: " << secure.err;
+}
+
+// DEVDL_DEBUG_OUTPUT is opened as glibc opens LD_DEBUG_OUTPUT: a symbolic link in its place is
+// not followed.
+TEST_F(HostileInput, DebugOutputDoesNotFollowASymbolicLink) {
+  const std::string dir = scratchDir();
+  writeFile(dir + "/victim", "untouched\n");
+  setenv("DEVDL_DEBUG", "libs", 1);
+  setenv("DEVDL_DEBUG_OUTPUT", (dir + "/debug").c_str(), 1);
+  // The output's name ends in the process id: the shell links it to its own, then is the probe.
+  CommandResult probe = run({"/bin/sh", "-c", "ln -s \"$1\" \"$2.$$\" && exec \"$3\" \"$4\"", "sh", dir + "/victim",
+                             dir + "/debug", DEVDL_TEST_OPEN_PROBE, image("lib.spv")});
+  EXPECT_EQ(probe.status, 0) << probe.err;
+  EXPECT_EQ(probe.out, image("lib.spv") + ": opened\n");
+  EXPECT_EQ(readFile(dir + "/victim"), "untouched\n");
+}
+
+class HostileInputOnADevice : public HostileInput {
+ protected:
+  void SetUp() override {
+    devdl_native native{};
+    native.size = sizeof native;
+    native.backend = DEVDL_BACKEND_OPENCL;
+    if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to link and run on: " << device_dlerror();
+    context_ = static_cast<cl_context>(native.context);
+    device_ = static_cast<cl_device_id>(native.device);
+  }
+  // ValueKernel of value_user.spv, which imports DupValue, run once.
+  int dupValue() {
+    void *user = device_dlopen(image("value_user.spv").c_str(), DEVDL_NOW);
+    EXPECT_NE(user, nullptr) << error();
+    void *kernel = user ? device_dlsym(user, "ValueKernel") : nullptr;
+    EXPECT_NE(kernel, nullptr) << error();
+    const int value = kernel ? runIntKernel(context_, device_, static_cast<cl_kernel>(kernel), 1)[0] : -1;
+    if (user) device_dlclose(user);
+    return value;
+  }
+
+  cl_context context_ = nullptr;
+  cl_device_id device_ = nullptr;
+};
+
+// A file a process has open (lazily) is overwritten or cut short before it is linked. What was
+// read at open is what is hashed (the disk cache's key) and what is linked: the process links
+// what it opened, never the new bytes under the old key, and a cut-short file faults nothing.
+// Bundles of 20 KB (a padding property): LLVM maps files of 16 KiB and more.
+TEST_F(HostileInputOnADevice, AFileChangedWhileOpenChangesNothingRead) {
+  const std::string dir = scratchDir();
+  const std::string padding = "devdl/test:padding=str:" + std::string(20000, 'x');
+  for (const char *value : {"one", "two"}) {
+    CommandResult pack = run({DEVDL_PACK, "-o", dir + "/" + value + ".devdl", "--property", padding,
+                              image(std::string("value_") + value + ".spv")});
+    ASSERT_EQ(pack.status, 0) << pack.err;
+  }
+  const std::string one = readFile(dir + "/one.devdl"), two = readFile(dir + "/two.devdl");
+  ASSERT_GE(one.size(), 16384u);
+  const std::string live = dir + "/live.devdl";
+  for (const std::string &change : {"overwritten", "cut short"}) {
+    writeFile(live, one);
+    void *handle = device_dlopen(live.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+    ASSERT_NE(handle, nullptr) << error();
+    // In place, as cp does: the open file's own pages change.
+    const int fd = open(live.c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    if (change == "overwritten") ASSERT_EQ(write(fd, two.data(), two.size()), static_cast<ssize_t>(two.size()));
+    close(fd);
+    EXPECT_EQ(dupValue(), 1) << "the file as opened is linked, " << change;
+    EXPECT_EQ(device_dlclose(handle), 0) << error();
+  }
+}
+
+// A bundle records its images' symbols, so opening it reads no image; each is still checked as a
+// loose file is before it is linked, and refused naming it.
+TEST_F(HostileInputOnADevice, ABundlesImagesAreCheckedBeforeTheyAreLinked) {
+  const std::string dir = scratchDir();
+  CommandResult pack = run({DEVDL_PACK, "-o", dir + "/values.devdl", image("value_user.spv"), image("value_one.spv")});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  std::string bundle = readFile(dir + "/values.devdl");
+  // value_one's OpTypeInt 32 made 31 bits wide: well formed words, invalid SPIR-V.
+  const std::string module = readFile(image("value_one.spv"));
+  const size_t at = bundle.find(module);
+  ASSERT_NE(at, std::string::npos);
+  const std::string intType("\x15\x00\x04\x00", 4);  // OpTypeInt, 4 words: result, width, signedness
+  const size_t type = bundle.find(intType, at);
+  ASSERT_NE(type, std::string::npos);
+  ASSERT_EQ(bundle[type + 8], 32);
+  bundle[type + 8] = 31;
+  writeFile(dir + "/values.devdl", bundle);
+  void *handle = device_dlopen((dir + "/values.devdl").c_str(), DEVDL_LAZY);
+  ASSERT_NE(handle, nullptr) << error();
+  EXPECT_EQ(device_dlsym(handle, "ValueKernel"), nullptr);
+  EXPECT_EQ(error().rfind(dir + "/values.devdl: image 1 (spirv): invalid SPIR-V: ", 0), 0u) << error();
+  EXPECT_EQ(device_dlclose(handle), 0) << error();
+}
+
+// Every input that once crashed a parser, the linker or the translator, opened DEVDL_NOW: linked,
+// or refused naming the file.
+TEST_F(HostileInputOnADevice, FuzzRegressionsOpenNowOrAreRefused) {
+  size_t count = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(std::filesystem::path(DEVDL_TEST_DATA) / "fuzz-regressions")) {
+    const std::string path = entry.path();
+    void *handle = device_dlopen(path.c_str(), DEVDL_NOW);
+    const std::string why = error();
+    if (handle) EXPECT_EQ(device_dlclose(handle), 0) << error();
+    else EXPECT_EQ(why.rfind(path + ": ", 0), 0u) << why;
+    ++count;
+  }
+  EXPECT_GT(count, 0u);
+}
+
+}  // namespace
+}  // namespace devdl::test
