@@ -96,6 +96,10 @@ llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t
   return std::move(rewrite.out);
 }
 
+std::string versionText(uint32_t version) {
+  return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
+}
+
 }  // namespace
 
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
@@ -145,7 +149,29 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
     for (size_t i = 0; i < labels.size(); ++i) names += (i ? ", " : "") + std::to_string(i + 1) + " = " + labels[i];
     return fail(ErrorCode::Unresolved, "SPIR-V link failed: " + messages + " (modules " + names + ")");
   }
-  return mergeBuiltinVariables(std::move(linked));
+  auto merged = mergeBuiltinVariables(std::move(linked));
+  if (!merged) return merged.takeError();
+  // Valid inputs can still link into an invalid module (an import's type that differs from its
+  // definition's, which the linker does not compare everywhere): nothing downstream is given it.
+  // A module without kernels (a library linked for its variables) is valid only as a library: it
+  // is validated as one, with the Linkage capability the linker took away.
+  std::vector<uint32_t> checked = *merged;
+  bool kernels = false;
+  for (size_t at = kHeaderWords, count; at < checked.size() && (count = checked[at] >> 16) &&
+                                        count <= checked.size() - at && !kernels;
+       at += count)
+    kernels = (checked[at] & 0xffff) == SpvOpEntryPoint;
+  if (!kernels) checked.insert(checked.begin() + kHeaderWords, {2u << 16 | SpvOpCapability, SpvCapabilityLinkage});
+  spirv::Context validator;
+  spv_const_binary_t binary{checked.data(), checked.size()};
+  if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS) {
+    std::string others;
+    for (size_t i = 1; i < labels.size(); ++i) others += (i > 1 ? ", " : " (with ") + labels[i];
+    return inImage(fail(ErrorCode::BadFormat, "the module it links into" + others + (others.empty() ? "" : ")") +
+                                                  " is invalid SPIR-V: " + diagnostic.text()),
+                   labels.front());
+  }
+  return merged;
 }
 
 uint32_t linkedSpecId(size_t module, uint32_t specId) { return static_cast<uint32_t>(module) << 16 | specId; }
@@ -159,23 +185,39 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
 #include <LLVMSPIRVLib/LLVMSPIRVExtensions.inc>
 #undef EXT
   };
+  // The translator exits on a version it does not know.
+  const uint32_t newest = static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion);
+  if (words.size() > kVersionWord && words[kVersionWord] > newest)
+    return fail(ErrorCode::Unsupported, "SPIR-V version " + versionText(words[kVersionWord]) +
+                                            ", newer than the SPIR-V to SPIR translator reads (" + versionText(newest) + ")");
   std::string refused;
   auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     std::string &refused = *static_cast<std::string *>(user);
+    auto refuse = [&](const std::string &what) {
+      refused = what + " (opcode " + std::to_string(inst->opcode) + ")";
+      return SPV_REQUESTED_TERMINATION;
+    };
+    auto word = [&](uint16_t operand) { return inst->words[inst->operands[operand].offset]; };
     for (uint16_t i = 0; i < inst->num_operands; ++i) {
       const spv_parsed_operand_t &operand = inst->operands[i];
-      if (operand.type != SPV_OPERAND_TYPE_LITERAL_STRING) continue;
-      const char *text = reinterpret_cast<const char *>(inst->words + operand.offset);
-      const size_t size = operand.num_words * 4u;
-      const std::string_view string(text, strnlen(text, size));
-      if (std::any_of(text + string.size(), text + size, [](char c) { return c != 0; })) {
-        refused = "a string padded with other than zeros (opcode " + std::to_string(inst->opcode) + ")";
-        return SPV_REQUESTED_TERMINATION;
+      if (operand.type == SPV_OPERAND_TYPE_LITERAL_STRING) {
+        const char *text = reinterpret_cast<const char *>(inst->words + operand.offset);
+        const size_t size = operand.num_words * 4u;
+        const std::string_view string(text, strnlen(text, size));
+        if (std::any_of(text + string.size(), text + size, [](char c) { return c != 0; }))
+          return refuse("a string padded with other than zeros");
+        if (inst->opcode == SpvOpExtension && !llvm::is_contained(kKnownExtensions, string))
+          return refuse("SPIR-V extension `" + std::string(string) + "`, which the SPIR-V to SPIR translator does not know");
       }
-      if (inst->opcode == SpvOpExtension && !llvm::is_contained(kKnownExtensions, string)) {
-        refused = "SPIR-V extension `" + std::string(string) + "`, which the SPIR-V to SPIR translator does not know";
-        return SPV_REQUESTED_TERMINATION;
-      }
+      // LLVM asserts that an alignment is a power of 2: one of a memory access (the literal after
+      // an Aligned mask) or of an Alignment decoration.
+      const bool alignedAccess = (operand.type == SPV_OPERAND_TYPE_MEMORY_ACCESS ||
+                                  operand.type == SPV_OPERAND_TYPE_OPTIONAL_MEMORY_ACCESS) &&
+                                 (word(i) & SpvMemoryAccessAlignedMask) && i + 1 < inst->num_operands;
+      const bool alignmentDecoration = operand.type == SPV_OPERAND_TYPE_DECORATION && word(i) == SpvDecorationAlignment &&
+                                       i + 1 < inst->num_operands;
+      if ((alignedAccess || alignmentDecoration) && !llvm::isPowerOf2_32(word(i + 1)))
+        return refuse("alignment " + std::to_string(word(i + 1)) + ", not a power of 2");
     }
     return SPV_SUCCESS;
   };

@@ -15,9 +15,9 @@
 
 namespace devdl::backend {
 
-/// Links SPIR-V images, in plan order, into one executable module. Inputs of different SPIR-V
-/// versions are raised to the highest (what newer SPIRV-Tools' --use-highest-version does);
-/// specialization constants are renumbered per image (linkedSpecId).
+/// Links SPIR-V images, in plan order, into one executable module, which must validate. Inputs of
+/// different SPIR-V versions are raised to the highest (what newer SPIRV-Tools'
+/// --use-highest-version does); specialization constants are renumbered per image (linkedSpecId).
 /// `labels` names each image in errors ("app.spv: image 0 (spirv)"), parallel to `images`.
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
                                                 std::span<const std::string> labels);
@@ -32,9 +32,10 @@ uint32_t linkedSpecId(size_t module, uint32_t specId);
 /// Whether this build has the SPIRV-LLVM-Translator (not the portable one).
 bool canTranslateToSpir();
 
-/// Whether the translator takes `words` without ending the process: it exits on an extension it
-/// does not know and asserts on a string padded with other than zeros, both of which the SPIR-V
-/// validator lets through. An error says which.
+/// Whether the translator takes `words` without ending the process, where the SPIR-V validator
+/// lets through what it exits or asserts on (a version or an extension it does not know, a string
+/// padded with other than zeros, an alignment not a power of 2; tests/data/fuzz-regressions has
+/// each). An error says which.
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
 
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;

@@ -197,7 +197,8 @@ TEST_F(DeviceDlopen, ErrorsAreClearAndPerThread) {
   EXPECT_EQ(device_dlsym(lib, "NoSuchSymbol"), nullptr);
   EXPECT_EQ(error(), image("lib.spv") + ": undefined device symbol `NoSuchSymbol`");
   EXPECT_EQ(device_dlsym(lib, "LibCounter"), nullptr);
-  EXPECT_NE(error().find("`LibCounter` is a device variable"), std::string::npos);
+  const std::string variable = error();
+  EXPECT_NE(variable.find("`LibCounter` is a device variable"), std::string::npos) << variable;
   device_dlclose(lib);
 }
 
