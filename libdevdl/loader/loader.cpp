@@ -135,7 +135,7 @@ llvm::Expected<void *> Loader::open(const char *name, int flags) {
   const std::string &path = file->path();
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {file->status().st_dev, file->status().st_ino, nullptr}, flags, path,
+  auto handle = openIdentified(lock, {file->status().st_dev, file->status().st_ino, nullptr, 0}, flags, path,
                                [&] { return readImageFile(*file); });
   if (!handle) return handle.takeError();
   return *handle;
@@ -149,7 +149,7 @@ llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const c
   const std::string label = name ? name : "(memory)";
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {0, 0, data}, flags, label, [&] { return readImageMemory(bytes, label, nullptr); });
+  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, [&] { return readImageMemory(bytes, label, nullptr); });
   if (!handle) return handle.takeError();
   return *handle;
 }

@@ -60,6 +60,7 @@ class Handle {
     dev_t device;
     ino_t inode;
     const void *memory;
+    size_t size;  // of the memory: the same address with another size holds another image
     bool operator==(const Identity &) const = default;
   };
   std::string path;  // the file, or the name given with the memory

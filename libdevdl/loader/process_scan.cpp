@@ -185,7 +185,7 @@ std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
       std::fprintf(stderr, "devdl: DEVDL_PRELOAD: %s: ignored\n", llvm::toString(read.takeError()).c_str());
       continue;
     }
-    const Handle::Identity identity{file->status().st_dev, file->status().st_ino, nullptr};
+    const Handle::Identity identity{file->status().st_dev, file->status().st_ino, nullptr, 0};
     std::string name = read->name;
     // Judged later if that would open a device: the first scan may run in a host constructor.
     preloads.push_back({std::move(name), identity, prepare(std::move(*read), /*mayOpenDevice=*/false)});

@@ -112,6 +112,60 @@ TEST_F(HostileInput, ALongMangledNameIsReadAndListedAsItIs) {
   EXPECT_NE(error().find("undefined device symbol `" + name + "`"), std::string::npos);
 }
 
+// A name with control characters in it (`T fake\rK InjectedKernel` showed as a kernel line; an
+// escape sequence could do anything to the terminal): devdl-nm writes them as escapes, one line a
+// symbol, as --json does.
+TEST_F(HostileInput, NmEscapesControlCharactersInNames) {
+  const std::string dir = scratchDir();
+  const std::string name = "fake\rK Injected\nU \x1b[2J\\ \xc2\x9b \xff caf\xc3\xa9";
+  std::string quoted;  // for the assembler, which takes \\ for a backslash
+  for (char c : name) quoted += c == '\\' ? std::string("\\\\") : std::string(1, c);
+  writeFile(dir + "/names.spv", assembleSpirv("OpCapability Addresses\nOpCapability Linkage\nOpCapability Kernel\n"
+                                              "OpMemoryModel Physical64 OpenCL\n"
+                                              "OpDecorate %f LinkageAttributes \"" + quoted + "\" Export\n"
+                                              "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n"
+                                              "%f = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n"));
+  CommandResult nm = run({DEVDL_NM, dir + "/names.spv"});
+  EXPECT_EQ(nm.status, 0) << nm.err;
+  EXPECT_EQ(nm.out, "T fake\\rK Injected\\nU \\x1b[2J\\\\ \\xc2\\x9b \\xff caf\xc3\xa9\n");
+}
+
+// devdl-pack -o X X replaced its input with a bundle of itself, also by another name of the file.
+TEST_F(HostileInput, PackRefusesToWriteOverItsInput) {
+  const std::string dir = scratchDir();
+  const std::string input = dir + "/lib.spv", other = dir + "/other-name.spv";
+  writeFile(input, readFile(image("lib.spv")));
+  ASSERT_EQ(symlink(input.c_str(), other.c_str()), 0);
+  for (const std::string &output : {input, other}) {
+    CommandResult pack = run({DEVDL_PACK, "-o", output, image("app.spv"), input});
+    EXPECT_EQ(pack.status, 1);
+    EXPECT_EQ(pack.err, "devdl-pack: " + output + ": is the input " + input + ", which it would replace\n");
+    EXPECT_EQ(readFile(input), readFile(image("lib.spv")));
+  }
+}
+
+// The same address with another size is another image: a bundle of app.spv followed by one of
+// lib.spv is one image at the first's size and two at both's (the first handle came back).
+TEST_F(HostileInput, MemoryIsIdentifiedByAddressAndSize) {
+  const std::string dir = scratchDir();
+  for (const char *name : {"app", "lib"}) {
+    CommandResult pack = run({DEVDL_PACK, "-o", dir + "/" + name + ".devdl", image(std::string(name) + ".spv")});
+    ASSERT_EQ(pack.status, 0) << pack.err;
+  }
+  const std::string app = readFile(dir + "/app.devdl"), both = app + readFile(dir + "/lib.devdl");
+  void *first = device_dlopen_mem(both.data(), app.size(), "app", DEVDL_LAZY);
+  ASSERT_NE(first, nullptr) << error();
+  void *whole = device_dlopen_mem(both.data(), both.size(), "app and lib", DEVDL_LAZY);
+  ASSERT_NE(whole, nullptr) << error();
+  EXPECT_NE(whole, first);
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  EXPECT_NE(device_dlsyminfo(first, "LibDeviceFunc", &info), 0);
+  EXPECT_EQ(device_dlsyminfo(whole, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(device_dlopen_mem(both.data(), app.size(), "app again", DEVDL_LAZY), first) << "same address and size";
+  for (void *handle : {first, first, whole}) EXPECT_EQ(device_dlclose(handle), 0) << error();
+}
+
 // A setuid program run by another user (CI runs as root; the test makes a setuid-root copy of a
 // probe and runs it as nobody): the invoking user's environment and current directory must not
 // steer it, as glibc's loader ignores LD_LIBRARY_PATH, LD_PRELOAD and LD_DEBUG there. The same

@@ -9,6 +9,7 @@
 #include "support/error.h"
 
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/ConvertUTF.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -39,6 +40,41 @@ bool selected(const Symbol &s) {
   if (undefinedOnly) return s.kind == SymbolKind::Import;
   if (definedOnly) return s.kind != SymbolKind::Import;
   return true;
+}
+
+// Text for a terminal: names come from the images, and a control character in one (\r, an escape
+// sequence) would forge or hide lines. Backslashes and control characters, C1 ones (U+0080 to
+// U+009F) and bytes of malformed UTF-8 among them, are written as escapes; --json escapes its own.
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  auto escapeByte = [&](unsigned char c) { ((out += "\\x") += kHex[c >> 4]) += kHex[c & 15]; };
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      if (c == '\\') out += "\\\\";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else if (c == '\t') out += "\\t";
+      else if (c < 0x20 || c == 0x7f) escapeByte(c);
+      else out += static_cast<char>(c);
+      continue;
+    }
+    const unsigned length = llvm::getNumBytesForUTF8(c);
+    const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data() + i);
+    if (length > text.size() - i || !llvm::isLegalUTF8Sequence(begin, begin + length)) {
+      escapeByte(c);
+      ++i;
+      continue;
+    }
+    if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0)  // C1
+      for (unsigned k = 0; k < length; ++k) escapeByte(static_cast<unsigned char>(text[i + k]));
+    else
+      out.append(text.substr(i, length));
+    i += length;
+  }
+  return out;
 }
 
 std::string displayName(std::string_view name) {
@@ -90,18 +126,18 @@ void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
     if (manyImages || properties) {
       std::string what = std::string(ref(formatName(image.format)));
       if (std::string t = target(image); !t.empty()) what += ", " + t;
-      os << "\n" << file.name << "(image " << i << ", " << what << "):\n";
+      os << "\n" << printable(file.name) << "(image " << i << ", " << printable(what) << "):\n";
     } else if (manyFiles) {
-      os << "\n" << file.name << ":\n";
+      os << "\n" << printable(file.name) << ":\n";
     }
-    for (const Symbol &s : listed(image)) os << symbolLetter(s.kind) << ' ' << displayName(s.name) << '\n';
+    for (const Symbol &s : listed(image)) os << symbolLetter(s.kind) << ' ' << printable(displayName(s.name)) << '\n';
     if (!properties) continue;
     for (const PropertySet &set : allPropertySets(image)) {
-      os << "[" << set.name << "]\n";
+      os << "[" << printable(set.name) << "]\n";
       for (const Property &p : set.properties) {
-        os << "  " << displayName(p.name) << " = ";
+        os << "  " << printable(displayName(p.name)) << " = ";
         if (p.type == PropertyType::UInt32) os << p.u32 << '\n';
-        else if (p.type == PropertyType::String) os << '"' << llvm::StringRef(p.data.data(), p.data.size()) << "\"\n";
+        else if (p.type == PropertyType::String) os << '"' << printable(p.data) << "\"\n";
         else os << "0x" << hex(p.data) << '\n';
       }
     }
@@ -161,7 +197,7 @@ int main(int argc, char **argv) {
   for (const std::string &path : inputs) {
     auto file = readImageFile(path);
     if (!file) {
-      llvm::errs() << "devdl-nm: " << llvm::toString(file.takeError()) << '\n';
+      llvm::errs() << "devdl-nm: " << printable(llvm::toString(file.takeError())) << '\n';
       status = 1;
       continue;
     }

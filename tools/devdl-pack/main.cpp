@@ -340,6 +340,16 @@ int main(int argc, char **argv) {
     output = "a.devdl";
   }
 
+  // The output replacing one of the inputs (by any name of the file) would lose it for a bundle
+  // of itself: refused, as cp refuses to copy a file onto itself.
+  if (llvm::sys::fs::UniqueID out; !llvm::sys::fs::getUniqueID(output, out))
+    for (const auto &[path, edits, source] : inputs)
+      for (const std::string &input : {path, source})
+        if (llvm::sys::fs::UniqueID in; !input.empty() && !llvm::sys::fs::getUniqueID(input, in) && in == out) {
+          reportError(inFile(fail(ErrorCode::InvalidArgument, "is the input " + input + ", which it would replace"), output));
+          return 1;
+        }
+
   std::vector<ImageFile> files;
   std::vector<DeviceImage> images;
   for (auto &[path, edits, source] : inputs) {
