@@ -27,13 +27,28 @@ llvm::Error bad(uint64_t offset, const llvm::Twine &what) {
               "invalid bundle: envelope at offset " + llvm::Twine(offset) + ": " + what);
 }
 
-// A NUL-terminated string at `at` inside the envelope `env`.
-llvm::Expected<std::string_view> stringAt(Bytes env, uint64_t at, uint64_t envOffset) {
+// Strings may share bytes (LLVM's StringTableBuilder tail-merges them), so an envelope's string
+// entries may refer to more bytes than it holds: entries all pointing into one long string made
+// reading (and every use of the strings after) quadratic in the envelope's size. What they may
+// refer to in all is this many times its size, and reading stays linear.
+constexpr uint64_t kStringBytesPerByte = 4;
+
+// A NUL-terminated string at `at` inside the envelope `env`; its bytes and NUL come out of
+// `budget`, the bytes the envelope's strings may still refer to.
+llvm::Expected<std::string_view> stringAt(Bytes env, uint64_t at, uint64_t envOffset, uint64_t &budget) {
   if (at >= env.size()) return bad(envOffset, "string offset " + llvm::Twine(at) + " out of range");
   const char *s = reinterpret_cast<const char *>(env.data() + at);
-  const void *nul = std::memchr(s, 0, env.size() - at);
-  if (!nul) return bad(envOffset, "string at " + llvm::Twine(at) + " is not terminated");
-  return std::string_view(s, static_cast<const char *>(nul) - s);
+  const uint64_t reach = std::min(env.size() - at, budget);
+  const void *nul = std::memchr(s, 0, reach);
+  if (!nul && reach == env.size() - at)
+    return bad(envOffset, "string at " + llvm::Twine(at) + " is not terminated");
+  if (!nul)
+    return bad(envOffset, "its string entries refer to more than " +
+                              llvm::Twine(kStringBytesPerByte * env.size()) + " bytes of strings (" +
+                              llvm::Twine(kStringBytesPerByte) + " times its size)");
+  const std::string_view string(s, static_cast<const char *>(nul) - s);
+  budget -= string.size() + 1;
+  return string;
 }
 
 llvm::Expected<Entry> readEnvelope(Bytes env, uint64_t offset) {
@@ -59,11 +74,12 @@ llvm::Expected<Entry> readEnvelope(Bytes env, uint64_t offset) {
                            " out of range");
   entry.image = env.subspan(imageOffset, imageSize);
   entry.strings.reserve(numStrings);
+  uint64_t budget = kStringBytesPerByte * env.size();
   for (uint64_t i = 0; i < numStrings; ++i) {
     const uint8_t *s = p + stringOffset + i * kStringEntrySize;
-    auto key = stringAt(env, read64le(s), offset);
+    auto key = stringAt(env, read64le(s), offset, budget);
     if (!key) return key.takeError();
-    auto value = stringAt(env, read64le(s + 8), offset);
+    auto value = stringAt(env, read64le(s + 8), offset, budget);
     if (!value) return value.takeError();
     entry.strings.emplace_back(*key, *value);
   }

@@ -20,13 +20,14 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr size_t kHeaderSize = 16, kEntryMinSize = 64;
 constexpr uint16_t kKindPtx = 1, kKindElf = 2;
 constexpr uint64_t kFlagLegacyCompressed = 0x2000, kFlagZstd = 0x8000;
-constexpr uint64_t kMaxDecompressed = uint64_t(1) << 30;  // refuse absurd sizes from hostile input
 
 uint16_t u16(const uint8_t *p) { return llvm::support::endian::read16le(p); }
 uint32_t u32(const uint8_t *p) { return llvm::support::endian::read32le(p); }
 uint64_t u64(const uint8_t *p) { return llvm::support::endian::read64le(p); }
 
 }  // namespace
+
+bool FatbinMember::readable() const { return (flags & kFlagZstd) || !(flags & kFlagLegacyCompressed); }
 
 llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storage &storage) {
   if (fatbin.size() < kHeaderSize || u32(fatbin.data()) != kFatbinMagic)
@@ -59,32 +60,45 @@ llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storag
                                             llvm::Twine(headerSize + pos) + " runs past the end");
     FatbinMember m;
     m.flags = flags;
+    m.offset = headerSize + pos;
     m.format = kind == kKindPtx ? ImageFormat::Ptx : kind == kKindElf ? ImageFormat::Cubin : ImageFormat::Unknown;
     m.arch = storage.save((kind == kKindPtx ? "compute_" : "sm_") + std::to_string(arch));
-    Bytes payload(e + entrySize, payloadSize);
+    m.payload = Bytes(e + entrySize, payloadSize);
+    m.size = payloadSize;
     if (flags & kFlagZstd) {
-      m.compressed = true;
-      if (compressedSize > payloadSize || decompressedSize > kMaxDecompressed ||
-          ZSTD_getFrameContentSize(payload.data(), compressedSize) != decompressedSize)
-        return fail(ErrorCode::BadFormat, "invalid fatbin: entry at offset " +
-                                              llvm::Twine(headerSize + pos) + " has bad sizes");
-      // Decompress straight into storage: the payload is the image devdl reads and links.
-      auto out = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(decompressedSize);
-      const size_t got = ZSTD_decompress(out->getBufferStart(), decompressedSize, payload.data(), compressedSize);
-      if (ZSTD_isError(got) || got != decompressedSize)
-        return fail(ErrorCode::BadFormat, "invalid fatbin: entry at offset " +
-                                              llvm::Twine(headerSize + pos) + ": bad zstd data (" +
-                                              (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short") + ")");
-      m.payload = storage.adopt(std::move(out));
-    } else if (flags & kFlagLegacyCompressed) {
-      m.compressed = true;  // NVIDIA's own scheme: the driver reads it, devdl cannot
-    } else {
-      m.payload = payload;
+      // Only the frame's header is read: the member used is inflated later (fatbinMemberImage),
+      // the others never. It must record the size (nvcc's do), and the entry's must agree.
+      const uint64_t recorded = compressedSize > payloadSize ? ZSTD_CONTENTSIZE_ERROR
+                                                             : ZSTD_getFrameContentSize(m.payload.data(), compressedSize);
+      if (recorded >= ZSTD_CONTENTSIZE_ERROR || recorded != decompressedSize)
+        return fail(ErrorCode::BadFormat, "invalid fatbin: entry at offset " + llvm::Twine(m.offset) +
+                                              " has bad sizes");
+      m.payload = m.payload.first(compressedSize);
+      m.size = decompressedSize;
     }
     members.push_back(m);
     pos += entrySize + payloadSize;
   }
   return members;
+}
+
+llvm::Expected<Bytes> fatbinMemberImage(const FatbinMember &member, Storage &storage) {
+  if (!(member.flags & kFlagZstd)) return member.payload;
+  if (member.size > kMaxFatbinInflation)
+    return fail(ErrorCode::Unsupported, "fatbin entry at offset " + llvm::Twine(member.offset) + " inflates to " +
+                                            llvm::Twine(member.size) + " bytes, past the bound of " +
+                                            llvm::Twine(kMaxFatbinInflation) +
+                                            " bytes on what one fat binary inflates");
+  // Inflated straight into storage: the result is the image devdl reads and links.
+  auto out = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(member.size);
+  if (!out)
+    return fail(ErrorCode::Io, "no memory to inflate the fatbin entry at offset " + llvm::Twine(member.offset));
+  const size_t got = ZSTD_decompress(out->getBufferStart(), member.size, member.payload.data(), member.payload.size());
+  if (ZSTD_isError(got) || got != member.size)
+    return fail(ErrorCode::BadFormat, "invalid fatbin: entry at offset " + llvm::Twine(member.offset) +
+                                          ": bad zstd data (" + (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short") +
+                                          ")");
+  return storage.adopt(std::move(out));
 }
 
 llvm::Expected<std::vector<Bytes>> splitFatbins(Bytes section) {
@@ -119,7 +133,7 @@ llvm::Error readFatbin(DeviceImage &image) {
   const FatbinMember *source = nullptr;
   for (const FatbinMember &m : *members) {
     archs += (archs.empty() ? "" : ",") + std::string(m.arch);
-    if (m.payload.empty() || m.format == ImageFormat::Unknown) continue;
+    if (!m.readable() || m.format == ImageFormat::Unknown) continue;
     if (!source || (source->format == ImageFormat::Ptx && m.format == ImageFormat::Cubin)) source = &m;
   }
   image.triple = "nvptx64-nvidia-cuda";
@@ -128,9 +142,11 @@ llvm::Error readFatbin(DeviceImage &image) {
   if (!source)
     return fail(ErrorCode::Unsupported,
                 "fatbin holds no cubin or PTX devdl can read (only entries in NVIDIA's own compression)");
+  auto bytes = fatbinMemberImage(*source, *image.storage);
+  if (!bytes) return bytes.takeError();
   DeviceImage member;
   member.format = source->format;
-  member.bytes = source->payload;
+  member.bytes = *bytes;
   member.storage = image.storage;
   if (llvm::Error err = derive(member))
     return inImage(std::move(err), "fatbin entry (" + std::string(source->arch) + ")");

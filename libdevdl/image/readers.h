@@ -27,20 +27,35 @@ llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<con
 llvm::Expected<std::string> elfWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);
 llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);
 
-/// One entry of a CUDA fat binary.
+/// One entry of a CUDA fat binary, as stored.
 struct FatbinMember {
   ImageFormat format = ImageFormat::Unknown;  // Cubin, Ptx, or Unknown for other kinds
   std::string_view arch;                      // sm_90 for cubins, compute_90 for PTX
   uint64_t flags = 0;
-  bool compressed = false;
-  Bytes payload;  // decompressed where devdl can (zstd); empty where it cannot
+  uint64_t offset = 0;  // of its entry in the fat binary, for messages
+  Bytes payload;        // as stored: compressed where `flags` say so
+  uint64_t size = 0;    // of the image: the payload's, or what its zstd frame inflates to
+
+  /// The image is plain or zstd-compressed: not in NVIDIA's own compression, which devdl cannot read.
+  bool readable() const;
 };
+
+/// What one fat binary may inflate: its users inflate only the member they read, one each
+/// (readFatbin for the symbols, the CUDA backend for its device), so this bounds the whole image.
+/// Over six times the largest member in CUDA 13's own libraries (40 MB, in cuDNN's).
+inline constexpr uint64_t kMaxFatbinInflation = uint64_t(256) << 20;
 
 /// The fat binaries of a section nvcc made (.nv_fatbin, __nv_relfatbin): one after another,
 /// each with its own header, maybe with zero padding between.
 llvm::Expected<std::vector<Bytes>> splitFatbins(Bytes section);
 
-/// Lists the members of a fat binary; zstd-compressed payloads are decompressed into storage.
+/// Lists the members of a fat binary as stored, inflating none. Fails with BadFormat where an
+/// entry does not fit or a zstd frame's size disagrees with its entry's.
 llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storage &storage);
+
+/// The image of a readable member: its payload, or the payload inflated into `storage` where it
+/// is zstd-compressed. Fails with Unsupported past kMaxFatbinInflation (naming the bound and the
+/// entry's offset), with BadFormat on corrupt zstd data.
+llvm::Expected<Bytes> fatbinMemberImage(const FatbinMember &member, Storage &storage);
 
 }  // namespace devdl::readers

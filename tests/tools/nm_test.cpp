@@ -103,6 +103,17 @@ TEST(DevdlNm, SharedLibraryCarryingABundle) {
   EXPECT_NE(plain.err.find("carries no device images"), std::string::npos);
 }
 
+// Names of files reach the terminal too, in the "file:" headers and in errors: a control
+// character in one is written as an escape, as in symbol names.
+TEST(DevdlNm, ControlCharactersInFileNamesAreEscaped) {
+  const std::string dir = scratchDir();
+  writeFile(dir + "/lib\r\x1b[2J.spv", readFile(image("lib.spv")));
+  CommandResult r = run({DEVDL_NM, dir + "/lib\r\x1b[2J.spv", dir + "/gone\nT Forged", image("app.spv")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "devdl-nm: " + dir + "/gone\\nT Forged: No such file or directory\n");
+  EXPECT_NE(r.out.find("\n" + dir + "/lib\\r\\x1b[2J.spv:\nD LibCounter\n"), std::string::npos) << r.out;
+}
+
 TEST(DevdlNm, BadInputNeverCrashes) {
   const std::string dir = scratchDir();
   const std::string spirv = readFile(image("app.spv"));

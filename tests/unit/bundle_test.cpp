@@ -182,6 +182,62 @@ TEST(Bundle, StringOffsetsAreChecked) {
   EXPECT_NE(errorText(file).find("is not terminated"), std::string::npos);
 }
 
+// An envelope with no image whose `count` string entries, keys and values, all refer to one
+// string of `length` bytes: 2 × count × length bytes referred to in count × 16 + length.
+std::string envelopeOfOneString(uint64_t count, uint64_t length) {
+  const uint64_t stringEntries = kEntry + bundle::kEntrySize, table = stringEntries + count * bundle::kStringEntrySize;
+  const uint64_t size = llvm::alignTo(table + length + 1, bundle::kAlignment);
+  std::string env(size, '\0');
+  std::copy(std::begin(bundle::kMagic), std::end(bundle::kMagic), env.begin());
+  auto put = [&](uint64_t at, uint64_t value) { llvm::support::endian::write64le(&env[at], value); };
+  llvm::support::endian::write32le(&env[4], bundle::kVersion);
+  put(kSizeField, size);
+  put(kEntryOffsetField, kEntry);
+  put(kEntrySizeField, bundle::kEntrySize);
+  put(kStringOffsetField, stringEntries);
+  put(kStringCountField, count);
+  put(kImageOffsetField, size);
+  for (uint64_t i = 0; i < count; ++i) {
+    put(stringEntries + i * bundle::kStringEntrySize, table);
+    put(stringEntries + i * bundle::kStringEntrySize + 8, table);
+  }
+  std::fill_n(env.begin() + table, length, 'a');
+  return env;
+}
+
+// 16 MB of string entries all pointing into one 8 MB string refer to 8 TB: read, each entry's
+// string was scanned to its end, and reading would take hours (the test's timeout is minutes).
+// Strings may refer to 4 times the envelope's size in all: this is refused after 64 MB.
+TEST(Bundle, StringsReferringToMoreThanTheEnvelopeHoldsAreRefused) {
+  const std::string env = envelopeOfOneString(uint64_t(1) << 19, uint64_t(8) << 20);
+  auto file = readImageMemory(asBytes(env), "strings.devdl", nullptr);
+  ASSERT_FALSE(!!file);
+  EXPECT_EQ(errorText(file), "strings.devdl: invalid bundle: envelope at offset 0: its string entries refer to more "
+                             "than " + std::to_string(4 * env.size()) + " bytes of strings (4 times its size)");
+  // Within the bound, the same shape reads.
+  const std::string small = envelopeOfOneString(1, 1000);
+  auto entries = bundle::readBundle(asBytes(small));
+  ASSERT_TRUE(!!entries) << errorText(entries);
+  EXPECT_EQ((*entries)[0].strings[0].second, std::string(1000, 'a'));
+}
+
+// LLVM's writer merges a string into the tail of a longer one: strings sharing bytes are read.
+TEST(Bundle, StringsSharingBytesAreRead) {
+  llvm::object::OffloadBinary::OffloadingImage in;
+  in.TheImageKind = llvm::object::IMG_None;
+  in.TheOffloadKind = llvm::object::OFK_OpenMP;
+  in.Flags = 0;
+  in.StringData["triple"] = "spir64-unknown-unknown";
+  in.StringData["vendor"] = "unknown";
+  in.Image = llvm::MemoryBuffer::getMemBuffer("", "", false);
+  const std::string packed = llvm::object::OffloadBinary::write(in)->getBuffer().str();
+  auto entries = bundle::readBundle(asBytes(packed));
+  ASSERT_TRUE(!!entries) << errorText(entries);
+  const std::string_view triple = *(*entries)[0].get("triple"), vendor = *(*entries)[0].get("vendor");
+  EXPECT_EQ(vendor, "unknown");
+  EXPECT_EQ(vendor.data(), triple.data() + triple.size() - vendor.size()) << "the writer no longer merges tails";
+}
+
 TEST(Bundle, EveryTruncationFailsCleanly) {
   std::vector<DeviceImage> images = seedImages();
   images.resize(2);

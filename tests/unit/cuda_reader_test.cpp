@@ -5,6 +5,12 @@
 #include "test_support.h"
 
 #include <llvm/Support/Endian.h>
+#include <llvm/Support/MathExtras.h>
+
+#include <unistd.h>
+#include <zstd.h>
+
+#include <fstream>
 
 namespace devdl::test {
 namespace {
@@ -99,29 +105,66 @@ TEST(FatbinReader, ListsCubinAndPtxWithArch) {
   std::vector<std::string> seen;
   for (const auto &m : *members) {
     seen.push_back(std::string(formatName(m.format)) + " " + std::string(m.arch));
-    EXPECT_FALSE(m.payload.empty());
-    EXPECT_EQ(sniffFormat(m.payload), m.format) << "payload should be the decompressed image";
+    auto bytes = readers::fatbinMemberImage(m, storage);
+    ASSERT_TRUE(!!bytes) << errorText(bytes);
+    EXPECT_EQ(sniffFormat(*bytes), m.format) << "the member's image should be the inflated one";
   }
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<std::string>{"cubin sm_90", "ptx compute_90"}));
 }
 
-// A fat binary with one uncompressed PTX entry, laid out as nvcc does.
-std::string makeFatbin(std::string_view ptx) {
-  std::string entry(64, '\0');
-  auto put16 = [&](size_t at, uint16_t v) { llvm::support::endian::write16le(&entry[at], v); };
-  auto put32 = [&](size_t at, uint32_t v) { llvm::support::endian::write32le(&entry[at], v); };
-  auto put64 = [&](size_t at, uint64_t v) { llvm::support::endian::write64le(&entry[at], v); };
-  put16(0, 1);  // PTX
-  put32(4, 64);
-  put64(8, ptx.size());
-  put32(28, 80);
+// One entry of a fat binary built here: `payload` as stored, compressed where `flags` say so.
+struct TestMember {
+  uint16_t kind = 1;  // PTX
+  uint32_t arch = 80;
+  std::string payload;
+  uint64_t flags = 0;
+  uint64_t inflatedSize = 0;
+};
+
+constexpr uint64_t kZstd = 0x8000;
+
+// A fat binary of `members`, laid out as nvcc does.
+std::string makeFatbin(const std::vector<TestMember> &members) {
+  std::string body;
+  for (const TestMember &m : members) {
+    std::string entry(64, '\0');
+    std::string payload = m.payload;
+    payload.resize(llvm::alignTo(payload.size(), 8), '\0');
+    llvm::support::endian::write16le(&entry[0], m.kind);
+    llvm::support::endian::write32le(&entry[4], 64);
+    llvm::support::endian::write64le(&entry[8], payload.size());
+    llvm::support::endian::write32le(&entry[16], static_cast<uint32_t>(m.payload.size()));
+    llvm::support::endian::write32le(&entry[28], m.arch);
+    llvm::support::endian::write64le(&entry[40], m.flags);
+    llvm::support::endian::write64le(&entry[56], m.inflatedSize);
+    body += entry + payload;
+  }
   std::string header(16, '\0');
   llvm::support::endian::write32le(&header[0], 0xBA55ED50);
   llvm::support::endian::write16le(&header[4], 1);
   llvm::support::endian::write16le(&header[6], 16);
-  llvm::support::endian::write64le(&header[8], entry.size() + ptx.size());
-  return header + entry + std::string(ptx);
+  llvm::support::endian::write64le(&header[8], body.size());
+  return header + body;
+}
+
+// A fat binary with one uncompressed PTX entry.
+std::string makeFatbin(std::string_view ptx) { return makeFatbin({{1, 80, std::string(ptx)}}); }
+
+// `content` as one zstd frame that records its size, as nvcc's do.
+std::string zstdFrame(std::string_view content) {
+  std::string frame(ZSTD_compressBound(content.size()), '\0');
+  const size_t size = ZSTD_compress(frame.data(), frame.size(), content.data(), content.size(), 1);
+  frame.resize(ZSTD_isError(size) ? 0 : size);
+  return frame;
+}
+
+// What the process has in memory now (not its peak, which earlier tests may have set).
+uint64_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 TEST(FatbinReader, SectionOfSeveralFatbinsIsSplit) {
@@ -177,6 +220,56 @@ TEST(FatbinReader, SizesOutOfRangeAreRefused) {
     auto file = readImageMemory(asBytes(std::string_view(good).substr(0, size)), "cut.fatbin", nullptr);
     EXPECT_FALSE(!!file) << "size " << size;
   }
+}
+
+// A fat binary of a small PTX member and three of 128 MiB (zeros, each a 4 KB zstd frame): a
+// reader inflated every member, 384 MiB for a file of 13 KB, though it takes the symbols of one.
+TEST(FatbinReader, OnlyTheMemberReadIsInflated) {
+  constexpr uint64_t kBomb = uint64_t(128) << 20;
+  const std::string small = zstdFrame(kPtx), bomb = zstdFrame(std::string(kBomb, '\0'));
+  std::vector<TestMember> members{{1, 80, small, kZstd, kPtx.size()}};
+  for (uint32_t arch : {86, 89, 90}) members.push_back({1, arch, bomb, kZstd, kBomb});
+  const std::string fat = makeFatbin(members);
+
+  Storage storage;
+  auto listed = readers::listFatbinMembers(asBytes(fat), storage);
+  ASSERT_TRUE(!!listed) << errorText(listed);
+  ASSERT_EQ(listed->size(), 4u);
+  for (const readers::FatbinMember &m : *listed) {
+    const char *payload = asText(m.payload).data();
+    EXPECT_TRUE(payload >= fat.data() && payload + m.payload.size() <= fat.data() + fat.size())
+        << m.arch << ": listed as stored, not inflated";
+  }
+  EXPECT_EQ((*listed)[3].size, kBomb);
+  auto inflated = readers::fatbinMemberImage((*listed)[0], storage);
+  ASSERT_TRUE(!!inflated) << errorText(inflated);
+  EXPECT_EQ(asText(*inflated), kPtx);
+
+  const uint64_t before = residentBytes();
+  auto file = readImageMemory(asBytes(fat), "bomb.fatbin", nullptr);
+  ASSERT_TRUE(!!file) << errorText(file);
+  EXPECT_LT(residentBytes() - before, kBomb / 2) << "more than the member read was inflated";
+  EXPECT_EQ(file->images[0].arch, "compute_80,compute_86,compute_89,compute_90");
+  EXPECT_TRUE(contains(symbolLines(file->images[0]), "K the_kernel"));
+}
+
+// A member whose zstd frame says it inflates past the bound (a frame header alone: nothing is
+// inflated to find out) is refused when read, naming the bound and the entry.
+TEST(FatbinReader, InflatingPastTheBoundIsRefusedNamingIt) {
+  const uint64_t claimed = readers::kMaxFatbinInflation + 1;
+  std::string header = {'\x28', '\xb5', '\x2f', '\xfd', '\xe0'};  // magic; single segment, 8-byte content size
+  header.resize(13);
+  llvm::support::endian::write64le(&header[5], claimed);
+  const std::string ptx = zstdFrame(kPtx);
+  const std::string fat = makeFatbin({{1, 80, ptx, kZstd, kPtx.size()}, {2, 90, header, kZstd, claimed}});
+  auto file = readImageMemory(asBytes(fat), "bomb.fatbin", nullptr);
+  ASSERT_FALSE(!!file);
+  const size_t cubinEntry = 16 + 64 + llvm::alignTo(ptx.size(), 8);
+  EXPECT_EQ(errorText(file), "bomb.fatbin: image 0 (fatbin): fatbin entry at offset " +
+                                 std::to_string(cubinEntry) + " inflates to " +
+                                 std::to_string(claimed) + " bytes, past the bound of " +
+                                 std::to_string(readers::kMaxFatbinInflation) +
+                                 " bytes on what one fat binary inflates");
 }
 
 }  // namespace

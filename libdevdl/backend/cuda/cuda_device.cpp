@@ -261,7 +261,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   };
   std::vector<Input> ready;
   std::vector<std::string> texts;  // PTX must end with a NUL
-  Storage scratch;                 // fatbin members decompressed for this link: the driver copies its inputs
+  Storage scratch;                 // fatbin members inflated for this link: the driver copies its inputs
   std::deque<std::string> edits;   // copies with interposed definitions made local
   texts.reserve(inputs.size());
   for (const LinkInput &input : inputs) {
@@ -273,6 +273,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     } else if (image.format == ImageFormat::Fatbin) {
       // The best member for this device: a cubin of the highest compatible version, else
       // PTX; where that member is in NVIDIA's own compression the driver picks from the whole.
+      // That member alone is inflated.
       in.type = CU_JIT_INPUT_FATBINARY;
       auto members = readers::listFatbinMembers(image.bytes, scratch);
       if (!members) return inImage(members.takeError(), input.label);
@@ -284,9 +285,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
                             (m.format == best->format && version(m) > version(*best));
         if (better) best = &m;
       }
-      if (best && !best->payload.empty()) {
+      if (best && best->readable()) {
+        auto member = readers::fatbinMemberImage(*best, scratch);
+        if (!member) return inImage(member.takeError(), input.label);
         in.type = best->format == ImageFormat::Cubin ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
-        in.data = best->payload;
+        in.data = *member;
       }
     }
     if (!input.hidden.empty()) {
