@@ -96,6 +96,16 @@ llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t
   return std::move(rewrite.out);
 }
 
+// Calls visit(offset, word count) for each instruction after the header, as the word counts lay
+// them out, until it returns false. One cut short by the module's end stops the walk: a parser
+// refuses the module later.
+template <typename Visit>
+void walkInstructions(std::span<const uint32_t> words, Visit visit) {
+  for (size_t at = kHeaderWords, count; at < words.size() && (count = words[at] >> 16) && count <= words.size() - at;
+       at += count)
+    if (!visit(at, count)) return;
+}
+
 std::string versionText(uint32_t version) {
   return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
 }
@@ -120,18 +130,21 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
   // images may both use SpecId 0, and one value must not set both.
   for (size_t i = 1; i < modules.size(); ++i) {
     std::vector<uint32_t> &words = modules[i];
-    // Instructions as their word counts lay them out; one cut short by the module's end stops the
-    // walk (the linker's parser refuses the module).
-    for (size_t at = kHeaderWords, count; at < words.size() && (count = words[at] >> 16) && count <= words.size() - at;
-         at += count)
-      if ((words[at] & 0xffff) == SpvOpDecorate && count == 4 && words[at + 2] == SpvDecorationSpecId) {
-        if (words[at + 3] > kMaxSpecId)
-          return inImage(fail(ErrorCode::Unsupported, "SpecId " + std::to_string(words[at + 3]) +
-                                                          " is too large to link with other images (at most " +
-                                                          std::to_string(kMaxSpecId) + ")"),
-                         labels[i]);
-        words[at + 3] = linkedSpecId(i, words[at + 3]);
+    uint32_t tooLarge = 0;
+    walkInstructions(words, [&](size_t at, size_t count) {
+      if ((words[at] & 0xffff) != SpvOpDecorate || count != 4 || words[at + 2] != SpvDecorationSpecId) return true;
+      if (words[at + 3] > kMaxSpecId) {
+        tooLarge = words[at + 3];
+        return false;
       }
+      words[at + 3] = linkedSpecId(i, words[at + 3]);
+      return true;
+    });
+    if (tooLarge)
+      return inImage(fail(ErrorCode::Unsupported, "SpecId " + std::to_string(tooLarge) +
+                                                      " is too large to link with other images (at most " +
+                                                      std::to_string(kMaxSpecId) + ")"),
+                     labels[i]);
   }
 
   // The linker reports through the consumer; the message names the module by its position.
@@ -155,13 +168,17 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
   // definition's, which the linker does not compare everywhere): nothing downstream is given it.
   // A module without kernels (a library linked for its variables) is valid only as a library: it
   // is validated as one, with the Linkage capability the linker took away.
-  std::vector<uint32_t> checked = *merged;
   bool kernels = false;
-  for (size_t at = kHeaderWords, count; at < checked.size() && (count = checked[at] >> 16) &&
-                                        count <= checked.size() - at && !kernels;
-       at += count)
-    kernels = (checked[at] & 0xffff) == SpvOpEntryPoint;
-  if (!kernels) checked.insert(checked.begin() + kHeaderWords, {2u << 16 | SpvOpCapability, SpvCapabilityLinkage});
+  walkInstructions(*merged, [&](size_t at, size_t) {
+    kernels = ((*merged)[at] & 0xffff) == SpvOpEntryPoint;
+    return !kernels;
+  });
+  std::vector<uint32_t> asLibrary;
+  if (!kernels) {
+    asLibrary = *merged;
+    asLibrary.insert(asLibrary.begin() + kHeaderWords, {2u << 16 | SpvOpCapability, SpvCapabilityLinkage});
+  }
+  const std::vector<uint32_t> &checked = kernels ? *merged : asLibrary;
   spirv::Context validator;
   spv_const_binary_t binary{checked.data(), checked.size()};
   if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS) {
