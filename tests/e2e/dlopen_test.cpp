@@ -20,12 +20,7 @@ int collectImages(const devdl_image_info *info, void *data);
 class DeviceDlopen : public ::testing::Test {
  protected:
   void SetUp() override {
-    devdl_native native{};
-    native.size = sizeof native;
-    native.backend = DEVDL_BACKEND_OPENCL;
-    if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
-    context_ = static_cast<cl_context>(native.context);
-    device_ = static_cast<cl_device_id>(native.device);
+    if (!devdlOpenClDevice(context_, device_)) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
     char name[256] = {};
     (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
     deviceName_ = name;

@@ -237,12 +237,7 @@ TEST_F(HostileInput, DebugOutputDoesNotFollowASymbolicLink) {
 class HostileInputOnADevice : public HostileInput {
  protected:
   void SetUp() override {
-    devdl_native native{};
-    native.size = sizeof native;
-    native.backend = DEVDL_BACKEND_OPENCL;
-    if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to link and run on: " << device_dlerror();
-    context_ = static_cast<cl_context>(native.context);
-    device_ = static_cast<cl_device_id>(native.device);
+    if (!devdlOpenClDevice(context_, device_)) GTEST_SKIP() << "no OpenCL device to link and run on: " << device_dlerror();
   }
   // ValueKernel of value_user.spv, which imports DupValue, run once.
   int dupValue() {

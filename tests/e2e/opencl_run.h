@@ -3,12 +3,25 @@
 #pragma once
 
 #include "backend/opencl/opencl_api.h"
+#include "devdl.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
 namespace devdl::test {
+
+/// The OpenCL device devdl links for (device_dlnative) into `context` and `device`; false where
+/// there is none, device_dlerror() saying why.
+inline bool devdlOpenClDevice(cl_context &context, cl_device_id &device) {
+  devdl_native native{};
+  native.size = sizeof native;
+  native.backend = DEVDL_BACKEND_OPENCL;
+  if (device_dlnative(&native) != 0) return false;
+  context = static_cast<cl_context>(native.context);
+  device = static_cast<cl_device_id>(native.device);
+  return true;
+}
 
 inline std::vector<int> runIntKernel(cl_context context, cl_device_id device, cl_kernel kernel, size_t n) {
   auto api = backend::opencl::api();
