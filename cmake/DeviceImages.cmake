@@ -35,6 +35,23 @@ function(devdl_cuda_images out_var source dir)
   set(${out_var} ${${out_var}} ${outputs} PARENT_SCOPE)
 endfunction()
 
+# LTO-IR as nvcc -dlto writes it, in `dir`: NAME.lto.fatbin (LTO-IR with PTX beside it: devdl
+# reads the PTX's symbols and nvJitLink optimizes the LTO-IR with the rest of the program) and
+# NAME.ltoir (LTO-IR alone).
+function(devdl_cuda_lto_images out_var source dir)
+  get_filename_component(name ${source} NAME_WE)
+  set(outputs ${dir}/${name}.lto.fatbin ${dir}/${name}.ltoir)
+  set(nvcc ${DEVDL_NVCC} -rdc=true -dlto -arch=sm_90)
+  add_custom_command(
+    OUTPUT ${outputs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${nvcc} -fatbin ${source} -o ${dir}/${name}.lto.fatbin
+    COMMAND ${nvcc} --ltoir ${source} -o ${dir}/${name}.ltoir
+    DEPENDS ${source}
+    COMMENT "Compiling ${name}.cu to LTO-IR")
+  set(${out_var} ${${out_var}} ${outputs} PARENT_SCOPE)
+endfunction()
+
 # A relocatable host object carrying `images` as one bundle, made by devdl-pack; extra
 # arguments go to devdl-pack before the images (e.g. --module-id NAME).
 function(devdl_bundle_object object)

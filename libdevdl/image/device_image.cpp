@@ -26,6 +26,7 @@ constexpr std::array kFormats = {
     FormatInfo{ImageFormat::DeviceElf, "elf", LinkFamily::Amdgpu},
     // Linked by OpenCL, with SPIR-V where the device takes both.
     FormatInfo{ImageFormat::OpenClBinary, "opencl-binary", LinkFamily::Spirv},
+    FormatInfo{ImageFormat::LtoIr, "ltoir", LinkFamily::Cuda},
 };
 
 const FormatInfo &infoOf(ImageFormat format) {

@@ -34,9 +34,11 @@ enum class ImageFormat : uint8_t {
   DeviceElf,    // another device ELF object (AMDGPU, ...)
   OpenClBinary, // a native OpenCL binary (a compiled object, CL_PROGRAM_BINARIES): no symbol
                 // table devdl can read, so only in a bundle that records its symbols
+  LtoIr,        // NVIDIA LTO-IR (nvcc -dlto): read only by nvJitLink, so devdl links it from fat
+                // binaries, which carry PTX beside it, and recognizes it alone to say so
 };
 
-/// "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "opencl-binary", "unknown".
+/// "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "opencl-binary", "ltoir", "unknown".
 std::string_view formatName(ImageFormat format);
 /// The inverse of formatName; nullopt for an unknown name.
 std::optional<ImageFormat> formatFromName(std::string_view name);

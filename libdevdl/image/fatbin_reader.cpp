@@ -1,10 +1,12 @@
 // CUDA fat binaries. The container is undocumented by NVIDIA; the layout below was read off
 // nvcc 13 output and agrees with public reverse-engineering notes:
 //   header (16 bytes): u32 magic 0xBA55ED50, u16 version 1, u16 header size, u64 size of entries
-//   entry: u16 kind (1 PTX, 2 ELF), u16, u32 entry header size, u64 payload size (8-padded),
+//   entry: u16 kind (1 PTX, 2 ELF, 8 LTO-IR), u16, u32 entry header size, u64 payload size (8-padded),
 //          u32 compressed size, u32, u16 minor, u16 major, u32 arch, u32 name offset,
 //          u32 name size, u64 flags, u64, u64 decompressed size; payload after the header.
-// Flag 0x2000 marks NVIDIA's older LZ-style compression, 0x8000 zstd (CUDA 12.8+ default).
+// Flag 0x2000 marks NVIDIA's older LZ-style compression, 0x8000 zstd (CUDA 12.8+ default). LTO-IR
+// members (nvcc -dlto) are compressed otherwise where flagged so: devdl never reads them, since
+// nvJitLink takes the fat binary whole and their symbols are those of the PTX beside them.
 #include "image/readers.h"
 #include "support/error.h"
 
@@ -18,7 +20,7 @@ namespace {
 
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr size_t kHeaderSize = 16, kEntryMinSize = 64;
-constexpr uint16_t kKindPtx = 1, kKindElf = 2;
+constexpr uint16_t kKindPtx = 1, kKindElf = 2, kKindLtoIr = 8;
 constexpr uint64_t kFlagLegacyCompressed = 0x2000, kFlagZstd = 0x8000;
 
 uint16_t u16(const uint8_t *p) { return llvm::support::endian::read16le(p); }
@@ -27,7 +29,9 @@ uint64_t u64(const uint8_t *p) { return llvm::support::endian::read64le(p); }
 
 }  // namespace
 
-bool FatbinMember::readable() const { return (flags & kFlagZstd) || !(flags & kFlagLegacyCompressed); }
+bool FatbinMember::readable() const {
+  return format != ImageFormat::LtoIr && ((flags & kFlagZstd) || !(flags & kFlagLegacyCompressed));
+}
 
 llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storage &storage) {
   if (fatbin.size() < kHeaderSize || u32(fatbin.data()) != kFatbinMagic)
@@ -61,11 +65,14 @@ llvm::Expected<std::vector<FatbinMember>> listFatbinMembers(Bytes fatbin, Storag
     FatbinMember m;
     m.flags = flags;
     m.offset = headerSize + pos;
-    m.format = kind == kKindPtx ? ImageFormat::Ptx : kind == kKindElf ? ImageFormat::Cubin : ImageFormat::Unknown;
-    m.arch = storage.save((kind == kKindPtx ? "compute_" : "sm_") + std::to_string(arch));
+    m.format = kind == kKindPtx     ? ImageFormat::Ptx
+               : kind == kKindElf   ? ImageFormat::Cubin
+               : kind == kKindLtoIr ? ImageFormat::LtoIr
+                                    : ImageFormat::Unknown;
+    m.arch = storage.save((kind == kKindPtx ? "compute_" : kind == kKindLtoIr ? "lto_" : "sm_") + std::to_string(arch));
     m.payload = Bytes(e + entrySize, payloadSize);
     m.size = payloadSize;
-    if (flags & kFlagZstd) {
+    if ((flags & kFlagZstd) && m.readable()) {
       // Only the frame's header is read: the member used is inflated later (fatbinMemberImage),
       // the others never. It must record the size (nvcc's do), and the entry's must agree.
       const uint64_t recorded = compressedSize > payloadSize ? ZSTD_CONTENTSIZE_ERROR
@@ -128,7 +135,7 @@ llvm::Error readFatbin(DeviceImage &image) {
   auto members = listFatbinMembers(image.bytes, *image.storage);
   if (!members) return members.takeError();
   // Every member is the same code for another target: take the symbols of the first readable
-  // cubin, else of the first readable PTX.
+  // cubin, else of the first readable PTX (LTO-IR comes with PTX).
   std::string archs;
   const FatbinMember *source = nullptr;
   for (const FatbinMember &m : *members) {
@@ -139,9 +146,15 @@ llvm::Error readFatbin(DeviceImage &image) {
   image.triple = "nvptx64-nvidia-cuda";
   image.arch = image.storage->save(archs);
   if (members->empty()) return fail(ErrorCode::BadFormat, "invalid fatbin: no entries");
-  if (!source)
+  if (!source) {
+    const bool ltoIr = llvm::any_of(*members, [](const FatbinMember &m) { return m.format == ImageFormat::LtoIr; });
     return fail(ErrorCode::Unsupported,
-                "fatbin holds no cubin or PTX devdl can read (only entries in NVIDIA's own compression)");
+                ltoIr ? "fatbin holds LTO-IR alone (" + archs +
+                            "), whose symbols are in NVIDIA's encoding, which devdl does not read: build it "
+                            "with -arch=sm_NN -dlto, which puts PTX beside it"
+                      : std::string("fatbin holds no cubin or PTX devdl can read (only entries in NVIDIA's own "
+                                    "compression)"));
+  }
   auto bytes = fatbinMemberImage(*source, *image.storage);
   if (!bytes) return bytes.takeError();
   DeviceImage member;

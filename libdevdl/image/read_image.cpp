@@ -32,6 +32,7 @@ bool isBitcode(Bytes b) {
   return magic == 0xdec04342 /* 'BC' 0xC0DE */ || magic == 0x0b17c0de /* wrapper */;
 }
 bool isFatbin(Bytes b) { return b.size() >= 4 && llvm::support::endian::read32le(b.data()) == 0xBA55ED50; }
+bool isLtoIr(Bytes b) { return b.size() >= 4 && llvm::support::endian::read32le(b.data()) == 0x7F4E43ED; }
 bool isPtx(Bytes b) {
   // PTX is text whose first directive is .version, after comments.
   std::string_view text = asText(b.subspan(0, std::min<size_t>(b.size(), 4096)));
@@ -249,6 +250,7 @@ ImageFormat sniffFormat(Bytes bytes) {
   if (isSpirv(bytes)) return ImageFormat::SpirV;
   if (isBitcode(bytes)) return ImageFormat::SpirBitcode;
   if (isFatbin(bytes)) return ImageFormat::Fatbin;
+  if (isLtoIr(bytes)) return ImageFormat::LtoIr;
   if (isDeviceElf(bytes)) return ImageFormat::Cubin;
   if (isPtx(bytes)) return ImageFormat::Ptx;
   return ImageFormat::Unknown;
@@ -267,6 +269,15 @@ llvm::Error derive(DeviceImage &image) {
     case ImageFormat::OpenClBinary:
       return fail(ErrorCode::Unsupported, "a native OpenCL binary has no symbol table devdl can read: pack it with "
                                           "devdl-pack --opencl-binary-of (the image it was compiled from)");
+    case ImageFormat::LtoIr: {
+      // Its header (read off nvcc 13 output) records the target as a u16 at offset 26: 900 for lto_90.
+      const std::string arch = image.bytes.size() >= 28
+                                   ? "lto_" + std::to_string(llvm::support::endian::read16le(image.bytes.data() + 26) / 10)
+                                   : "LTO-IR";
+      return fail(ErrorCode::Unsupported,
+                  arch + " alone: its symbols are in NVIDIA's encoding, which devdl does not read; link it from "
+                         "the fat binary nvcc -rdc=true -dlto -arch=sm_NN -fatbin writes, which puts PTX beside it");
+    }
     case ImageFormat::Unknown: break;
   }
   return fail(ErrorCode::Unsupported, "unknown image format");

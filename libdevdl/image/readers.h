@@ -29,14 +29,15 @@ llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const
 
 /// One entry of a CUDA fat binary, as stored.
 struct FatbinMember {
-  ImageFormat format = ImageFormat::Unknown;  // Cubin, Ptx, or Unknown for other kinds
-  std::string_view arch;                      // sm_90 for cubins, compute_90 for PTX
+  ImageFormat format = ImageFormat::Unknown;  // Cubin, Ptx, LtoIr, or Unknown for other kinds
+  std::string_view arch;                      // sm_90 for cubins, compute_90 for PTX, lto_90 for LTO-IR
   uint64_t flags = 0;
   uint64_t offset = 0;  // of its entry in the fat binary, for messages
   Bytes payload;        // as stored: compressed where `flags` say so
   uint64_t size = 0;    // of the image: the payload's, or what its zstd frame inflates to
 
-  /// The image is plain or zstd-compressed: not in NVIDIA's own compression, which devdl cannot read.
+  /// The image is plain or zstd-compressed cubin or PTX: not in NVIDIA's own compression, which
+  /// devdl cannot read, and not LTO-IR, which only nvJitLink reads.
   bool readable() const;
 };
 

@@ -104,6 +104,10 @@ TEST_F(Cuda, CubinAndPtxInOnePlan) {
   EXPECT_EQ(runSeed({"lib.cubin"}, "app.ptx", "AppKernel"), times(2, 0, 8));
 }
 
+TEST_F(Cuda, SeedExampleAsLtoIr) {
+  EXPECT_EQ(runSeed({"lib.lto.fatbin"}, "app.lto.fatbin", "AppKernel"), times(2, 0, 8));
+}
+
 TEST_F(Cuda, FatbinsGiveTheMemberForTheDevice) {
   EXPECT_EQ(runSeed({"lib.fatbin"}, "app.fatbin", "AppKernel"), times(2, 0, 8));
   // sm_80 cubin + compute_80 PTX: on a 9.x device the cubin cannot run, the PTX is compiled.
@@ -205,7 +209,9 @@ TEST_F(Cuda, InterpositionIsBySymbolInEveryFormat) {
   // interpose_app takes Answer from interpose_first (first in search order) and needs
   // interpose_other for Other, which defines Answer too: the link sees that one local (the
   // driver's linker said "Multiple definition of 'Answer'").
-  for (const char *format : {"cubin", "ptx", "fatbin"}) {
+  // LTO-IR too: nvJitLink optimizes the fatbins that interposition leaves whole, and links the
+  // PTX of the one whose Answer it made local.
+  for (const char *format : {"cubin", "ptx", "fatbin", "lto.fatbin"}) {
     SCOPED_TRACE(format);
     auto name = [&](const char *base) { return std::string(base) + "." + format; };
     auto libs = openGlobal({name("interpose_first").c_str(), name("interpose_other").c_str()});
@@ -288,9 +294,10 @@ TEST_F(Cuda, DriverLogOfAMissingSymbol) {
 // and a device global of the cached program found.
 TEST_F(Cuda, CacheChildLoadsAndRuns) {
   if (!std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "run by Cuda.DiskCacheAcrossProcesses in a process of its own";
-  void *lib = device_dlopen(image("lib.cubin").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  const std::string format = std::getenv("DEVDL_TEST_CACHE_FORMAT") ? std::getenv("DEVDL_TEST_CACHE_FORMAT") : "cubin";
+  void *lib = device_dlopen(image("lib." + format).c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   ASSERT_NE(lib, nullptr) << error();
-  void *app = device_dlopen(image("app.cubin").c_str(), DEVDL_NOW);  // the one load of the program
+  void *app = device_dlopen(image("app." + format).c_str(), DEVDL_NOW);  // the one load of the program
   ASSERT_NE(app, nullptr) << error();
   void *kernel = device_dlsym(app, "AppKernel");
   ASSERT_NE(kernel, nullptr) << error();
@@ -300,11 +307,12 @@ TEST_F(Cuda, CacheChildLoadsAndRuns) {
   device_dlclose(lib);
 }
 
-// Runs CacheChildLoadsAndRuns in a new process; its exit status and what it printed.
-std::pair<int, std::string> runCacheChild(const std::string &dir) {
+// Runs CacheChildLoadsAndRuns in a new process, with `environment` (NAME=VALUE ...) for devdl;
+// its exit status and what it printed.
+std::pair<int, std::string> runCacheChild(const std::string &dir, const std::string &environment = "") {
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
-  const std::string command = "DEVDL_TEST_CACHE_CHILD=1 DEVDL_CACHE= DEVDL_CACHE_DIR='" + dir +
-                              "' DEVDL_DEBUG=statistics '" + self + "' --gtest_filter=Cuda.CacheChildLoadsAndRuns 2>&1";
+  const std::string command = "DEVDL_TEST_CACHE_CHILD=1 DEVDL_CACHE= DEVDL_CACHE_DIR='" + dir + "' " + environment +
+                              " DEVDL_DEBUG=statistics '" + self + "' --gtest_filter=Cuda.CacheChildLoadsAndRuns 2>&1";
   std::string out;
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
@@ -334,6 +342,34 @@ TEST_F(Cuda, DiskCacheAcrossProcesses) {
   std::tie(status, out) = runCacheChild(dir);
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored, 1 bad entries deleted"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(Cuda, LtoIrLinkedByNvJitLinkAndCached) {
+  // The seed example as nvcc -dlto fatbins: nvJitLink optimizes their LTO-IR together, the
+  // statistics say so, and the disk cache keeps the linked cubin for the next process.
+  if (std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "this is the child";
+  char dir[] = "/tmp/devdl-cuda-lto-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string environment = "DEVDL_TEST_CACHE_FORMAT=lto.fatbin DEVDL_CUDA_LINKER=nvjitlink";
+  auto [status, out] = runCacheChild(dir, environment);
+  if (out.find("there is no libnvJitLink") != std::string::npos) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "no nvJitLink on this machine (a CUDA 12 or later toolkit installs it)";
+  }
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("with nvJitLink"), std::string::npos) << out;
+  EXPECT_NE(out.find("(-arch=sm_"), std::string::npos) << out;
+  EXPECT_NE(out.find(" -lto), a "), std::string::npos) << out;
+  EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << out;
+  std::tie(status, out) = runCacheChild(dir, environment);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << out;
+  // LTO off: another key, and nvJitLink links the fatbins' PTX.
+  std::tie(status, out) = runCacheChild(dir, environment + " DEVDL_LTO=0");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << out;
+  EXPECT_EQ(out.find(" -lto)"), std::string::npos) << out;
   std::filesystem::remove_all(dir);
 }
 

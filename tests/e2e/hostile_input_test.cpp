@@ -90,7 +90,7 @@ TEST_F(HostileInput, ALongMangledNameIsReadAndListedAsItIs) {
                                              "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n"
                                              "%f = OpFunction %void None %fn\nOpFunctionEnd\n"));
   writeFile(dir + "/long.ptx", ".version 7.0\n.target sm_50\n.address_size 64\n.extern .func " + name + "\n();\n");
-  for (const std::string file : {dir + "/long.spv", dir + "/long.ptx"}) {
+  for (const std::string &file : {dir + "/long.spv", dir + "/long.ptx"}) {
     void *handle = device_dlopen(file.c_str(), DEVDL_LAZY);
     ASSERT_NE(handle, nullptr) << error();
     EXPECT_EQ(device_dlclose(handle), 0) << error();
@@ -269,14 +269,16 @@ TEST_F(HostileInputOnADevice, AFileChangedWhileOpenChangesNothingRead) {
   const std::string one = readFile(dir + "/one.devdl"), two = readFile(dir + "/two.devdl");
   ASSERT_GE(one.size(), 16384u);
   const std::string live = dir + "/live.devdl";
-  for (const std::string &change : {"overwritten", "cut short"}) {
+  for (const std::string_view change : {"overwritten", "cut short"}) {
     writeFile(live, one);
     void *handle = device_dlopen(live.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
     ASSERT_NE(handle, nullptr) << error();
     // In place, as cp does: the open file's own pages change.
     const int fd = open(live.c_str(), O_WRONLY | O_TRUNC);
     ASSERT_GE(fd, 0);
-    if (change == "overwritten") ASSERT_EQ(write(fd, two.data(), two.size()), static_cast<ssize_t>(two.size()));
+    if (change == "overwritten") {
+      ASSERT_EQ(write(fd, two.data(), two.size()), static_cast<ssize_t>(two.size()));
+    }
     close(fd);
     EXPECT_EQ(dupValue(), 1) << "the file as opened is linked, " << change;
     EXPECT_EQ(device_dlclose(handle), 0) << error();

@@ -72,13 +72,17 @@ TEST(DevdlNm, JsonListsImagesSymbolsAndProperties) {
 
 TEST(DevdlNm, CudaImages) {
   DEVDL_REQUIRE_CUDA_IMAGES();
-  for (const char *name : {"app.cubin", "app.ptx", "app.fatbin"}) {
+  // app.lto.fatbin: nvcc -rdc=true -dlto -fatbin, LTO-IR beside PTX (refused before: "entry at
+  // offset 456 has bad sizes").
+  for (const char *name : {"app.cubin", "app.ptx", "app.fatbin", "app.lto.fatbin"}) {
     CommandResult r = run({DEVDL_NM, image(name)});
     EXPECT_EQ(r.status, 0) << name << ": " << r.err;
     EXPECT_EQ(lines(r.out), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"})) << name;
   }
   CommandResult lib = run({DEVDL_NM, image("lib.cubin")});
   EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
+  CommandResult pack = run({DEVDL_PACK, "--check", image("app.lto.fatbin"), image("lib.lto.fatbin")});
+  EXPECT_EQ(pack.status, 0) << pack.out << pack.err;
 }
 
 TEST(DevdlNm, NvccHostObjectBuiltWithRdc) {

@@ -1,13 +1,24 @@
 // The parts of the CUDA backend that need no GPU: the driver's architecture rules as devdl
-// applies them to candidates, and the driver's link log in devdl's words.
+// applies them to candidates, the driver's link log in devdl's words, and linking with nvJitLink
+// (a compiler library: it links for an sm_90 device on a machine without one).
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/nvjitlink.h"
+#include "image/read_image.h"
+#include "require_cuda_images.h"
+#include "test_support.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <deque>
+#include <optional>
 
 namespace devdl::test {
 namespace {
 
 using backend::cuda::describeLinkLog;
+using backend::cuda::JitInput;
+using backend::cuda::JitInputKind;
 using backend::cuda::runsOn;
 
 TEST(CudaArch, CubinRunsOnItsMajorVersionAtTheSameOrAHigherMinor) {
@@ -37,6 +48,8 @@ TEST(CudaArch, ArchSpecificTargetsRunOnlyOnTheirOwnVersion) {
 
 TEST(CudaArch, FatbinRunsWhereOneMemberDoes) {
   EXPECT_TRUE(runsOn(ImageFormat::Fatbin, "sm_80,compute_80", 90));  // through its PTX
+  EXPECT_TRUE(runsOn(ImageFormat::Fatbin, "compute_90,lto_90", 90));
+  EXPECT_FALSE(runsOn(ImageFormat::Fatbin, "lto_90", 90)) << "LTO-IR alone is no candidate: nothing reads its symbols";
   EXPECT_TRUE(runsOn(ImageFormat::Fatbin, "sm_80,sm_90", 90));
   EXPECT_FALSE(runsOn(ImageFormat::Fatbin, "sm_80,sm_86", 90));
   EXPECT_FALSE(runsOn(ImageFormat::Fatbin, "", 90));
@@ -67,10 +80,117 @@ TEST(CudaLinkLog, EveryLineIsKeptInOrder) {
             "info    : 0 bytes gmem");
 }
 
+TEST(CudaLinkLog, PtxasUnresolvedExternAfterLtoNamesTheSymbol) {
+  // nvJitLink 13.0's log for app.lto.fatbin linked alone with -lto (NvJitLink.UndefinedSymbolIsNamed).
+  EXPECT_EQ(describeLinkLog("ptxas fatal   : Unresolved extern function 'LibDeviceFunc'\n"
+                            "ERROR NVJITLINK_ERROR_PTX_COMPILE: JIT the PTX (ltoPtx)\n"),
+            "undefined device symbol `LibDeviceFunc`\nERROR NVJITLINK_ERROR_PTX_COMPILE: JIT the PTX (ltoPtx)");
+}
+
 TEST(CudaLinkLog, OddTextIsPassedOnNotLost) {
   EXPECT_EQ(describeLinkLog(""), "");
   EXPECT_EQ(describeLinkLog("error   : Undefined reference to 'x"), "Undefined reference to 'x");
   EXPECT_EQ(describeLinkLog("\n\nerror : something else\n"), "something else");
+}
+
+// nvJitLink as a machine without a GPU has it (the CUDA toolkit's), or a skip saying why.
+class NvJitLink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DEVDL_REQUIRE_CUDA_IMAGES();
+    file_ = backend::cuda::findNvJitLink();
+    if (!file_) GTEST_SKIP() << "no libnvJitLink.so.13 or .so.12 here (a CUDA 12 or later toolkit installs it)";
+  }
+
+  // Links the images (read from the test images) for sm_90 and reads the cubin nvJitLink made.
+  llvm::Expected<DeviceImage> link(const std::vector<std::string> &names, bool lto) {
+    labels_.assign(names.begin(), names.end());
+    for (const std::string &name : names) files_.push_back(readFile(image(name)));
+    std::vector<JitInput> inputs;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const ImageFormat format = sniffFormat(asBytes(files_[i]));
+      inputs.push_back({format == ImageFormat::Fatbin  ? JitInputKind::Fatbin
+                        : format == ImageFormat::Cubin ? JitInputKind::Cubin
+                                                       : JitInputKind::Ptx,
+                        asBytes(files_[i]), &labels_[i]});
+    }
+    auto cubin = backend::cuda::linkWithNvJitLink(*file_, inputs, 90, lto);
+    if (!cubin) return cubin.takeError();
+    cubin_ = std::move(*cubin);
+    return readRawImage(asBytes(cubin_), ImageFormat::Cubin, nullptr);
+  }
+
+  std::optional<backend::cuda::NvJitLinkFile> file_;
+  std::deque<std::string> labels_, files_;
+  std::string cubin_;
+};
+
+TEST_F(NvJitLink, LtoInlinesTheLibraryIntoTheKernel) {
+  // With -lto the library's function is inlined into the application's kernel and gone; linked
+  // as compiled (-rdc cubins) it stays a function of its own, called across the image boundary.
+  auto optimized = link({"app.lto.fatbin", "lib.lto.fatbin"}, true);
+  ASSERT_TRUE(!!optimized) << errorText(optimized);
+  EXPECT_EQ(symbolLines(*optimized), (std::vector<std::string>{"D LibCounter", "K AppKernel"}));
+  auto compiled = link({"app.cubin", "lib.cubin"}, false);
+  ASSERT_TRUE(!!compiled) << errorText(compiled);
+  EXPECT_EQ(symbolLines(*compiled), (std::vector<std::string>{"D LibCounter", "K AppKernel", "T LibDeviceFunc"}));
+  // Without -lto nvJitLink takes the LTO fatbins' PTX: linked, not optimized across.
+  auto fromPtx = link({"app.lto.fatbin", "lib.lto.fatbin"}, false);
+  ASSERT_TRUE(!!fromPtx) << errorText(fromPtx);
+  EXPECT_TRUE(contains(symbolLines(*fromPtx), "T LibDeviceFunc"));
+}
+
+// The code and message of a failure.
+std::pair<ErrorCode, std::string> failure(llvm::Error err) {
+  std::pair<ErrorCode, std::string> out{ErrorCode::InvalidArgument, ""};
+  llvm::handleAllErrors(std::move(err), [&](const Failure &f) { out = {f.code(), f.reason()}; });
+  return out;
+}
+
+TEST_F(NvJitLink, UndefinedSymbolIsNamed) {
+  auto lto = link({"app.lto.fatbin"}, true);
+  ASSERT_FALSE(!!lto);
+  auto [ltoCode, ltoText] = failure(lto.takeError());
+  EXPECT_EQ(ltoCode, ErrorCode::Unresolved);
+  EXPECT_NE(ltoText.find("undefined device symbol `LibDeviceFunc`"), std::string::npos) << ltoText;
+  EXPECT_NE(ltoText.find("nvJitLinkComplete (-arch=sm_90 -lto) failed"), std::string::npos) << ltoText;
+  auto compiled = link({"app.cubin"}, false);
+  ASSERT_FALSE(!!compiled);
+  auto [code, text] = failure(compiled.takeError());
+  EXPECT_EQ(code, ErrorCode::Unresolved);
+  EXPECT_NE(text.find("app.cubin: undefined device symbol `LibDeviceFunc`"), std::string::npos) << text;
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    if (const char *old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char *name_;
+  std::optional<std::string> old_;
+};
+
+TEST_F(NvJitLink, TheFileIsFoundAsNamedAndIdentifiedByItsState) {
+  // DEVDL_NVJITLINK names the file; the identity (part of the disk cache's key) carries its path
+  // and state, so that another nvJitLink, or the same one updated, links again.
+  ScopedEnv named("DEVDL_NVJITLINK", file_->path.c_str());
+  auto found = backend::cuda::findNvJitLink();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->path, file_->path);
+  EXPECT_EQ(found->identity.find("nvJitLink " + file_->path + " "), 0u) << found->identity;
+  auto version = backend::cuda::nvJitLinkVersion(*found);
+  ASSERT_TRUE(!!version) << errorText(version);
+  EXPECT_EQ(version->rfind(std::to_string(found->major) + ".", 0), 0u) << *version;
+  ScopedEnv missing("DEVDL_NVJITLINK", "/nonexistent/libnvJitLink.so.13");
+  EXPECT_FALSE(backend::cuda::findNvJitLink().has_value());
 }
 
 }  // namespace

@@ -167,6 +167,38 @@ uint64_t residentBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+TEST(FatbinReader, LtoIrIsListedAndItsSymbolsAreThePtxs) {
+  // What nvcc -rdc=true -dlto -arch=sm_90 -fatbin writes: PTX and LTO-IR, each compressed (the
+  // LTO-IR not as zstd; devdl-nm refused it: "entry at offset 456 has bad sizes").
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  auto file = readImageFile(image("lib.lto.fatbin"));
+  ASSERT_TRUE(!!file) << errorText(file);
+  const DeviceImage &fat = file->images[0];
+  EXPECT_EQ(fat.arch, "compute_90,lto_90");
+  EXPECT_EQ(symbolLines(fat), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
+  Storage storage;
+  auto members = readers::listFatbinMembers(fat.bytes, storage);
+  ASSERT_TRUE(!!members) << errorText(members);
+  ASSERT_EQ(members->size(), 2u);
+  EXPECT_EQ((*members)[1].format, ImageFormat::LtoIr);
+  EXPECT_FALSE((*members)[1].readable()) << "only nvJitLink reads LTO-IR";
+}
+
+TEST(FatbinReader, LtoIrAloneIsRefusedSayingHowToBuildIt) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  auto bare = readImageFile(image("lib.ltoir"));
+  const std::string refused = errorText(bare);
+  EXPECT_EQ(refused.find(image("lib.ltoir") + ": image 0 (ltoir): lto_90 alone: its symbols are in NVIDIA's encoding"),
+            0u)
+      << refused;
+  EXPECT_NE(refused.find("-dlto -arch=sm_NN -fatbin"), std::string::npos) << refused;
+  // A fat binary of LTO-IR alone (nvcc -arch=lto_90): the same, for the same reason.
+  const std::string ltoIr = readFile(image("lib.ltoir"));
+  const std::string fat = makeFatbin({{8, 90, ltoIr}});
+  auto file = readImageMemory(asBytes(fat), "lto-only.fatbin", nullptr);
+  EXPECT_NE(errorText(file).find("fatbin holds LTO-IR alone (lto_90)"), std::string::npos) << errorText(file);
+}
+
 TEST(FatbinReader, SectionOfSeveralFatbinsIsSplit) {
   DEVDL_REQUIRE_CUDA_IMAGES();
   const std::string lib = readFile(image("lib.fatbin")), app = readFile(image("app.fatbin"));

@@ -2,6 +2,7 @@
 #include "image/local_definitions.h"
 #include "image/readers.h"
 #include "support/debug.h"
+#include "support/environment.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -24,13 +25,14 @@ llvm::Error cudaFailure(const llvm::Twine &what, CUresult code) {
   return fail(ErrorCode::Unsupported, what + " failed: " + errorName(code));
 }
 
-// "sm_90", "compute_90", "sm_90a": the version (90) and the suffix ('a', 'f' or 0).
+// "sm_90", "compute_90", "lto_90", "sm_90a": the version (90) and the suffix ('a', 'f' or 0).
 struct Arch {
   int version;
   char suffix;
 };
 std::optional<Arch> parseArch(llvm::StringRef arch) {
-  if (!arch.consume_front("sm_") && !arch.consume_front("compute_")) return std::nullopt;
+  if (!arch.consume_front("sm_") && !arch.consume_front("compute_") && !arch.consume_front("lto_"))
+    return std::nullopt;
   char suffix = 0;
   if (!arch.empty() && (arch.back() == 'a' || arch.back() == 'f')) {
     suffix = arch.back();
@@ -96,8 +98,10 @@ bool runsOn(ImageFormat format, std::string_view arch, int sm) {
   if (format == ImageFormat::Fatbin) {
     llvm::SmallVector<llvm::StringRef, 8> members;
     llvm::StringRef(arch.data(), arch.size()).split(members, ',', -1, false);
+    // LTO-IR members are left out: nvcc puts PTX beside them, and only nvJitLink reads them.
     return llvm::any_of(members, [&](llvm::StringRef member) {
-      return runsOn(member.startswith("compute_") ? ImageFormat::Ptx : ImageFormat::Cubin, member, sm);
+      return !member.startswith("lto_") &&
+             runsOn(member.startswith("compute_") ? ImageFormat::Ptx : ImageFormat::Cubin, member, sm);
     });
   }
   auto parsed = parseArch(llvm::StringRef(arch.data(), arch.size()));
@@ -121,6 +125,14 @@ std::string describeLinkLog(std::string_view log) {
       auto [symbol, tail] = rest.split("' in '");
       if (!tail.empty() && tail.consume_back("'")) {
         out += (out.empty() ? "" : "\n") + tail.str() + ": undefined device symbol `" + symbol.str() + "`";
+        continue;
+      }
+    }
+    // ptxas fatal   : Unresolved extern function 'SYMBOL' (nvJitLink after LTO: no input named)
+    if (size_t at = line.find("Unresolved extern "); at != llvm::StringRef::npos) {
+      auto [before, symbol] = line.drop_front(at).split('\'');
+      if (symbol.consume_back("'")) {
+        out += (out.empty() ? "" : "\n") + std::string("undefined device symbol `") + symbol.str() + "`";
         continue;
       }
     }
@@ -180,8 +192,17 @@ Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
   sm_ = major * 10 + minor;
   int driver = 0;
   api.cuDriverGetVersion(&driver);
+  const std::string_view linker = devdlVariable("DEVDL_CUDA_LINKER") ? devdlVariable("DEVDL_CUDA_LINKER") : "";
+  if (linker != "culink") jitLink_ = findNvJitLink();
+  if (linker == "nvjitlink" && !jitLink_)
+    linkerError_ = "DEVDL_CUDA_LINKER=nvjitlink, but there is no libnvJitLink.so.13 or .so.12 (DEVDL_NVJITLINK, "
+                   "LD_LIBRARY_PATH, $CUDA_HOME/lib64, /usr/local/cuda/lib64, the system's library directories)";
+  const char *lto = devdlVariable("DEVDL_LTO");
+  lto_ = !(lto && std::string_view(lto) == "0");
+  linkMethod_ = jitLink_ ? "nvJitLink (" + jitLink_->path + ")" + (lto_ ? ", LTO" : ", no LTO")
+                         : "cuLinkCreate, cuLinkAddData, cuLinkComplete";
   identity_ = "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
-              std::string(linkMethod()) + "\n" + devdlBuild();
+              (jitLink_ ? jitLink_->identity + (lto_ ? " lto" : " no lto") : linkMethod_) + "\n" + devdlBuild();
 }
 
 Device::~Device() {
@@ -254,12 +275,14 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
   // Everything the driver is given is made ready first, so that from cuLinkCreate on only the
   // driver runs.
+  if (!linkerError_.empty()) return fail(ErrorCode::NotFound, linkerError_);
   struct Input {
     CUjitInputType type;
     Bytes data;
     const std::string *label;
   };
   std::vector<Input> ready;
+  bool ltoIr = false;  // an input goes to nvJitLink as a fatbin whose LTO-IR runs here
   std::vector<std::string> texts;  // PTX must end with a NUL
   Storage scratch;                 // fatbin members inflated for this link: the driver copies its inputs
   std::deque<std::string> edits;   // copies with interposed definitions made local
@@ -277,6 +300,17 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       in.type = CU_JIT_INPUT_FATBINARY;
       auto members = readers::listFatbinMembers(image.bytes, scratch);
       if (!members) return inImage(members.takeError(), input.label);
+      // nvJitLink takes it whole and picks its LTO-IR under -lto: optimized with every other
+      // input. Not where interposition edits it: devdl edits the PTX or cubin beside it.
+      const bool optimizable = llvm::any_of(*members, [&](const readers::FatbinMember &m) {
+        auto arch = parseArch(m.arch);  // LTO-IR compiles for its own and later versions, as PTX does
+        return m.format == ImageFormat::LtoIr && arch && ptxRunsOn(*arch, sm_);
+      });
+      if (jitLink_ && lto_ && optimizable && input.hidden.empty()) {
+        ltoIr = true;
+        ready.push_back(in);
+        continue;
+      }
       const readers::FatbinMember *best = nullptr;
       auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
       for (const readers::FatbinMember &m : *members) {
@@ -308,6 +342,20 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       in.data = Bytes(reinterpret_cast<const uint8_t *>(texts.back().c_str()), texts.back().size() + 1);
     }
     ready.push_back(in);
+  }
+  if (jitLink_) {
+    std::vector<JitInput> jitInputs;
+    for (const Input &in : ready)
+      jitInputs.push_back({in.type == CU_JIT_INPUT_PTX     ? JitInputKind::Ptx
+                           : in.type == CU_JIT_INPUT_CUBIN ? JitInputKind::Cubin
+                                                           : JitInputKind::Fatbin,
+                           in.data, in.label});
+    // -lto only where there is LTO-IR: nvJitLink refuses -lto without any.
+    auto cubin = linkWithJit(jitInputs, ltoIr);
+    if (!cubin) return cubin.takeError();
+    auto program = load(*cubin);
+    if (program && binary) *binary = std::move(*cubin);
+    return program;
   }
   std::string errorLog(16384, '\0'), infoLog(16384, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
@@ -359,6 +407,20 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   auto program = std::make_unique<Program>(api_, context_, module, name_);
   if (binary) binary->assign(static_cast<const char *>(cubin), size);
   return program;
+}
+
+llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs, bool lto) const {
+  CallTimes times;
+  auto cubin = linkWithNvJitLink(*jitLink_, inputs, sm_, lto);
+  if (!cubin) return cubin.takeError();
+  times.mark("nvJitLink");
+  if (Debug::get().on(Debug::Statistics)) {
+    auto version = nvJitLinkVersion(*jitLink_);
+    times.print("linked " + std::to_string(inputs.size()) + " images for " + name_ + " with nvJitLink " +
+                (version ? *version : llvm::toString(version.takeError())) + " (" + nvJitLinkOptions(sm_, lto) +
+                "), a " + std::to_string(cubin->size()) + "-byte cubin");
+  }
+  return cubin;
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {

@@ -5,12 +5,14 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/nvjitlink.h"
 
 #include <llvm/Support/Error.h>
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,9 +25,10 @@ namespace devdl::backend::cuda {
 /// one of its members does (`arch` lists them: "sm_80,sm_90,compute_90").
 bool runsOn(ImageFormat format, std::string_view arch, int sm);
 
-/// Rewrites the driver's link log for messages: each "Undefined reference to 'S' in 'L'"
-/// becomes devdl's "L: undefined device symbol `S`" (devdl names each input by its label);
-/// other lines are kept, without the driver's "error   : " prefixes.
+/// Rewrites the driver's or nvJitLink's link log for messages: each "Undefined reference to 'S'
+/// in 'L'" becomes devdl's "L: undefined device symbol `S`" (devdl names each input by its label),
+/// ptxas's "Unresolved extern function 'S'" (after LTO) "undefined device symbol `S`"; other lines
+/// are kept, without the driver's "error   : " prefixes.
 std::string describeLinkLog(std::string_view log);
 
 /// A linked module, and the kernels found in it; unloaded with this object.
@@ -64,14 +67,20 @@ class Device final : public backend::Device {
   const std::string &name() const override { return name_; }
   int computeCapability() const { return sm_; }
   bool accepts(const DeviceImage &image, std::string *why) const override;
-  /// cuLinkCreate, each image (a fatbin's best member for this device), cuLinkComplete,
-  /// cuModuleLoadData.
+  /// Links the images into one cubin, with nvJitLink where there is one (see linkMethod), else
+  /// with the driver's cuLink; then cuModuleLoadData. Each image goes as it is, a fatbin as its
+  /// best member for this device, or whole where nvJitLink optimizes its LTO-IR with the others'.
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
   /// cuModuleLoadData of a linked cubin.
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
+  /// Names the linker, the library file of nvJitLink (any change to it changes the disk cache's
+  /// key) and whether LTO is on.
   const std::string &identity() const override { return identity_; }
-  std::string_view linkMethod() const override { return "cuLinkCreate, cuLinkAddData, cuLinkComplete"; }
+  /// "nvJitLink (/usr/local/cuda/lib64/libnvJitLink.so.13), LTO": DEVDL_CUDA_LINKER=culink
+  /// chooses the driver's cuLink*, =nvjitlink requires nvJitLink; unset, nvJitLink where
+  /// findNvJitLink finds it. DEVDL_LTO=0 links LTO-IR images from their PTX instead.
+  std::string_view linkMethod() const override { return linkMethod_; }
   void native(devdl_native &out) const override;
 
  private:
@@ -81,8 +90,15 @@ class Device final : public backend::Device {
   CUdevice device_;
   CUcontext context_;
   bool primary_;  // a primary context devdl retained, released with this object
+  // The nvJitLink path of link(), from inputs made ready as for cuLink.
+  llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto) const;
+
   int sm_ = 0;
   std::string name_;
+  std::optional<NvJitLinkFile> jitLink_;  // the linker, where it is nvJitLink
+  std::string linkerError_;               // why not, where DEVDL_CUDA_LINKER=nvjitlink asked for it
+  bool lto_ = true;
+  std::string linkMethod_;
   std::string identity_;  // made when the device is opened: the driver's answers do not change
 };
 

@@ -1,0 +1,178 @@
+#include "backend/cuda/nvjitlink.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/driver_library.h"
+#include "support/environment.h"
+#include "support/error.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace devdl::backend::cuda {
+
+namespace {
+
+// nvJitLink.h's types, declared here so that building devdl needs no CUDA toolkit.
+using nvJitLinkHandle = struct nvJitLink *;
+using nvJitLinkResult = int;
+enum nvJitLinkInputType : int { NVJITLINK_INPUT_CUBIN = 1, NVJITLINK_INPUT_PTX = 2, NVJITLINK_INPUT_FATBIN = 4 };
+
+struct JitApi {
+  nvJitLinkResult (*create)(nvJitLinkHandle *, uint32_t, const char *const *) = nullptr;
+  nvJitLinkResult (*destroy)(nvJitLinkHandle *) = nullptr;
+  nvJitLinkResult (*addData)(nvJitLinkHandle, nvJitLinkInputType, const void *, size_t, const char *) = nullptr;
+  nvJitLinkResult (*complete)(nvJitLinkHandle) = nullptr;
+  nvJitLinkResult (*cubinSize)(nvJitLinkHandle, size_t *) = nullptr;
+  nvJitLinkResult (*cubin)(nvJitLinkHandle, void *) = nullptr;
+  nvJitLinkResult (*errorLogSize)(nvJitLinkHandle, size_t *) = nullptr;
+  nvJitLinkResult (*errorLog)(nvJitLinkHandle, char *) = nullptr;
+  nvJitLinkResult (*version)(unsigned *, unsigned *) = nullptr;  // CUDA 12.3 and later
+};
+
+struct Loaded {
+  JitApi api;
+  std::string error;  // empty when usable
+};
+
+// The entry points of the library at `file.path`, loaded once per path for the process.
+const Loaded &load(const NvJitLinkFile &file) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Loaded>> loaded;
+  std::lock_guard lock(mutex);
+  auto &slot = loaded[file.path];
+  if (slot) return *slot;
+  slot = std::make_unique<Loaded>();
+  JitApi &api = slot->api;
+  // nvJitLink.h maps each name to a symbol of the library's major version: __nvJitLinkCreate_13_0.
+  const std::string suffix = "_" + std::to_string(file.major) + "_0";
+  const std::string names[] = {"__nvJitLinkCreate", "__nvJitLinkDestroy", "__nvJitLinkAddData",
+                               "__nvJitLinkComplete", "__nvJitLinkGetLinkedCubinSize", "__nvJitLinkGetLinkedCubin",
+                               "__nvJitLinkGetErrorLogSize", "__nvJitLinkGetErrorLog"};
+  std::vector<std::string> symbols;
+  for (const std::string &name : names) symbols.push_back(name + suffix);
+  const EntryPoint entries[] = {
+      {symbols[0].c_str(), reinterpret_cast<void **>(&api.create)},
+      {symbols[1].c_str(), reinterpret_cast<void **>(&api.destroy)},
+      {symbols[2].c_str(), reinterpret_cast<void **>(&api.addData)},
+      {symbols[3].c_str(), reinterpret_cast<void **>(&api.complete)},
+      {symbols[4].c_str(), reinterpret_cast<void **>(&api.cubinSize)},
+      {symbols[5].c_str(), reinterpret_cast<void **>(&api.cubin)},
+      {symbols[6].c_str(), reinterpret_cast<void **>(&api.errorLogSize)},
+      {symbols[7].c_str(), reinterpret_cast<void **>(&api.errorLog)},
+      {"nvJitLinkVersion", reinterpret_cast<void **>(&api.version), true},
+  };
+  slot->error = openDriverLibrary(file.path.c_str(), "nvJitLink", "nvJitLink of CUDA 12 or later", entries);
+  return *slot;
+}
+
+llvm::Expected<const JitApi &> api(const NvJitLinkFile &file) {
+  const Loaded &loaded = load(file);
+  if (!loaded.error.empty()) return fail(ErrorCode::NotFound, loaded.error);
+  return loaded.api;
+}
+
+// The file at `path` if it is a regular one, identified by its size and modification time.
+std::optional<NvJitLinkFile> fileAt(const std::string &path, int major) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const long long mtime = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return NvJitLinkFile{path, major,
+                       "nvJitLink " + path + " " + std::to_string(st.st_size) + " " + std::to_string(mtime)};
+}
+
+}  // namespace
+
+std::optional<NvJitLinkFile> findNvJitLink() {
+  if (const char *named = devdlVariable("DEVDL_NVJITLINK"); named && *named) {
+    // The major version from the name (libnvJitLink.so.12.4.127 is 12), else the newest devdl knows.
+    llvm::StringRef version = llvm::StringRef(named).rsplit(".so.").second;
+    int major = 13;
+    if (!version.empty()) version.split('.').first.getAsInteger(10, major);
+    return fileAt(named, major);
+  }
+  std::vector<std::string> directories;
+  if (const char *paths = secureExecution() ? nullptr : std::getenv("LD_LIBRARY_PATH")) {
+    llvm::SmallVector<llvm::StringRef, 8> parts;
+    llvm::StringRef(paths).split(parts, ':', -1, false);
+    for (llvm::StringRef part : parts) directories.push_back(part.str());
+  }
+  if (const char *home = secureExecution() ? nullptr : std::getenv("CUDA_HOME"); home && *home)
+    directories.push_back(std::string(home) + "/lib64");
+  for (const char *dir : {"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64"})
+    directories.push_back(dir);
+  for (int major : {13, 12})
+    for (const std::string &dir : directories)
+      if (auto file = fileAt(dir + "/libnvJitLink.so." + std::to_string(major), major)) return file;
+  return std::nullopt;
+}
+
+std::string nvJitLinkOptions(int sm, bool lto) { return "-arch=sm_" + std::to_string(sm) + (lto ? " -lto" : ""); }
+
+llvm::Expected<std::string> nvJitLinkVersion(const NvJitLinkFile &file) {
+  auto loaded = api(file);
+  if (!loaded) return loaded.takeError();
+  unsigned major = 0, minor = 0;
+  if (!loaded->version || loaded->version(&major, &minor) != 0) return std::string();
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+llvm::Expected<std::string> linkWithNvJitLink(const NvJitLinkFile &file, std::span<const JitInput> inputs, int sm,
+                                              bool lto) {
+  auto loaded = api(file);
+  if (!loaded) return loaded.takeError();
+  const JitApi &jit = *loaded;
+  const std::string arch = "-arch=sm_" + std::to_string(sm);
+  std::vector<const char *> options = {arch.c_str()};
+  if (lto) options.push_back("-lto");
+  nvJitLinkHandle handle = nullptr;
+  if (nvJitLinkResult err = jit.create(&handle, options.size(), options.data()); err != 0)
+    return fail(ErrorCode::Unsupported, "nvJitLinkCreate (" + nvJitLinkOptions(sm, lto) + ") failed: error " +
+                                            llvm::Twine(err));
+  struct Destroy {
+    const JitApi &jit;
+    nvJitLinkHandle handle;
+    ~Destroy() { jit.destroy(&handle); }
+  } destroy{jit, handle};
+  auto log = [&] {
+    size_t size = 0;
+    if (jit.errorLogSize(handle, &size) != 0 || size == 0) return std::string();
+    std::string text(size, '\0');
+    if (jit.errorLog(handle, text.data()) != 0) return std::string();
+    text.resize(std::strlen(text.c_str()));
+    return describeLinkLog(text);
+  };
+  for (const JitInput &input : inputs) {
+    const nvJitLinkInputType type = input.kind == JitInputKind::Cubin ? NVJITLINK_INPUT_CUBIN
+                                    : input.kind == JitInputKind::Ptx ? NVJITLINK_INPUT_PTX
+                                                                      : NVJITLINK_INPUT_FATBIN;
+    if (nvJitLinkResult err = jit.addData(handle, type, input.data.data(), input.data.size(), input.label->c_str());
+        err != 0) {
+      const std::string text = log();
+      return fail(ErrorCode::Unsupported, *input.label + ": nvJitLinkAddData failed: error " + std::to_string(err) +
+                                              (text.empty() ? "" : "\n" + text));
+    }
+  }
+  if (nvJitLinkResult err = jit.complete(handle); err != 0) {
+    const std::string text = log();
+    const bool undefined = text.find("undefined device symbol `") != std::string::npos;
+    return fail(undefined ? ErrorCode::Unresolved : ErrorCode::Unsupported,
+                (text.empty() ? "" : text + "\n") + "nvJitLinkComplete (" + nvJitLinkOptions(sm, lto) +
+                    ") failed: error " + std::to_string(err));
+  }
+  size_t size = 0;
+  if (nvJitLinkResult err = jit.cubinSize(handle, &size); err != 0)
+    return fail(ErrorCode::Unsupported, "nvJitLinkGetLinkedCubinSize failed: error " + llvm::Twine(err));
+  std::string cubin(size, '\0');
+  if (nvJitLinkResult err = jit.cubin(handle, cubin.data()); err != 0)
+    return fail(ErrorCode::Unsupported, "nvJitLinkGetLinkedCubin failed: error " + llvm::Twine(err));
+  return cubin;
+}
+
+}  // namespace devdl::backend::cuda
