@@ -1,6 +1,7 @@
 // Time to first kernel in a fresh process (issue 5): the seeds' example (lib + app, AppKernel;
 // on CUDA also with an 800 KB library in place of the seed's few hundred bytes of code, and as
-// PTX) cold (DEVDL_CACHE=0: link and build), from devdl's disk cache, and by hand from the same
+// PTX; for issue 18, -rdc cubins linked by the driver's cuLink against nvcc -dlto fatbins optimized
+// together by nvJitLink) cold (DEVDL_CACHE=0: link and build), from devdl's disk cache, and by hand from the same
 // binary (the limit: clCreateProgramWithBinary + clBuildProgram + clCreateKernel, or
 // cuModuleLoadData + cuModuleGetFunction), each in a process of its own, side by side in every
 // iteration (in turns), as the figure is a ratio and this machine drifts between runs.
@@ -18,15 +19,14 @@
 #include "backend/opencl/opencl_api.h"
 #include "cache/disk_cache.h"
 #include "devdl.h"
+#include "child_process.h"
 #include "e2e/cuda_driver.h"
 
 #include <benchmark/benchmark.h>
 
 #include <llvm/Support/MemoryBuffer.h>
 
-#include <spawn.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,12 +39,12 @@
 #include <map>
 #include <sstream>
 
-extern char **environ;
-
 namespace {
 
 namespace fs = std::filesystem;
 namespace cuda = devdl::test::cuda;
+using devdl::bench::median;
+using devdl::bench::runChild;
 using Clock = std::chrono::steady_clock;
 
 std::string image(const std::string &name) {
@@ -158,75 +158,20 @@ int child(int argc, char **argv) {
 
 // ---- the runner ---------------------------------------------------------------------------------
 
-std::string self;  // this program, for the children
-
-// Runs a child with `env` added to this process's environment; its nanoseconds, or -1, and the
-// nanoseconds of its phases.
-double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
-                std::map<std::string, double> *phases = nullptr) {
-  std::vector<std::string> environment;
-  for (char **e = environ; *e; ++e) environment.emplace_back(*e);
-  for (const std::string &v : env) {
-    const std::string name = v.substr(0, v.find('=') + 1);
-    std::erase_if(environment, [&](const std::string &e) { return e.starts_with(name); });
-    environment.push_back(v);
-  }
-  // A fresh, empty PoCL cache for each process: nothing PoCL compiled before carries over.
-  char poclDir[] = "/tmp/devdl-bench-pocl-XXXXXX";
-  if (!mkdtemp(poclDir)) return -1;
-  environment.push_back(std::string("POCL_CACHE_DIR=") + poclDir);
-  environment.push_back("POCL_KERNEL_CACHE=0");
-  environment.push_back("CUDA_CACHE_DISABLE=1");
-
-  std::vector<char *> argv{self.data()}, envp;
-  std::vector<std::string> all = {"--child"};
-  all.insert(all.end(), args.begin(), args.end());
-  for (std::string &a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string &e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  char outPath[] = "/tmp/devdl-bench-out-XXXXXX";
-  const int out = mkstemp(outPath);
-  unlink(outPath);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out, 1);
-  posix_spawn_file_actions_adddup2(&actions, out, 2);
-  pid_t pid = -1;
-  int status = -1;
-  if (posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) waitpid(pid, &status, 0);
-  posix_spawn_file_actions_destroy(&actions);
-  fs::remove_all(poclDir);
-  std::string text(4096, '\0');
-  text.resize(static_cast<size_t>(std::max<ssize_t>(0, pread(out, text.data(), text.size(), 0))));
-  close(out);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *error = "child " + args[0] + " " + args[1] + ": " + text;
-    return -1;
-  }
-  std::istringstream fields(text);
-  double total = -1;
-  fields >> total;
-  for (std::string field; phases && fields >> field;)
-    if (size_t eq = field.find('='); eq != std::string::npos) (*phases)[field.substr(0, eq)] = std::stod(field.substr(eq + 1));
-  return total;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
+// `env`: for every devdl process (the linker, LTO).
 void firstKernelInAFreshProcess(benchmark::State &state, const std::string &backend, const std::string &lib,
-                                const std::string &app) {
+                                const std::string &app, const std::vector<std::string> &env = {}) {
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.end(), env.begin(), env.end());
+    return more;
+  };
   std::string error;
   const fs::path work = fs::temp_directory_path() / ("devdl-bench-cache-" + std::to_string(getpid()));
   fs::remove_all(work);
   fs::create_directories(work);
   const std::string cacheDir = (work / "cache").string(), binaryFile = (work / "program.bin").string();
   // One load fills the cache; the binary by hand is the one devdl stored.
-  if (runChild({backend, "devdl", lib, app}, {"DEVDL_CACHE_DIR=" + cacheDir}, &error) < 0) {
+  if (runChild({backend, "devdl", lib, app}, with({"DEVDL_CACHE_DIR=" + cacheDir}), &error) < 0) {
     state.SkipWithError(error.c_str());
     return;
   }
@@ -249,8 +194,9 @@ void firstKernelInAFreshProcess(benchmark::State &state, const std::string &back
       const size_t kind = (turn + k) % kinds.size();  // a different one first each time
       std::map<std::string, double> phases;
       const double ns =
-          kind == 0   ? runChild({backend, "devdl", lib, app}, {"DEVDL_CACHE=0"}, &error, &phases)
-          : kind == 1 ? runChild({backend, "devdl", lib, app}, {"DEVDL_CACHE=1", "DEVDL_CACHE_DIR=" + cacheDir}, &error, &phases)
+          kind == 0   ? runChild({backend, "devdl", lib, app}, with({"DEVDL_CACHE=0"}), &error, &phases)
+          : kind == 1 ? runChild({backend, "devdl", lib, app}, with({"DEVDL_CACHE=1", "DEVDL_CACHE_DIR=" + cacheDir}),
+                                 &error, &phases)
                       : runChild({backend, "binary", binaryFile}, {}, &error, &phases);
       for (const auto &[phase, value] : phases) phaseTimes[kinds[kind] + "." + phase].push_back(value);
       if (ns < 0) {
@@ -280,12 +226,17 @@ void firstKernelInAFreshProcess(benchmark::State &state, const std::string &back
 void BM_OpenClFirstKernelInAFreshProcess(benchmark::State &state) {
   firstKernelInAFreshProcess(state, "opencl", image("lib.spv"), image("app.spv"));
 }
-void cudaFirstKernelInAFreshProcess(benchmark::State &state, const std::string &lib, const std::string &app) {
+// Without the optimization across images (issue 18): what it costs a cold load.
+void BM_OpenClNoLtoFirstKernelInAFreshProcess(benchmark::State &state) {
+  firstKernelInAFreshProcess(state, "opencl", image("lib.spv"), image("app.spv"), {"DEVDL_LTO=0"});
+}
+void cudaFirstKernelInAFreshProcess(benchmark::State &state, const std::string &lib, const std::string &app,
+                                    const std::vector<std::string> &env = {}) {
   if (std::string why; !cuda::driver(&why)) {
     state.SkipWithError(why.c_str());
     return;
   }
-  firstKernelInAFreshProcess(state, "cuda", image(lib), image(app));
+  firstKernelInAFreshProcess(state, "cuda", image(lib), image(app), env);
 }
 void BM_CudaFirstKernelInAFreshProcess(benchmark::State &state) {
   cudaFirstKernelInAFreshProcess(state, "lib.cubin", "app.cubin");
@@ -302,16 +253,37 @@ void BM_CudaPtxFirstKernelInAFreshProcess(benchmark::State &state) {
   cudaFirstKernelInAFreshProcess(state, "lib.ptx", "app.ptx");
 }
 
+// Load-time LTO (issue 18): what linking costs cold and from the disk cache, -rdc cubins with the
+// driver's cuLink (devdl's link without nvJitLink) against nvcc -dlto fatbins optimized together
+// by nvJitLink; and the 800 KB library with and without LTO.
+void BM_CudaCuLinkFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib.cubin", "app.cubin", {"DEVDL_CUDA_LINKER=culink"});
+}
+void BM_CudaLtoFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib.lto.fatbin", "app.lto.fatbin", {"DEVDL_CUDA_LINKER=nvjitlink"});
+}
+void BM_CudaLargeLibraryLtoFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib_large.lto.fatbin", "app.lto.fatbin", {"DEVDL_CUDA_LINKER=nvjitlink"});
+}
+void BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib_large.lto.fatbin", "app.lto.fatbin",
+                                 {"DEVDL_CUDA_LINKER=nvjitlink", "DEVDL_LTO=0"});
+}
+
 BENCHMARK(BM_OpenClFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+BENCHMARK(BM_OpenClNoLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaLargeLibraryFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaPtxFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+BENCHMARK(BM_CudaCuLinkFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+BENCHMARK(BM_CudaLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+BENCHMARK(BM_CudaLargeLibraryLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
+BENCHMARK(BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 
 }  // namespace
 
 int main(int argc, char **argv) {
   if (argc > 1 && std::string_view(argv[1]) == "--child") return child(argc - 1, argv + 1);
-  self = fs::canonical("/proc/self/exe").string();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

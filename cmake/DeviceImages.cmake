@@ -5,13 +5,18 @@ find_program(DEVDL_LLVM_SPIRV llvm-spirv-15 REQUIRED)
 find_program(DEVDL_NVCC nvcc HINTS /usr/local/cuda/bin)
 
 # OpenCL C `source` -> `dir`/NAME.bc (SPIR, LLVM bitcode) and `dir`/NAME.spv (SPIR-V), where
-# NAME is the source's name without extension. Appends both paths to the list `out_var`.
+# NAME is the source's name without extension, compiled with OPTIONS (default -O1). Appends both
+# paths to the list `out_var`.
 function(devdl_opencl_images out_var source dir)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "OPTIONS")
+  if(NOT arg_OPTIONS)
+    set(arg_OPTIONS -O1)
+  endif()
   get_filename_component(name ${source} NAME_WE)
   add_custom_command(
     OUTPUT ${dir}/${name}.bc ${dir}/${name}.spv
     COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND ${DEVDL_CLANG15} -cl-std=CL2.0 -target spir64 -O1 -emit-llvm -c ${source} -o ${dir}/${name}.bc
+    COMMAND ${DEVDL_CLANG15} -cl-std=CL2.0 -target spir64 ${arg_OPTIONS} -emit-llvm -c ${source} -o ${dir}/${name}.bc
     COMMAND ${DEVDL_LLVM_SPIRV} ${dir}/${name}.bc -o ${dir}/${name}.spv
     DEPENDS ${source}
     COMMENT "Compiling ${name}.cl to SPIR and SPIR-V")

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 build=build-gpu
 stage=$build/stage
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
-ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests bench_cuda_first_kernel bench_cache bench_threads devdl-cache \
-  devdl_test_images \
+ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests bench_cuda_first_kernel bench_cache bench_threads bench_lto \
+  devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
   echo "gpu-build: no CUDA toolkit here (nvcc, cuda.h): nothing to run on the GPU" >&2
@@ -23,10 +23,12 @@ cp -P "$build"/libdevdl/libdevdl.so* "$stage/lib/"
 cp -P "$build"/samples/cuda-seed/libcudaseedlib.so "$stage/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/"  # no static Google Benchmark in Debian
 cp "$build"/tests/devdl_cuda_tests "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
+   "$build"/bench/bench_lto \
    "$build"/tools/devdl-cache/devdl-cache \
    "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"
 cp "$build"/tests/images/*.cubin "$build"/tests/images/*.ptx "$build"/tests/images/*.fatbin \
    "$build"/tests/images/*.devdl "$stage/images/"
+cp "$build"/bench/images/*.cubin "$build"/bench/images/*.fatbin "$stage/images/"
 cp "$build"/samples/cuda-seed/*.cubin "$build"/samples/cuda-seed/*.ptx "$stage/samples/"
 # The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot
 # translate to SPIR).

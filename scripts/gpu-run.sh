@@ -35,12 +35,20 @@ DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics run "$stage/bin/cuda-seed" "$s/lib
 DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics run "$stage/bin/cuda-seed" "$s/lib.cubin" "$s/app.cubin"
 run "$stage/bin/devdl-cache" list --dir "$cache"
 
-if [ -z "${DEVDL_GPU_NO_BENCH:-}" ]; then
+# DEVDL_GPU_BENCH: all (default), none, or lto (load-time LTO's benchmarks alone).
+bench=${DEVDL_GPU_BENCH:-all}
+if [ "$bench" != none ]; then
   echo "== benchmarks"
-  "$stage/bin/bench_cuda_first_kernel" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
-    --benchmark_report_aggregates_only=true || status=1
-  "$stage/bin/bench_cache" --benchmark_filter=Cuda || status=1
-  # device_dlsym of a linked kernel from 1 to 16 threads, against glibc's dlsym.
-  "$stage/bin/bench_threads" --cuda --benchmark_repetitions=3 --benchmark_report_aggregates_only=true || status=1
+  if [ "$bench" = all ]; then
+    "$stage/bin/bench_cuda_first_kernel" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
+      --benchmark_report_aggregates_only=true || status=1
+    "$stage/bin/bench_cache" --benchmark_filter=Cuda || status=1
+    # device_dlsym of a linked kernel from 1 to 16 threads, against glibc's dlsym.
+    "$stage/bin/bench_threads" --cuda --benchmark_repetitions=3 --benchmark_report_aggregates_only=true || status=1
+  else
+    "$stage/bin/bench_cache" --benchmark_filter='Cuda(CuLink|Lto|LargeLibraryLto|LargeLibraryNoLto)' || status=1
+  fi
+  # Kernel time: one source file, cuLink, nvJitLink with and without LTO.
+  "$stage/bin/bench_lto" --benchmark_filter=Cuda || status=1
 fi
 exit $status

@@ -4,6 +4,8 @@
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
 #endif
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
@@ -249,8 +251,34 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
 
 bool canTranslateToSpir() { return DEVDL_HAVE_SPIRV_TRANSLATOR; }
 
-llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
-                                        std::span<const SpecConstant> specConstants) {
+#if DEVDL_HAVE_SPIRV_TRANSLATOR
+namespace {
+
+// What the images exported to each other is the program's own once they are linked: every
+// function but the kernels becomes internal, and LLVM's -O2 pipeline inlines across the former
+// image boundaries and drops what no kernel reaches.
+void optimizeAcrossImages(llvm::Module &module) {
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && function.getCallingConv() != llvm::CallingConv::SPIR_KERNEL)
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, modules);
+}
+
+}  // namespace
+#endif
+
+llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::span<const SpecConstant> specConstants,
+                                        bool optimize) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
                                       "device must take SPIR-V itself");
@@ -272,6 +300,12 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
   if (!llvm::readSpirv(context, options, in, module, error))
     return fail(ErrorCode::BadFormat, "SPIR-V to SPIR translation failed: " + error);
   std::unique_ptr<llvm::Module> owned(module);
+  // LLVM's passes assume valid IR: what the translator made of a module is checked first.
+  std::string broken;
+  llvm::raw_string_ostream why(broken);
+  if (llvm::verifyModule(*owned, &why))
+    return fail(ErrorCode::BadFormat, "SPIR-V to SPIR translation made invalid LLVM IR: " + why.str());
+  if (optimize) optimizeAcrossImages(*owned);
   std::string bitcode;
   llvm::raw_string_ostream os(bitcode);
   llvm::WriteBitcodeToFile(*owned, os);

@@ -39,8 +39,10 @@ bool canTranslateToSpir();
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
 
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;
-/// refused first where checkTranslatable refuses it.
+/// refused first where checkTranslatable refuses it. With `optimize` (load-time LTO of a linked
+/// program), every function but the kernels is made internal and LLVM's -O2 pipeline runs over
+/// the module: what the images call of each other is inlined.
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
-                                        std::span<const SpecConstant> specConstants = {});
+                                        std::span<const SpecConstant> specConstants = {}, bool optimize = false);
 
 }  // namespace devdl::backend

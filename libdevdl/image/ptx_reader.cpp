@@ -5,6 +5,7 @@
 
 #include <llvm/ADT/STLExtras.h>
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 
@@ -42,6 +43,29 @@ class PtxScanner {
     std::string_view line = text_.substr(pos_, end - pos_);
     pos_ = end;
     return line;
+  }
+
+  /// Skips to after the '}' that closes a block whose '{' was just read (nested blocks,
+  /// comments and strings included), looking only at what can open or close one: bodies are
+  /// most of a module's text. False where the text ends first.
+  bool skipBlock() {
+    int depth = 1;
+    auto interesting = [](char c) { return c == '{' || c == '}' || c == '"' || c == '/'; };
+    while ((pos_ = std::find_if(text_.begin() + pos_, text_.end(), interesting) - text_.begin()) < text_.size()) {
+      const char c = text_[pos_];
+      if (c == '/') {
+        if (text_.substr(pos_, 2) == "//" || text_.substr(pos_, 2) == "/*") skipSpaceAndComments();
+        else ++pos_;
+      } else if (c == '"') {
+        next();
+      } else {
+        ++pos_;
+        if (c == '{') ++depth;
+        else if (--depth == 0) return true;
+      }
+    }
+    pos_ = text_.size();
+    return false;
   }
 
   bool failed() const { return unterminatedComment_; }
@@ -158,13 +182,7 @@ llvm::Error walkPtx(std::string_view text, llvm::function_ref<void(const Stateme
     if (tok == "{") {
       bool initializer = false;
       for (auto t : st.tokens) initializer |= t == "=";
-      int depth = 1;
-      while (depth > 0) {
-        std::string_view inner = scanner.next();
-        if (inner.empty()) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
-        if (inner == "{") ++depth;
-        else if (inner == "}") --depth;
-      }
+      if (!scanner.skipBlock()) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
       if (initializer) continue;  // `= { ... }` belongs to the statement, which ends at ';'
       onStatement(st);
       st.tokens.clear();

@@ -351,8 +351,8 @@ TEST_F(Cuda, LtoIrLinkedByNvJitLinkAndCached) {
   if (std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "this is the child";
   char dir[] = "/tmp/devdl-cuda-lto-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string environment = "DEVDL_TEST_CACHE_FORMAT=lto.fatbin DEVDL_CUDA_LINKER=nvjitlink";
-  auto [status, out] = runCacheChild(dir, environment);
+  const std::string lto = "DEVDL_TEST_CACHE_FORMAT=lto.fatbin";
+  auto [status, out] = runCacheChild(dir, lto + " DEVDL_CUDA_LINKER=nvjitlink");
   if (out.find("there is no libnvJitLink") != std::string::npos) {
     std::filesystem::remove_all(dir);
     GTEST_SKIP() << "no nvJitLink on this machine (a CUDA 12 or later toolkit installs it)";
@@ -362,14 +362,21 @@ TEST_F(Cuda, LtoIrLinkedByNvJitLinkAndCached) {
   EXPECT_NE(out.find("(-arch=sm_"), std::string::npos) << out;
   EXPECT_NE(out.find(" -lto), a "), std::string::npos) << out;
   EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << out;
-  std::tie(status, out) = runCacheChild(dir, environment);
+  // Unasked, devdl links LTO-IR with nvJitLink too: the same key, so the next process loads it.
+  std::tie(status, out) = runCacheChild(dir, lto);
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << out;
-  // LTO off: another key, and nvJitLink links the fatbins' PTX.
-  std::tie(status, out) = runCacheChild(dir, environment + " DEVDL_LTO=0");
+  // LTO off: another key, and the driver's cuLink links the fatbins' PTX.
+  std::tie(status, out) = runCacheChild(dir, lto + " DEVDL_LTO=0");
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << out;
-  EXPECT_EQ(out.find(" -lto)"), std::string::npos) << out;
+  EXPECT_NE(out.find("cuLinkComplete"), std::string::npos) << out;
+  EXPECT_EQ(out.find("with nvJitLink"), std::string::npos) << out;
+  // Compiled code alone: cuLink, which does not pay for loading nvJitLink.
+  std::tie(status, out) = runCacheChild(dir, "DEVDL_TEST_CACHE_FORMAT=cubin");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cuLinkComplete"), std::string::npos) << out;
+  EXPECT_EQ(out.find("with nvJitLink"), std::string::npos) << out;
   std::filesystem::remove_all(dir);
 }
 

@@ -6,6 +6,11 @@
 #include "image/read_image.h"
 #include "test_support.h"
 
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -102,6 +107,50 @@ TEST_F(OpenClSoftwareLink, SeedExampleRunsOnTheDevice) {
 
   const std::vector<int> out = run(**program, "AppKernel", 16);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], 2 * i) << "work-item " << i;
+}
+
+// The functions a SPIR module defines, and those its kernel `kernel` calls.
+struct SpirFunctions {
+  std::vector<std::string> defined, calledByKernel;
+};
+SpirFunctions spirFunctions(const std::string &bitcode, const std::string &kernel) {
+  SpirFunctions out;
+  llvm::LLVMContext context;
+  auto module = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "spir"), context);
+  EXPECT_TRUE(!!module) << errorText(module);
+  if (!module) return out;
+  for (const llvm::Function &f : **module) {
+    if (!f.isDeclaration()) out.defined.push_back(f.getName().str());
+    if (f.getName() != kernel) continue;
+    for (const llvm::BasicBlock &block : f)
+      for (const llvm::Instruction &i : block)
+        if (const auto *call = llvm::dyn_cast<llvm::CallInst>(&i); call && call->getCalledFunction())
+          out.calledByKernel.push_back(call->getCalledFunction()->getName().str());
+  }
+  return out;
+}
+
+TEST_F(OpenClSoftwareLink, OptimizedAcrossImagesTheLibraryIsInlined) {
+  // Load-time LTO: the chain's three images, linked and translated with and without the
+  // optimization across images. With it, the kernel calls nothing of the chain's (inlined, and
+  // the functions gone); without it, the calls cross the former image boundaries as compiled.
+  const std::vector<uint32_t> linked = link({"chain_top.spv", "chain_mid.spv", "chain_base.spv"});
+  auto plain = backend::spirvToSpir(linked, {}, false);
+  auto optimized = backend::spirvToSpir(linked, {}, true);
+  ASSERT_TRUE(!!plain && !!optimized) << errorText(plain) << errorText(optimized);
+  const SpirFunctions before = spirFunctions(*plain, "ChainKernel"), after = spirFunctions(*optimized, "ChainKernel");
+  EXPECT_TRUE(std::find(before.calledByKernel.begin(), before.calledByKernel.end(), "ChainMid") !=
+              before.calledByKernel.end());
+  EXPECT_EQ(before.defined.size(), 3u);
+  EXPECT_EQ(after.defined, (std::vector<std::string>{"ChainKernel"}));
+  EXPECT_TRUE(std::none_of(after.calledByKernel.begin(), after.calledByKernel.end(),
+                           [](const std::string &name) { return name.starts_with("Chain"); }));
+  // Both compute (i + 3) * 2 + 1 on the device.
+  for (const std::string *spir : {&*plain, &*optimized}) {
+    auto program = device_->buildSpir(*spir);
+    ASSERT_TRUE(!!program) << errorText(program);
+    EXPECT_EQ(run(**program, "ChainKernel", 4), (std::vector<int>{7, 9, 11, 13}));
+  }
 }
 
 TEST_F(OpenClSoftwareLink, MissingLibraryNamesTheSymbol) {

@@ -65,6 +65,8 @@ constexpr std::string_view kPtx = R"(// hand-written
 .visible .func (.param .b32 r) exported_func (.param .b32 x)
 {
   /* a { brace in a comment */ ret;
+  // and } one in a line comment
+  { .reg .b32 %inner; }  // a nested block
 }
 .func local_func () { ret; }
 .weak .func weak_func () { ret; }
@@ -84,6 +86,8 @@ TEST(PtxReader, DirectivesAndLinkage) {
 TEST(PtxReader, BadTextIsRefused) {
   for (std::string_view bad : {std::string_view(".version 8.0\n.target sm_80\n/* open comment"),
                                std::string_view(".version 8.0\n.target sm_80\n.entry k () { ret;"),
+                               std::string_view(".version 8.0\n.target sm_80\n.entry k () { { ret; }"),
+                               std::string_view(".version 8.0\n.target sm_80\n.entry k () { /* } */"),
                                std::string_view(".version 8.0\n")}) {
     auto file = readImageMemory(asBytes(bad), "bad.ptx", nullptr);
     ASSERT_FALSE(!!file) << bad;

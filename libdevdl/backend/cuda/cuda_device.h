@@ -67,19 +67,20 @@ class Device final : public backend::Device {
   const std::string &name() const override { return name_; }
   int computeCapability() const { return sm_; }
   bool accepts(const DeviceImage &image, std::string *why) const override;
-  /// Links the images into one cubin, with nvJitLink where there is one (see linkMethod), else
-  /// with the driver's cuLink; then cuModuleLoadData. Each image goes as it is, a fatbin as its
-  /// best member for this device, or whole where nvJitLink optimizes its LTO-IR with the others'.
+  /// Links the images into one cubin, with nvJitLink -lto where a fatbin carries LTO-IR for this
+  /// device and nvJitLink is found (see linkMethod), else with the driver's cuLink; then
+  /// cuModuleLoadData. Each image goes as it is, a fatbin as its best member for this device, or
+  /// whole where nvJitLink optimizes its LTO-IR with the others'.
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
   /// cuModuleLoadData of a linked cubin.
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
-  /// Names the linker, the library file of nvJitLink (any change to it changes the disk cache's
-  /// key) and whether LTO is on.
+  /// Names the linkers the device may use (nvJitLink by its file's path, size and mtime: any
+  /// change to it changes the disk cache's key) and whether LTO is on.
   const std::string &identity() const override { return identity_; }
-  /// "nvJitLink (/usr/local/cuda/lib64/libnvJitLink.so.13), LTO": DEVDL_CUDA_LINKER=culink
-  /// chooses the driver's cuLink*, =nvjitlink requires nvJitLink; unset, nvJitLink where
-  /// findNvJitLink finds it. DEVDL_LTO=0 links LTO-IR images from their PTX instead.
+  /// cuLink, and nvJitLink -lto for programs with LTO-IR where findNvJitLink finds it; with
+  /// DEVDL_CUDA_LINKER=culink cuLink alone, =nvjitlink nvJitLink for every program (required).
+  /// DEVDL_LTO=0 links LTO-IR images from their PTX instead.
   std::string_view linkMethod() const override { return linkMethod_; }
   void native(devdl_native &out) const override;
 
@@ -95,7 +96,8 @@ class Device final : public backend::Device {
 
   int sm_ = 0;
   std::string name_;
-  std::optional<NvJitLinkFile> jitLink_;  // the linker, where it is nvJitLink
+  std::optional<NvJitLinkFile> jitLink_;  // nvJitLink, where the device may link with it
+  bool jitAlways_ = false;                // DEVDL_CUDA_LINKER=nvjitlink: for every program
   std::string linkerError_;               // why not, where DEVDL_CUDA_LINKER=nvjitlink asked for it
   bool lto_ = true;
   std::string linkMethod_;

@@ -132,6 +132,8 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
   if (const char *options = devdlVariable("DEVDL_BUILD_OPTIONS")) options_ = options;
+  const char *lto = devdlVariable("DEVDL_LTO");
+  lto_ = !(lto && std::string_view(lto) == "0");
   identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
@@ -145,7 +147,8 @@ int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
 std::string_view Device::linkMethod() const {
   if (caps_.spirvIl) return caps_.linker ? "SPIR-V IL, clCompileProgram, clLinkProgram"
                                          : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";
-  return "SPIRV-Tools link, SPIR 1.2, clBuildProgram";
+  return lto_ ? "SPIRV-Tools link, SPIR 1.2, LLVM -O2 across images, clBuildProgram"
+              : "SPIRV-Tools link, SPIR 1.2, clBuildProgram";
 }
 
 void Device::native(devdl_native &out) const {
@@ -228,7 +231,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       std::memcpy(&value, bytes.data(), std::min(bytes.size(), sizeof value));  // little-endian hosts
       values.emplace_back(id, value);
     }
-    auto spir = spirvToSpir(*linked, values);
+    auto spir = spirvToSpir(*linked, values, lto_);
     if (!spir) return spir.takeError();
     return buildSpir(*spir);
   }();

@@ -1,0 +1,20 @@
+// Benchmarks that time work in processes of their own: the benchmark program runs itself again
+// with --child and ARGS, and the child prints its figures on one line.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace devdl::bench {
+
+/// Runs this program with `--child`, `args` and `env` (NAME=VALUE, replacing those of this
+/// process). Each child has a fresh, empty PoCL cache and neither PoCL's nor CUDA's JIT cache.
+/// Returns the first number it printed, or -1 with what it printed in `error`; the fields
+/// "name=value" after it go to `fields`.
+double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
+                std::map<std::string, double> *fields = nullptr);
+
+double median(std::vector<double> values);
+
+}  // namespace devdl::bench
