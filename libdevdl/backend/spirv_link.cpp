@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -209,14 +210,44 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
   if (words.size() > kVersionWord && words[kVersionWord] > newest)
     return fail(ErrorCode::Unsupported, "SPIR-V version " + versionText(words[kVersionWord]) +
                                             ", newer than the SPIR-V to SPIR translator reads (" + versionText(newest) + ")");
-  std::string refused;
+  struct Scan {
+    std::string refused;
+    std::set<uint32_t> defined;                 // result ids so far
+    std::map<uint32_t, size_t> functionTypes;   // OpTypeFunction -> its parameter count
+    std::optional<size_t> parametersExpected;   // in a function's header: what its type says
+    size_t parameters = 0;                      // and what it has so far
+  } scan;
   auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
-    std::string &refused = *static_cast<std::string *>(user);
+    auto &scan = *static_cast<Scan *>(user);
     auto refuse = [&](const std::string &what) {
-      refused = what + " (opcode " + std::to_string(inst->opcode) + ")";
+      scan.refused = what + " (opcode " + std::to_string(inst->opcode) + ")";
       return SPV_REQUESTED_TERMINATION;
     };
     auto word = [&](uint16_t operand) { return inst->words[inst->operands[operand].offset]; };
+    // The translator asserts that what a name or decoration targets is defined after it: only an
+    // OpExtInstImport or OpString comes before, and the validator lets them be named.
+    const bool annotates = inst->opcode == SpvOpName || inst->opcode == SpvOpMemberName ||
+                           inst->opcode == SpvOpDecorate || inst->opcode == SpvOpMemberDecorate ||
+                           inst->opcode == SpvOpDecorateId || inst->opcode == SpvOpDecorateString ||
+                           inst->opcode == SpvOpMemberDecorateString;
+    if (annotates && inst->num_words >= 2 && scan.defined.count(inst->words[1]))
+      return refuse("a name or decoration of %" + std::to_string(inst->words[1]) + ", defined before it");
+    if (inst->result_id) scan.defined.insert(inst->result_id);
+    // It reads past a function's parameters where they are fewer than its type's.
+    if (inst->opcode == SpvOpTypeFunction && inst->num_words >= 3) scan.functionTypes[inst->result_id] = inst->num_words - 3u;
+    if (inst->opcode == SpvOpFunctionParameter) {
+      ++scan.parameters;
+    } else if (scan.parametersExpected) {
+      if (scan.parameters != *scan.parametersExpected)
+        return refuse("a function with " + std::to_string(scan.parameters) + " parameters whose type has " +
+                      std::to_string(*scan.parametersExpected));
+      scan.parametersExpected.reset();
+    }
+    if (inst->opcode == SpvOpFunction && inst->num_words >= 5) {
+      auto type = scan.functionTypes.find(inst->words[4]);
+      scan.parametersExpected = type == scan.functionTypes.end() ? 0 : type->second;
+      scan.parameters = 0;
+    }
     for (uint16_t i = 0; i < inst->num_operands; ++i) {
       const spv_parsed_operand_t &operand = inst->operands[i];
       if (operand.type == SPV_OPERAND_TYPE_LITERAL_STRING) {
@@ -241,10 +272,10 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     return SPV_SUCCESS;
   };
   spirv::Context context;
-  if (spirv::Diagnostic diagnostic; spvBinaryParse(context.get(), &refused, words.data(), words.size(), nullptr, check,
-                                                   diagnostic.out()) != SPV_SUCCESS && refused.empty())
+  if (spirv::Diagnostic diagnostic; spvBinaryParse(context.get(), &scan, words.data(), words.size(), nullptr, check,
+                                                   diagnostic.out()) != SPV_SUCCESS && scan.refused.empty())
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + diagnostic.text());
-  if (!refused.empty()) return fail(ErrorCode::Unsupported, refused);
+  if (!scan.refused.empty()) return fail(ErrorCode::Unsupported, scan.refused);
   return llvm::Error::success();
 #endif
 }
@@ -253,6 +284,36 @@ bool canTranslateToSpir() { return DEVDL_HAVE_SPIRV_TRANSLATOR; }
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 namespace {
+
+// The translator is not thread-safe (lazily built tables, LLVM's global options): one
+// translation at a time, either way, as intel/opencl-clang guards it. The devices' builds still
+// overlap.
+std::mutex translator;
+
+// `words` as LLVM IR, specialized, with the builtins as `builtins` says; refused first where
+// checkTranslatable refuses it, and where the translator makes invalid IR (LLVM's passes assume
+// valid IR). The caller holds `translator`.
+llvm::Expected<std::unique_ptr<llvm::Module>> readModule(llvm::LLVMContext &context, std::span<const uint32_t> words,
+                                                         std::span<const SpecConstant> specConstants,
+                                                         SPIRV::BIsRepresentation builtins) {
+  if (llvm::Error err = checkTranslatable(words))
+    return fail(ErrorCode::Unsupported, "linked SPIR-V: " + llvm::toString(std::move(err)));
+  SPIRV::TranslatorOpts options;
+  options.enableAllExtensions();
+  options.setDesiredBIsRepresentation(builtins);
+  for (const auto &[id, value] : specConstants) options.setSpecConst(id, value);
+  std::istringstream in(std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4));
+  llvm::Module *module = nullptr;
+  std::string error;
+  if (!llvm::readSpirv(context, options, in, module, error))
+    return fail(ErrorCode::BadFormat, "SPIR-V to LLVM translation failed: " + error);
+  std::unique_ptr<llvm::Module> owned(module);
+  std::string broken;
+  llvm::raw_string_ostream why(broken);
+  if (llvm::verifyModule(*owned, &why))
+    return fail(ErrorCode::BadFormat, "SPIR-V to LLVM translation made invalid LLVM IR: " + why.str());
+  return owned;
+}
 
 // What the images exported to each other is the program's own once they are linked: every
 // function but the kernels becomes internal, and LLVM's -O2 pipeline inlines across the former
@@ -274,6 +335,24 @@ void optimizeAcrossImages(llvm::Module &module) {
   builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, modules);
 }
 
+// The extensions a module declares, as the translator names them.
+SPIRV::TranslatorOpts::ExtensionsStatusMap declaredExtensions(std::span<const uint32_t> words) {
+  static const std::map<std::string_view, SPIRV::ExtensionID> kIds = {
+#define EXT(X) {#X, SPIRV::ExtensionID::X},
+#include <LLVMSPIRVLib/LLVMSPIRVExtensions.inc>
+#undef EXT
+  };
+  SPIRV::TranslatorOpts::ExtensionsStatusMap declared;
+  walkInstructions(words, [&](size_t at, size_t count) {
+    if ((words[at] & 0xffff) != SpvOpExtension || count < 2) return true;
+    const char *text = reinterpret_cast<const char *>(&words[at + 1]);
+    if (auto it = kIds.find(std::string_view(text, strnlen(text, (count - 1) * 4))); it != kIds.end())
+      declared[it->second] = true;
+    return true;
+  });
+  return declared;
+}
+
 }  // namespace
 #endif
 
@@ -283,34 +362,49 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
                                       "device must take SPIR-V itself");
 #else
-  SPIRV::TranslatorOpts options;
-  options.enableAllExtensions();
-  options.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::OpenCL12);
-  for (const auto &[id, value] : specConstants) options.setSpecConst(id, value);
-
-  // The translator is not thread-safe (lazily built tables, LLVM's global options): one
-  // translation at a time, as intel/opencl-clang guards it. The devices' builds still overlap.
-  if (llvm::Error err = checkTranslatable(words)) return fail(ErrorCode::Unsupported, "linked SPIR-V: " + llvm::toString(std::move(err)));
-  static std::mutex translator;
   std::lock_guard lock(translator);
-  std::istringstream in(std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4));
   llvm::LLVMContext context;
-  llvm::Module *module = nullptr;
-  std::string error;
-  if (!llvm::readSpirv(context, options, in, module, error))
-    return fail(ErrorCode::BadFormat, "SPIR-V to SPIR translation failed: " + error);
-  std::unique_ptr<llvm::Module> owned(module);
-  // LLVM's passes assume valid IR: what the translator made of a module is checked first.
-  std::string broken;
-  llvm::raw_string_ostream why(broken);
-  if (llvm::verifyModule(*owned, &why))
-    return fail(ErrorCode::BadFormat, "SPIR-V to SPIR translation made invalid LLVM IR: " + why.str());
-  if (optimize) optimizeAcrossImages(*owned);
+  auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::OpenCL12);
+  if (!module) return module.takeError();
+  if (optimize) optimizeAcrossImages(**module);
   std::string bitcode;
   llvm::raw_string_ostream os(bitcode);
-  llvm::WriteBitcodeToFile(*owned, os);
+  llvm::WriteBitcodeToFile(**module, os);
   os.flush();
   return bitcode;
+#endif
+}
+
+llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
+                                                    std::span<const SpecConstant> specConstants) {
+#if !DEVDL_HAVE_SPIRV_TRANSLATOR
+  return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE)");
+#else
+  std::string written;
+  {
+    std::lock_guard lock(translator);
+    llvm::LLVMContext context;
+    auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::SPIRVFriendlyIR);
+    if (!module) return module.takeError();
+    optimizeAcrossImages(**module);
+    // Written back within what the module had: its version and the extensions it declared.
+    const auto version = static_cast<SPIRV::VersionNumber>(
+        std::clamp(words[kVersionWord], static_cast<uint32_t>(SPIRV::VersionNumber::MinimumVersion),
+                   static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion)));
+    SPIRV::TranslatorOpts options(version, declaredExtensions(words));
+    std::ostringstream out;
+    std::string error;
+    if (!llvm::writeSpirv(module->get(), options, out, error))
+      return fail(ErrorCode::Unsupported, "the optimized module cannot be written back as SPIR-V: " + error);
+    written = std::move(out).str();
+  }
+  std::vector<uint32_t> optimized(written.size() / 4);
+  std::memcpy(optimized.data(), written.data(), optimized.size() * 4);
+  spirv::Context validator;
+  spv_const_binary_t binary{optimized.data(), optimized.size()};
+  if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS)
+    return fail(ErrorCode::Unsupported, "the optimized module written back as SPIR-V is invalid: " + diagnostic.text());
+  return optimized;
 #endif
 }
 

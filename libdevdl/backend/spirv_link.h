@@ -34,8 +34,9 @@ bool canTranslateToSpir();
 
 /// Whether the translator takes `words` without ending the process, where the SPIR-V validator
 /// lets through what it exits or asserts on (a version or an extension it does not know, a string
-/// padded with other than zeros, an alignment not a power of 2; tests/data/fuzz-regressions has
-/// each). An error says which.
+/// padded with other than zeros, an alignment not a power of 2, a name or decoration of an
+/// OpExtInstImport, a function with fewer parameters than its type; tests/data/fuzz-regressions
+/// has each). An error says which.
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
 
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;
@@ -44,5 +45,13 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words);
 /// the module: what the images call of each other is inlined.
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
                                         std::span<const SpecConstant> specConstants = {}, bool optimize = false);
+
+/// The linked module optimized across its former images for a device that takes SPIR-V IL, as
+/// spirvToSpir optimizes it, through LLVM: SPIRV-Tools' optimizer does not inline in OpenCL
+/// (Kernel) modules. The constants are applied (none is left to set) and the result is written
+/// back within the module's SPIR-V version and extensions, and validated. Fails, leaving the
+/// module to be used as linked, where the translator cannot write back what LLVM made.
+llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
+                                                    std::span<const SpecConstant> specConstants = {});
 
 }  // namespace devdl::backend

@@ -153,6 +153,60 @@ TEST_F(OpenClSoftwareLink, OptimizedAcrossImagesTheLibraryIsInlined) {
   }
 }
 
+// How many instructions of `opcode` a module has.
+size_t countOpcode(const std::vector<uint32_t> &words, uint32_t opcode) {
+  size_t n = 0;
+  for (size_t at = 5; at < words.size() && (words[at] >> 16); at += words[at] >> 16) n += (words[at] & 0xffff) == opcode;
+  return n;
+}
+
+// Whether a module names something `name` (OpName).
+bool names(const std::vector<uint32_t> &words, std::string_view name) {
+  for (size_t at = 5; at < words.size() && (words[at] >> 16); at += words[at] >> 16)
+    if ((words[at] & 0xffff) == 5 /* OpName */ && (words[at] >> 16) > 2 &&
+        std::string_view(reinterpret_cast<const char *>(&words[at + 2])).substr(0, ((words[at] >> 16) - 2) * 4) == name)
+      return true;
+  return false;
+}
+
+TEST_F(OpenClSoftwareLink, OptimizedAcrossImagesAsSpirvForDevicesThatTakeIl) {
+  // What an IL device is given: the chain optimized through LLVM and written back as SPIR-V,
+  // valid (optimizeSpirv validates it), the chain's functions gone, inlined into the kernel: one
+  // call is left, the translator's entry point calling the kernel's body, where the linked module
+  // has two more. No device here takes IL: its meaning is checked by translating it to SPIR for PoCL.
+  const std::vector<uint32_t> linked = link({"chain_top.spv", "chain_mid.spv", "chain_base.spv"});
+  EXPECT_TRUE(names(linked, "ChainMid") && names(linked, "ChainBase"));
+  EXPECT_EQ(countOpcode(linked, 57 /* OpFunctionCall */), 3u);
+  auto optimized = backend::optimizeSpirv(linked);
+  ASSERT_TRUE(!!optimized) << errorText(optimized);
+  EXPECT_FALSE(names(*optimized, "ChainMid") || names(*optimized, "ChainBase"));
+  EXPECT_EQ(countOpcode(*optimized, 57), 1u);
+  EXPECT_LE((*optimized)[1], linked[1]) << "written back within the linked module's SPIR-V version";
+  auto spir = backend::spirvToSpir(*optimized);
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  auto program = device_->buildSpir(*spir);
+  ASSERT_TRUE(!!program) << errorText(program);
+  EXPECT_EQ(run(**program, "ChainKernel", 4), (std::vector<int>{7, 9, 11, 13}));
+}
+
+TEST_F(OpenClSoftwareLink, OptimizedAsSpirvWithTheConstantsApplied) {
+  // The constants set are applied in the optimized module (none is left for the driver to
+  // set); those not set keep their defaults. SpecKernel: out[i] = i * Scale + Offset, Scale
+  // (SpecId 3) set to 10, Offset (SpecId 7) left at 5.
+  DeviceImage kernel = read("spec_kernel.spv");
+  std::vector<uint32_t> words(kernel.bytes.size() / 4);
+  std::memcpy(words.data(), kernel.bytes.data(), words.size() * 4);
+  const backend::SpecConstant scale{3, 10};
+  auto optimized = backend::optimizeSpirv(words, {&scale, 1});
+  ASSERT_TRUE(!!optimized) << errorText(optimized);
+  EXPECT_EQ(decorated(*optimized, 1 /* SpecId */), std::vector<uint32_t>{});
+  auto spir = backend::spirvToSpir(*optimized);
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  auto program = device_->buildSpir(*spir);
+  ASSERT_TRUE(!!program) << errorText(program);
+  EXPECT_EQ(run(**program, "SpecKernel", 4), (std::vector<int>{5, 15, 25, 35}));
+}
+
 TEST_F(OpenClSoftwareLink, MissingLibraryNamesTheSymbol) {
   DeviceImage app = read("app.spv");
   const DeviceImage *plan[] = {&app};

@@ -60,7 +60,8 @@ llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shar
 // A file (loose image, bundle, host ELF) linked as device_dlopen(DEVDL_NOW) links it on PoCL:
 // the first image's plan over the file's SPIR-V images (the first definition of a name wins, the
 // others made local), each image checked before it is linked, the SPIRV-Tools link, the
-// translation to SPIR and the optimization across images. Only the driver's build is left out.
+// translation to SPIR and the optimization across images, and that optimization written back as
+// SPIR-V as for a device that takes IL. Only the driver's build is left out.
 llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   using namespace devdl;
   auto file = readImageMemory(bytes, "fuzz", std::move(storage));
@@ -95,6 +96,7 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   }
   auto words = backend::linkSpirv(linked, labels);
   if (!words) return words.takeError();
+  llvm::consumeError(backend::optimizeSpirv(*words).takeError());
   return backend::spirvToSpir(*words, {}, /*optimize=*/true).takeError();
 }
 

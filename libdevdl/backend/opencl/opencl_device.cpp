@@ -1,7 +1,8 @@
 #include "backend/opencl/opencl_device.h"
-#include "support/environment.h"
 #include "backend/spirv_link.h"
 #include "image/local_definitions.h"
+#include "support/debug.h"
+#include "support/environment.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -133,7 +134,7 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
   if (const char *options = devdlVariable("DEVDL_BUILD_OPTIONS")) options_ = options;
   const char *lto = devdlVariable("DEVDL_LTO");
-  lto_ = !(lto && std::string_view(lto) == "0");
+  lto_ = !(lto && std::string_view(lto) == "0") && canTranslateToSpir();  // LLVM does it, through the translator
   identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
@@ -146,7 +147,8 @@ int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
 
 std::string_view Device::linkMethod() const {
   if (caps_.spirvIl) return caps_.linker ? "SPIR-V IL, clCompileProgram, clLinkProgram"
-                                         : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";
+                                         : lto_ ? "SPIRV-Tools link, LLVM -O2 across images, SPIR-V IL, clBuildProgram"
+                                                : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";
   return lto_ ? "SPIRV-Tools link, SPIR 1.2, LLVM -O2 across images, clBuildProgram"
               : "SPIRV-Tools link, SPIR 1.2, clBuildProgram";
 }
@@ -224,12 +226,23 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].specConstants)
         for (const auto &[id, value] : *inputs[i].specConstants) specs[linkedSpecId(i, id)] = value;
-    if (caps_.spirvIl) return buildIl(*linked, specs);
     std::vector<SpecConstant> values;
     for (const auto &[id, bytes] : specs) {
       uint64_t value = 0;
       std::memcpy(&value, bytes.data(), std::min(bytes.size(), sizeof value));  // little-endian hosts
       values.emplace_back(id, value);
+    }
+    if (caps_.spirvIl) {
+      // Optimized across the images where the translator can write back what LLVM made, with
+      // the constants applied; else as linked, the driver setting the constants.
+      if (lto_) {
+        auto optimized = optimizeSpirv(*linked, values);
+        if (optimized) return buildIl(*optimized, {});
+        const std::string why = llvm::toString(optimized.takeError());
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("not optimized across images for " + name_ + ": " + why);
+      }
+      return buildIl(*linked, specs);
     }
     auto spir = spirvToSpir(*linked, values, lto_);
     if (!spir) return spir.takeError();

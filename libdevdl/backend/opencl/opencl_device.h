@@ -68,8 +68,8 @@ class Device final : public backend::Device {
   /// on a device with a linker.
   bool accepts(const DeviceImage &image, std::string *why) const override;
   /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
-  /// built as IL where the device takes it, else translated to SPIR and, unless DEVDL_LTO=0,
-  /// optimized across the images (spirvToSpir).
+  /// built as IL where the device takes it, else translated to SPIR; unless DEVDL_LTO=0,
+  /// optimized across the images (optimizeSpirv, spirvToSpir).
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
   /// clCreateProgramWithBinary and clBuildProgram of a binary link() gave.
@@ -108,7 +108,7 @@ class Device final : public backend::Device {
   std::string identity_;  // made when the device is opened: the driver's answers do not change
   Capabilities caps_;
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
-  bool lto_ = true;      // DEVDL_LTO=0 turns off the optimization across images of the SPIR path
+  bool lto_ = true;      // the optimization across images of the software link; DEVDL_LTO=0 turns it off
 };
 
 }  // namespace devdl::backend::opencl
