@@ -109,7 +109,7 @@ void walkInstructions(std::span<const uint32_t> words, Visit visit) {
     if (!visit(at, count)) return;
 }
 
-std::string versionText(uint32_t version) {
+[[maybe_unused]] std::string versionText(uint32_t version) {  // for the translator's checks
   return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
 }
 
@@ -232,6 +232,11 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
                            inst->opcode == SpvOpMemberDecorateString;
     if (annotates && inst->num_words >= 2 && scan.defined.count(inst->words[1]))
       return refuse("a name or decoration of %" + std::to_string(inst->words[1]) + ", defined before it");
+    // Logical addressing (not OpenCL's) leaves the reader without a target: it ends on some such
+    // modules, and its writer on the rest.
+    if (inst->opcode == SpvOpMemoryModel && inst->num_words >= 2 && inst->words[1] != SpvAddressingModelPhysical32 &&
+        inst->words[1] != SpvAddressingModelPhysical64)
+      return refuse("addressing model " + std::to_string(inst->words[1]) + ", not OpenCL's Physical32 or Physical64");
     if (inst->result_id) scan.defined.insert(inst->result_id);
     // It reads past a function's parameters where they are fewer than its type's.
     if (inst->opcode == SpvOpTypeFunction && inst->num_words >= 3) scan.functionTypes[inst->result_id] = inst->num_words - 3u;

@@ -35,8 +35,8 @@ bool canTranslateToSpir();
 /// Whether the translator takes `words` without ending the process, where the SPIR-V validator
 /// lets through what it exits or asserts on (a version or an extension it does not know, a string
 /// padded with other than zeros, an alignment not a power of 2, a name or decoration of an
-/// OpExtInstImport, a function with fewer parameters than its type; tests/data/fuzz-regressions
-/// has each). An error says which.
+/// OpExtInstImport, a function with fewer parameters than its type, an addressing model other
+/// than OpenCL's; tests/data/fuzz-regressions has each). An error says which.
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
 
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;

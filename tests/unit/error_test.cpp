@@ -1,4 +1,5 @@
 // Files that are not there or hold nothing devdl can read: clear errors naming file and problem.
+#include "backend/spirv_link.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -74,6 +75,37 @@ TEST(ReadErrors, FuzzRegressions) {
     ++count;
   }
   EXPECT_GT(count, 0u);
+}
+
+// The same inputs' SPIR-V images, linked, through the optimization across images as a device
+// that takes IL gets it (the SPIR path, PoCL's, runs them in HostileInput's tests): each is
+// optimized or refused; none ends the process (the translator's writer asserted on one).
+TEST(ReadErrors, FuzzRegressionsOptimizedForIl) {
+  const std::filesystem::path dir = std::filesystem::path(DEVDL_TEST_DATA) / "fuzz-regressions";
+  size_t linked = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+    auto file = readImageFile(entry.path());
+    if (!file) {
+      llvm::consumeError(file.takeError());
+      continue;
+    }
+    std::vector<const DeviceImage *> images;
+    std::vector<std::string> labels;
+    for (const DeviceImage &image : file->images)
+      if (image.format == ImageFormat::SpirV) {
+        images.push_back(&image);
+        labels.push_back(entry.path().filename().string());
+      }
+    auto words = images.empty() ? llvm::Expected<std::vector<uint32_t>>(std::vector<uint32_t>())
+                                : backend::linkSpirv(images, labels);
+    if (!words || words->empty()) {
+      llvm::consumeError(words.takeError());
+      continue;
+    }
+    llvm::consumeError(backend::optimizeSpirv(*words).takeError());
+    ++linked;
+  }
+  EXPECT_GT(linked, 0u);
 }
 
 }  // namespace
