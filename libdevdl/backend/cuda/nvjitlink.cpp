@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -113,7 +114,17 @@ std::optional<NvJitLinkFile> findNvJitLink() {
   return std::nullopt;
 }
 
-std::string nvJitLinkOptions(int sm, bool lto) { return "-arch=sm_" + std::to_string(sm) + (lto ? " -lto" : ""); }
+namespace {
+
+std::vector<std::string> optionList(int sm, bool lto) {
+  std::vector<std::string> options = {"-arch=sm_" + std::to_string(sm)};
+  if (lto) options.push_back("-lto");
+  return options;
+}
+
+}  // namespace
+
+std::string nvJitLinkOptions(int sm, bool lto) { return llvm::join(optionList(sm, lto), " "); }
 
 llvm::Expected<std::string> nvJitLinkVersion(const NvJitLinkFile &file) {
   auto loaded = api(file);
@@ -128,9 +139,9 @@ llvm::Expected<std::string> linkWithNvJitLink(const NvJitLinkFile &file, std::sp
   auto loaded = api(file);
   if (!loaded) return loaded.takeError();
   const JitApi &jit = *loaded;
-  const std::string arch = "-arch=sm_" + std::to_string(sm);
-  std::vector<const char *> options = {arch.c_str()};
-  if (lto) options.push_back("-lto");
+  const std::vector<std::string> given = optionList(sm, lto);
+  std::vector<const char *> options;
+  for (const std::string &option : given) options.push_back(option.c_str());
   nvJitLinkHandle handle = nullptr;
   if (nvJitLinkResult err = jit.create(&handle, options.size(), options.data()); err != 0)
     return fail(ErrorCode::Unsupported, "nvJitLinkCreate (" + nvJitLinkOptions(sm, lto) + ") failed: error " +
