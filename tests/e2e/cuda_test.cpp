@@ -1,5 +1,5 @@
-// The CUDA backend end to end through the C API: images built by nvcc -rdc, linked by devdl
-// with the driver's linker, and run on the GPU. Without a driver (CI) the tests skip, saying
+// The CUDA backend end to end through the C API: images built by nvcc -rdc (and -dlto), linked
+// by devdl with the driver's linker (and nvJitLink), and run on the GPU. Without a driver (CI) the tests skip, saying
 // so, and the library's own answer to "no driver" is checked instead.
 #include "devdl.h"
 #include "e2e/cuda_driver.h"
