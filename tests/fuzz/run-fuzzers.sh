@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 mkdir -p "$build/fuzz-artifacts"
-export LSAN_OPTIONS="suppressions=$here/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$here/../lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 status=0
 for target in "$build"/tests/fuzz/fuzz_*; do
   name=$(basename "$target")
