@@ -1,4 +1,5 @@
 // devdl-nm, run as a program on the test images.
+#include "devdl.h"
 #include "test_support.h"
 
 #include <llvm/Support/JSON.h>
@@ -128,6 +129,27 @@ TEST(DevdlNm, BadInputNeverCrashes) {
     CommandResult r = run({DEVDL_NM, dir + "/" + name});
     EXPECT_EQ(r.status, 1) << name;
     EXPECT_EQ(r.err.rfind("devdl-nm: " + dir + "/" + name + ": ", 0), 0u) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace devdl::test
+
+namespace devdl::test {
+namespace {
+
+// Every tool says which devdl it is (not LLVM's version, which --version printed before) and
+// how it is used, and exits 0 for both.
+TEST(Tools, VersionAndHelp) {
+  for (const std::string &tool : {std::string(DEVDL_NM), std::string(DEVDL_PACK), std::string(DEVDL_CACHE_TOOL)}) {
+    const std::string name = tool.substr(tool.rfind('/') + 1);
+    CommandResult version = run({tool, "--version"});
+    EXPECT_EQ(version.status, 0) << name << version.err;
+    EXPECT_EQ(version.out.rfind(name + " (devdl " + std::to_string(DEVDL_VERSION_MAJOR) + ".", 0), 0u)
+        << name << ": " << version.out;
+    CommandResult help = run({tool, "--help"});
+    EXPECT_EQ(help.status, 0) << name << help.err;
+    EXPECT_NE(help.out.find(name), std::string::npos) << name << ": " << help.out;
   }
 }
 

@@ -7,6 +7,7 @@
 //
 // A directory that cannot be read, or files clear cannot delete, are errors (exit status 1);
 // a directory that does not exist is an empty cache.
+#include "backend/backend.h"
 #include "cache/disk_cache.h"
 
 #include <llvm/Support/CommandLine.h>
@@ -57,6 +58,7 @@ int reportError(llvm::Error error) {
 
 int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-cache (" << devdl::backend::devdlBuild() << ")\n"; });
   llvm::cl::ParseCommandLineOptions(argc, argv, "devdl-cache: the disk cache of linked device programs\n");
   std::string why;
   const std::string dir = directory.empty() ? DiskCache::directoryFromEnvironment(&why) : directory.getValue();

@@ -4,6 +4,7 @@
 //
 // Exit status as nm's: 0 when every file was read, 1 when any could not be (each is reported,
 // the others are still listed).
+#include "backend/backend.h"
 #include "image/read_image.h"
 #include "support/demangle.h"
 #include "support/error.h"
@@ -184,6 +185,7 @@ void writeJson(llvm::json::OStream &j, const ImageFile &file) {
 
 int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-nm (" << devdl::backend::devdlBuild() << ")\n"; });
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "devdl-nm: list the kernels (K), exported functions (T) and "
                                     "variables (D) and imports (U) of device images, bundles and "

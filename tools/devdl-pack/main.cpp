@@ -3,6 +3,7 @@
 //
 // Image options apply to the input file that follows them (to every image of it, when it is a
 // bundle or host file), so that one command packs a library's images with their own settings.
+#include "backend/backend.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/registry.h"
 #include "bundle/host_elf.h"
@@ -28,6 +29,7 @@ namespace {
 
 constexpr const char *kUsage = R"(usage: devdl-pack [OUTPUT] [[IMAGE OPTION]... FILE]...
        devdl-pack --check [--arch ARCH | --device] FILE...
+       devdl-pack --help | --version
 
 Packs the device images of each FILE (SPIR-V, SPIR bitcode, cubin, PTX, fatbin, a bundle, or a
 host ELF file carrying bundles) into one bundle. Exports, imports, kernels and the target are
@@ -280,6 +282,10 @@ int main(int argc, char **argv) {
   if (args.empty()) usageError("no input files");
   if (args[0] == "--help" || args[0] == "-h") {
     llvm::outs() << kUsage;
+    return 0;
+  }
+  if (args[0] == "--version") {
+    llvm::outs() << "devdl-pack (" << devdl::backend::devdlBuild() << ")\n";
     return 0;
   }
   if (args[0] == "--check") return check({args.begin() + 1, args.end()});
