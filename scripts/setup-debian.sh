@@ -18,6 +18,8 @@ packages=(
   libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev
   # compilers for test images: OpenCL C -> SPIR-V, and clang-14 for libFuzzer and sanitizers
   clang-15 llvm-spirv-15 clang-14 libclang-rt-14-dev
+  # the manual pages, from docs/man/*.scd
+  scdoc
 )
 
 SUDO=""

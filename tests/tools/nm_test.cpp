@@ -153,5 +153,26 @@ TEST(Tools, VersionAndHelp) {
   }
 }
 
+// Each tool's manual page (docs/man, scdoc) names every option its --help lists, so that the
+// two cannot drift apart.
+TEST(Tools, ManualPagesNameEveryOption) {
+  const std::string man = std::string(DEVDL_TEST_DATA) + "/../../docs/man/";
+  for (const std::string &tool : {std::string(DEVDL_NM), std::string(DEVDL_PACK), std::string(DEVDL_CACHE_TOOL)}) {
+    const std::string name = tool.substr(tool.rfind('/') + 1);
+    const std::string page = readFile(man + name + ".1.scd");
+    ASSERT_FALSE(page.empty()) << name;
+    const std::string help = run({tool, "--help"}).out;
+    size_t listed = 0;
+    for (size_t at = help.find("\n  -"); at != std::string::npos; at = help.find("\n  -", at + 1)) {
+      const size_t start = help.find('-', at);
+      const std::string option = help.substr(start, help.find_first_of(" =\n", start) - start);
+      if (option == "--help-list") continue;  // LLVM's own
+      ++listed;
+      EXPECT_NE(page.find("*" + option + "*"), std::string::npos) << name << ": " << option;
+    }
+    EXPECT_GT(listed, 2u) << name;
+  }
+}
+
 }  // namespace
 }  // namespace devdl::test
