@@ -1,5 +1,29 @@
-# Rules that build device images from source with the real compilers, shared by the samples
-# and the tests, and installed with devdl's CMake package for projects that use it.
+# Rules that build device images from source with the real compilers and pack them, installed
+# with devdl's CMake package (find_package(devdl)) and used by devdl's own samples and tests.
+#
+# For projects:
+#   devdl_add_images(NAME SOURCES file.cl|file.cu... [FORMATS ...] [OPTIONS ...] [CUDA_ARCH N]
+#                    [OUTPUT_DIRECTORY dir])
+#     A target NAME that compiles each source into device images; its DEVDL_IMAGES property
+#     lists them. OpenCL C (.cl, clang-15 + llvm-spirv-15) makes `spirv` (the default) and
+#     `spir` (LLVM bitcode); CUDA (.cu, nvcc -rdc=true, so imports stay imports) makes `cubin`
+#     (the default), `ptx`, `fatbin` (cubin + PTX) and `lto` (a fatbin with LTO-IR, for
+#     nvJitLink). OPTIONS go to the compiler (OpenCL C default: -O1). CUDA_ARCH is the GPU
+#     architecture number (default 90: sm_90).
+#   devdl_add_bundle(NAME OUTPUT file IMAGES file|target... [OPTIONS ...])
+#     A target NAME that packs the images (files, or targets of devdl_add_images) into one
+#     bundle file with devdl-pack; OPTIONS go to devdl-pack before the images.
+#   devdl_embed_images(TARGET [SOURCES ...] [IMAGES file|target...] [MODULE_ID id]
+#                      [FORMATS ...] [OPTIONS ...] [CUDA_ARCH N])
+#     Makes the host library or executable TARGET carry the images (SOURCES are compiled as
+#     devdl_add_images does, with FORMATS, OPTIONS and CUDA_ARCH): devdl-pack --object writes
+#     them as one bundle into an object linked into TARGET, so that a process that loads TARGET
+#     has them in devdl's search order. MODULE_ID names the image (there must be one) for other
+#     images' `devdl-pack --depends`. Once per target.
+#
+# Under them, the rules for one source: devdl_image_rules (below), and the shorthands devdl's
+# own tests use (devdl_opencl_images, devdl_cuda_images, devdl_cuda_lto_images), and
+# devdl_bundle_object (a host object carrying images, without a target to carry it).
 find_program(DEVDL_CLANG15 clang-15)
 find_program(DEVDL_LLVM_SPIRV llvm-spirv-15)
 find_program(DEVDL_NVCC nvcc HINTS /usr/local/cuda/bin)
@@ -13,69 +37,198 @@ function(devdl_require_tools)
   endforeach()
 endfunction()
 
-# OpenCL C `source` -> `dir`/NAME.bc (SPIR, LLVM bitcode) and `dir`/NAME.spv (SPIR-V), where
-# NAME is the source's name without extension, compiled with OPTIONS (default -O1). Appends both
-# paths to the list `out_var`.
-function(devdl_opencl_images out_var source dir)
-  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "OPTIONS")
-  if(NOT arg_OPTIONS)
-    set(arg_OPTIONS -O1)
+# The rule that compiles one source (OpenCL C or CUDA) into `dir`, with the FORMATS, OPTIONS
+# and CUDA_ARCH of devdl_add_images, plus `ltoir` (CUDA's LTO-IR alone, NAME.ltoir). Appends
+# the images to the list `out_var`.
+function(devdl_image_rules out_var source dir)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "CUDA_ARCH" "FORMATS;OPTIONS")
+  get_filename_component(source ${source} ABSOLUTE)
+  get_filename_component(stem ${source} NAME_WE)
+  get_filename_component(extension ${source} LAST_EXT)
+  set(formats ${arg_FORMATS})
+  set(commands)
+  set(outputs)
+  if(extension STREQUAL ".cl")
+    devdl_require_tools(DEVDL_CLANG15 DEVDL_LLVM_SPIRV)
+    if(NOT formats)
+      set(formats spirv)
+    endif()
+    set(options ${arg_OPTIONS})
+    if(NOT options)
+      set(options -O1)
+    endif()
+    set(bc ${dir}/${stem}.bc)  # SPIR; llvm-spirv translates it
+    list(APPEND commands COMMAND ${DEVDL_CLANG15} -cl-std=CL2.0 -target spir64 ${options} -emit-llvm -c ${source} -o ${bc})
+    foreach(format ${formats})
+      if(format STREQUAL "spirv")
+        list(APPEND commands COMMAND ${DEVDL_LLVM_SPIRV} ${bc} -o ${dir}/${stem}.spv)
+        list(APPEND outputs ${dir}/${stem}.spv)
+      elseif(format STREQUAL "spir")
+        list(APPEND outputs ${bc})
+      else()
+        message(FATAL_ERROR "devdl: OpenCL C (${source}) makes spirv or spir, not `${format}`")
+      endif()
+    endforeach()
+    if(NOT "spir" IN_LIST formats)
+      list(APPEND commands COMMAND ${CMAKE_COMMAND} -E remove ${bc})
+    endif()
+  elseif(extension STREQUAL ".cu")
+    devdl_require_tools(DEVDL_NVCC)
+    if(NOT formats)
+      set(formats cubin)
+    endif()
+    set(arch ${arg_CUDA_ARCH})
+    if(NOT arch)
+      set(arch 90)
+    endif()
+    set(nvcc ${DEVDL_NVCC} -rdc=true ${arg_OPTIONS})  # relocatable: imports stay imports
+    foreach(format ${formats})
+      if(format STREQUAL "cubin")
+        set(output ${dir}/${stem}.cubin)
+        list(APPEND commands COMMAND ${nvcc} -arch=sm_${arch} -cubin ${source} -o ${output})
+      elseif(format STREQUAL "ptx")
+        set(output ${dir}/${stem}.ptx)
+        list(APPEND commands COMMAND ${nvcc} -arch=sm_${arch} -ptx ${source} -o ${output})
+      elseif(format STREQUAL "fatbin")
+        set(output ${dir}/${stem}.fatbin)
+        list(APPEND commands COMMAND ${nvcc} -fatbin -gencode arch=compute_${arch},code=[sm_${arch},compute_${arch}]
+                                     ${source} -o ${output})
+      elseif(format STREQUAL "lto")
+        set(output ${dir}/${stem}.lto.fatbin)
+        list(APPEND commands COMMAND ${nvcc} -dlto -arch=sm_${arch} -fatbin ${source} -o ${output})
+      elseif(format STREQUAL "ltoir")
+        set(output ${dir}/${stem}.ltoir)
+        list(APPEND commands COMMAND ${nvcc} -dlto -arch=sm_${arch} --ltoir ${source} -o ${output})
+      else()
+        message(FATAL_ERROR "devdl: CUDA (${source}) makes cubin, ptx, fatbin, lto or ltoir, not `${format}`")
+      endif()
+      list(APPEND outputs ${output})
+    endforeach()
+  else()
+    message(FATAL_ERROR "devdl: ${source} is neither OpenCL C (.cl) nor CUDA (.cu)")
   endif()
-  devdl_require_tools(DEVDL_CLANG15 DEVDL_LLVM_SPIRV)
-  get_filename_component(name ${source} NAME_WE)
-  add_custom_command(
-    OUTPUT ${dir}/${name}.bc ${dir}/${name}.spv
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND ${DEVDL_CLANG15} -cl-std=CL2.0 -target spir64 ${arg_OPTIONS} -emit-llvm -c ${source} -o ${dir}/${name}.bc
-    COMMAND ${DEVDL_LLVM_SPIRV} ${dir}/${name}.bc -o ${dir}/${name}.spv
-    DEPENDS ${source}
-    COMMENT "Compiling ${name}.cl to SPIR and SPIR-V")
-  set(${out_var} ${${out_var}} ${dir}/${name}.bc ${dir}/${name}.spv PARENT_SCOPE)
-endfunction()
-
-# CUDA `source` -> relocatable (-rdc, so imports stay imports) `dir`/NAME.cubin for sm_90 and,
-# with PTX, NAME.ptx and NAME.fatbin (sm_90 cubin + compute_90 PTX). Needs DEVDL_NVCC.
-function(devdl_cuda_images out_var source dir)
-  devdl_require_tools(DEVDL_NVCC)
-  get_filename_component(name ${source} NAME_WE)
-  set(outputs ${dir}/${name}.cubin ${dir}/${name}.ptx ${dir}/${name}.fatbin)
-  set(nvcc ${DEVDL_NVCC} -rdc=true)
-  add_custom_command(
-    OUTPUT ${outputs}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND ${nvcc} -arch=sm_90 -cubin ${source} -o ${dir}/${name}.cubin
-    COMMAND ${nvcc} -arch=sm_90 -ptx ${source} -o ${dir}/${name}.ptx
-    COMMAND ${nvcc} -fatbin -gencode arch=compute_90,code=[sm_90,compute_90] ${source} -o ${dir}/${name}.fatbin
-    DEPENDS ${source}
-    COMMENT "Compiling ${name}.cu to cubin, PTX and fatbin")
+  string(REPLACE ";" ", " listed "${formats}")
+  add_custom_command(OUTPUT ${outputs}
+                     COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+                     ${commands}
+                     DEPENDS ${source}
+                     COMMENT "Compiling ${stem}${extension} to device images (${listed})"
+                     VERBATIM)
   set(${out_var} ${${out_var}} ${outputs} PARENT_SCOPE)
 endfunction()
 
-# LTO-IR as nvcc -dlto writes it, in `dir`: NAME.lto.fatbin (LTO-IR with PTX beside it: devdl
-# reads the PTX's symbols and nvJitLink optimizes the LTO-IR with the rest of the program) and
-# NAME.ltoir (LTO-IR alone).
-function(devdl_cuda_lto_images out_var source dir)
-  devdl_require_tools(DEVDL_NVCC)
-  get_filename_component(name ${source} NAME_WE)
-  set(outputs ${dir}/${name}.lto.fatbin ${dir}/${name}.ltoir)
-  set(nvcc ${DEVDL_NVCC} -rdc=true -dlto -arch=sm_90)
-  add_custom_command(
-    OUTPUT ${outputs}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
-    COMMAND ${nvcc} -fatbin ${source} -o ${dir}/${name}.lto.fatbin
-    COMMAND ${nvcc} --ltoir ${source} -o ${dir}/${name}.ltoir
-    DEPENDS ${source}
-    COMMENT "Compiling ${name}.cu to LTO-IR")
-  set(${out_var} ${${out_var}} ${outputs} PARENT_SCOPE)
+function(devdl_add_images name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "CUDA_ARCH;OUTPUT_DIRECTORY" "SOURCES;FORMATS;OPTIONS")
+  if(NOT arg_SOURCES)
+    message(FATAL_ERROR "devdl_add_images(${name}): no SOURCES")
+  endif()
+  if(NOT arg_OUTPUT_DIRECTORY)
+    set(arg_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/${name})
+  endif()
+  set(images)
+  foreach(source ${arg_SOURCES})
+    devdl_image_rules(images ${source} ${arg_OUTPUT_DIRECTORY}
+                      FORMATS ${arg_FORMATS} OPTIONS ${arg_OPTIONS} CUDA_ARCH ${arg_CUDA_ARCH})
+  endforeach()
+  add_custom_target(${name} ALL DEPENDS ${images})
+  set_target_properties(${name} PROPERTIES DEVDL_IMAGES "${images}")
 endfunction()
 
-# A relocatable host object carrying `images` as one bundle, made by devdl-pack; extra
-# arguments go to devdl-pack before the images (e.g. --module-id NAME).
+# The image files of `items` (files, or targets made by devdl_add_images) in `files_var`, and
+# what a rule that reads them must depend on in `depends_var`.
+function(devdl_image_files files_var depends_var)
+  set(files)
+  set(depends)
+  foreach(item ${ARGN})
+    if(TARGET ${item})
+      get_target_property(images ${item} DEVDL_IMAGES)
+      if(NOT images)
+        message(FATAL_ERROR "devdl: target ${item} has no device images (make it with devdl_add_images)")
+      endif()
+      list(APPEND files ${images})
+      list(APPEND depends ${item} ${images})
+    else()
+      get_filename_component(item ${item} ABSOLUTE)
+      list(APPEND files ${item})
+      list(APPEND depends ${item})
+    endif()
+  endforeach()
+  set(${files_var} ${files} PARENT_SCOPE)
+  set(${depends_var} ${depends} PARENT_SCOPE)
+endfunction()
+
+function(devdl_add_bundle name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "OUTPUT" "IMAGES;OPTIONS")
+  if(NOT arg_OUTPUT OR NOT arg_IMAGES)
+    message(FATAL_ERROR "devdl_add_bundle(${name}): OUTPUT and IMAGES are required")
+  endif()
+  get_filename_component(output ${arg_OUTPUT} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_BINARY_DIR})
+  devdl_image_files(files depends ${arg_IMAGES})
+  add_custom_command(OUTPUT ${output}
+                     COMMAND devdl::devdl-pack -o ${output} ${arg_OPTIONS} ${files}
+                     DEPENDS devdl::devdl-pack ${depends}
+                     COMMENT "Packing device images into ${output}"
+                     VERBATIM)
+  add_custom_target(${name} ALL DEPENDS ${output})
+endfunction()
+
+# A relocatable host object carrying IMAGES (files or devdl_add_images targets) as one bundle,
+# made by devdl-pack --object; OPTIONS go to devdl-pack before the images.
 function(devdl_bundle_object object)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "IMAGES;OPTIONS")
-  add_custom_command(
-    OUTPUT ${object}
-    COMMAND devdl::devdl-pack --object -o ${object} ${arg_OPTIONS} ${arg_IMAGES}
-    DEPENDS devdl::devdl-pack ${arg_IMAGES}
-    COMMENT "Packing device images into ${object}")
+  devdl_image_files(files depends ${arg_IMAGES})
+  add_custom_command(OUTPUT ${object}
+                     COMMAND devdl::devdl-pack --object -o ${object} ${arg_OPTIONS} ${files}
+                     DEPENDS devdl::devdl-pack ${depends}
+                     COMMENT "Packing device images into ${object}"
+                     VERBATIM)
+endfunction()
+
+function(devdl_embed_images target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODULE_ID;CUDA_ARCH" "SOURCES;IMAGES;FORMATS;OPTIONS")
+  set(items ${arg_IMAGES})
+  if(arg_SOURCES)
+    devdl_add_images(${target}_device_images SOURCES ${arg_SOURCES} FORMATS ${arg_FORMATS}
+                     OPTIONS ${arg_OPTIONS} CUDA_ARCH ${arg_CUDA_ARCH})
+    list(APPEND items ${target}_device_images)
+  endif()
+  if(NOT items)
+    message(FATAL_ERROR "devdl_embed_images(${target}): no SOURCES or IMAGES")
+  endif()
+  set(options)
+  if(arg_MODULE_ID)
+    devdl_image_files(files depends ${items})
+    list(LENGTH files count)
+    if(NOT count EQUAL 1)
+      message(FATAL_ERROR "devdl_embed_images(${target}): MODULE_ID names one image, and there are ${count}")
+    endif()
+    set(options --module-id ${arg_MODULE_ID})
+  endif()
+  set(object ${CMAKE_CURRENT_BINARY_DIR}/${target}_devdl_bundle.o)
+  devdl_bundle_object(${object} IMAGES ${items} OPTIONS ${options})
+  target_sources(${target} PRIVATE ${object})
+endfunction()
+
+# Shorthands for one source, as devdl's tests use them; each appends its images to `out_var`.
+# OpenCL C -> `dir`/NAME.bc (SPIR) and NAME.spv (SPIR-V), with OPTIONS (default -O1).
+function(devdl_opencl_images out_var source dir)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "OPTIONS")
+  set(images)  # not the caller's
+  devdl_image_rules(images ${source} ${dir} FORMATS spir spirv OPTIONS ${arg_OPTIONS})
+  set(${out_var} ${${out_var}} ${images} PARENT_SCOPE)
+endfunction()
+
+# CUDA -> `dir`/NAME.cubin, NAME.ptx and NAME.fatbin for sm_90.
+function(devdl_cuda_images out_var source dir)
+  set(images)  # not the caller's
+  devdl_image_rules(images ${source} ${dir} FORMATS cubin ptx fatbin)
+  set(${out_var} ${${out_var}} ${images} PARENT_SCOPE)
+endfunction()
+
+# CUDA -> `dir`/NAME.lto.fatbin (LTO-IR with PTX beside it: devdl reads the PTX's symbols and
+# nvJitLink optimizes the LTO-IR with the rest of the program) and NAME.ltoir (LTO-IR alone).
+function(devdl_cuda_lto_images out_var source dir)
+  set(images)  # not the caller's
+  devdl_image_rules(images ${source} ${dir} FORMATS lto ltoir)
+  set(${out_var} ${${out_var}} ${images} PARENT_SCOPE)
 endfunction()
