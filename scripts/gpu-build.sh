@@ -2,11 +2,11 @@
 # Builds, here on Debian, what the CUDA checks need on the GPU machine, which has the NVIDIA
 # driver and toolkit but none of Debian's packages: a portable libdevdl.so (LLVM, xxHash and
 # zstd linked in: DEVDL_PORTABLE), the CUDA tests, samples and benchmark linked against it, and
-# the images nvcc made. All of it goes to build-gpu/stage (a few MiB), which scripts/gpu-run.sh
+# the images nvcc made. All of it goes to build/portable/stage (a few MiB), which scripts/gpu-run.sh
 # runs there. Needs nvcc here (/usr/local/cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build-gpu
+build=build/portable
 stage=$build/stage
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
 ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests bench_cuda_first_kernel bench_cache bench_threads bench_lto \

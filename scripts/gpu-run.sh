@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine, from the repository root, with build-gpu/stage made here by
-# scripts/gpu-build.sh: the CUDA tests, the CUDA samples, and the CUDA benchmarks.
+# Runs on the GPU machine, from the repository root, with build/portable/stage made here by
+# scripts/gpu-build.sh: the CUDA tests, the CUDA samples (C and Python), and the CUDA benchmarks.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-stage=build-gpu/stage
+stage=build/portable/stage
 export LD_LIBRARY_PATH=$PWD/$stage/lib
 export DEVDL_TEST_IMAGES=$PWD/$stage/images
 status=0
@@ -20,6 +20,12 @@ run "$stage/bin/cuda-seed" "$s/lib.cubin" "$s/app.cubin"
 run "$stage/bin/cuda-seed" "$s/lib.ptx" "$s/app.ptx"
 run "$stage/bin/cuda-seed-linked" "$s/app.cubin"
 run "$stage/bin/cuda-seed" -k PointerKernel "$s/lib.cubin" "$s/app_pointer.cubin"
+# The Python module (python/devdl) over the portable library, launched by CuPy.
+if python3 -c "import cupy" 2> /dev/null; then
+  PYTHONPATH=$PWD/python DEVDL_LIBRARY=$PWD/$stage/lib/libdevdl.so.0 run python3 samples/python/cuda_seed.py "$s"
+else
+  echo "python3 has no CuPy here: samples/python/cuda_seed.py not run"; status=1
+fi
 
 echo "== OpenCL on the NVIDIA driver (SPIR-V IL + clCompileProgram/clLinkProgram where it has them)"
 icd=$(mktemp -d)

@@ -20,6 +20,8 @@ packages=(
   clang-15 llvm-spirv-15 clang-14 libclang-rt-14-dev
   # the manual pages, from docs/man/*.scd
   scdoc
+  # the Python module's tests and sample (PyOpenCL over PoCL)
+  python3 python3-pyopencl
 )
 
 SUDO=""

@@ -6,6 +6,9 @@
 #                                 fake backend), under ThreadSanitizer (build/tsan)
 #   scripts/test.sh --fuzz [S]    every parser's libFuzzer target for S seconds each (default 30;
 #                                 build/fuzz with clang-14), seeded from build/test
+#   scripts/test.sh --portable    the portable library (DEVDL_PORTABLE: LLVM linked in, no SPIR
+#                                 translator), as the GPU machine gets it, and its unit and
+#                                 loader tests (build/portable, which scripts/gpu-build.sh shares)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -37,5 +40,11 @@ case "${1:-}" in
       -DDEVDL_BUILD_TESTS=OFF -DDEVDL_BUILD_SAMPLES=OFF
     tests/fuzz/run-fuzzers.sh build/fuzz build/test "${2:-30}"
     ;;
-  *) echo "usage: scripts/test.sh [--sanitize | --tsan | --fuzz [SECONDS]]" >&2; exit 2 ;;
+  --portable)
+    cmake -S . -B build/portable -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON -DDEVDL_BUILD_TESTS=ON
+    cmake --build build/portable -j "$jobs" --target devdl devdl_unit_tests devdl_loader_tests
+    DEVDL_CACHE=0 build/portable/tests/devdl_unit_tests
+    DEVDL_CACHE=0 build/portable/tests/devdl_loader_tests
+    ;;
+  *) echo "usage: scripts/test.sh [--sanitize | --tsan | --fuzz [SECONDS] | --portable]" >&2; exit 2 ;;
 esac
