@@ -15,6 +15,9 @@
 //   bench_cache                           both backends (each skips, saying why, without a device)
 //   bench_cache --child opencl|cuda devdl LIB APP | binary FILE
 //
+// And for issue 21, 8 and 32 processes cold-starting the seeds' example together on one fresh
+// cache: their CPU and wall time against one cold start, with the cache's build lock and without.
+//
 // Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
 #include "backend/opencl/opencl_api.h"
 #include "cache/disk_cache.h"
@@ -45,6 +48,7 @@ namespace fs = std::filesystem;
 namespace cuda = devdl::test::cuda;
 using devdl::bench::median;
 using devdl::bench::runChild;
+using devdl::bench::runTogether;
 using Clock = std::chrono::steady_clock;
 
 std::string image(const std::string &name) {
@@ -270,6 +274,60 @@ void BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess(benchmark::State &state)
                                  {"DEVDL_CUDA_LINKER=nvjitlink", "DEVDL_LTO=0"});
 }
 
+// Processes cold-starting together (issue 21): `processes` fresh processes load the seeds'
+// example at once on one fresh disk cache, against one cold start alone. With the cache's build
+// lock one of them builds and the others wait for its entry; with DEVDL_CACHE_WAIT=0 nobody
+// waits and each builds (devdl before the lock), side by side in every iteration.
+void togetherOnOneCache(benchmark::State &state, const std::string &backend, const std::string &lib,
+                        const std::string &app) {
+  const int processes = static_cast<int>(state.range(0));
+  const fs::path work = fs::temp_directory_path() / ("devdl-bench-together-" + std::to_string(getpid()));
+  auto freshCache = [&] {
+    fs::remove_all(work);
+    fs::create_directories(work);
+    return "DEVDL_CACHE_DIR=" + (work / "cache").string();
+  };
+  const std::vector<std::string> args = {backend, "devdl", lib, app};
+  std::vector<double> oneCpu, cpu, wall, eachCpu, eachWall;
+  std::string error;
+  for (auto _ : state) {
+    devdl::bench::Together one, together, each;
+    if (!runTogether(1, args, {freshCache()}, one, &error) ||
+        !runTogether(processes, args, {freshCache()}, together, &error) ||
+        !runTogether(processes, args, {freshCache(), "DEVDL_CACHE_WAIT=0"}, each, &error)) {
+      state.SkipWithError(error.c_str());
+      break;
+    }
+    oneCpu.push_back(one.cpuSeconds);
+    cpu.push_back(together.cpuSeconds);
+    wall.push_back(together.wallSeconds);
+    eachCpu.push_back(each.cpuSeconds);
+    eachWall.push_back(each.wallSeconds);
+    state.SetIterationTime(together.wallSeconds);
+  }
+  fs::remove_all(work);
+  if (cpu.empty()) return;
+  state.counters["one_cold_cpu_s"] = median(oneCpu);
+  state.counters["cpu_s"] = median(cpu);
+  state.counters["wall_s"] = median(wall);
+  state.counters["cpu_over_one_cold"] = median(cpu) / median(oneCpu);
+  state.counters["each_builds_cpu_s"] = median(eachCpu);
+  state.counters["each_builds_wall_s"] = median(eachWall);
+  state.counters["each_builds_cpu_over_one_cold"] = median(eachCpu) / median(oneCpu);
+  state.SetLabel("medians of " + std::to_string(cpu.size()) + " runs");
+}
+
+void BM_OpenClProcessesTogetherOnOneCache(benchmark::State &state) {
+  togetherOnOneCache(state, "opencl", image("lib.spv"), image("app.spv"));
+}
+void BM_CudaProcessesTogetherOnOneCache(benchmark::State &state) {
+  if (std::string why; !cuda::driver(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  togetherOnOneCache(state, "cuda", image("lib.cubin"), image("app.cubin"));
+}
+
 BENCHMARK(BM_OpenClFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_OpenClNoLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
@@ -279,6 +337,8 @@ BENCHMARK(BM_CudaCuLinkFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchm
 BENCHMARK(BM_CudaLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaLargeLibraryLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 BENCHMARK(BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
+BENCHMARK(BM_OpenClProcessesTogetherOnOneCache)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kSecond)->Iterations(3);
+BENCHMARK(BM_CudaProcessesTogetherOnOneCache)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kSecond)->Iterations(3);
 
 }  // namespace
 

@@ -1,10 +1,12 @@
 #include "child_process.h"
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <sstream>
 
@@ -12,9 +14,20 @@ extern char **environ;
 
 namespace devdl::bench {
 
-double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
-                std::map<std::string, double> *fields) {
+namespace {
+
+/// A child started, its output going to a file of its own.
+struct Started {
+  pid_t pid = -1;
+  int out = -1;
+  std::string poclDir;
+  std::string what;  // its arguments, for errors
+};
+
+Started start(const std::vector<std::string> &args, const std::vector<std::string> &env) {
   static const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+  Started child;
+  for (const std::string &a : args) child.what += " " + a;
   std::vector<std::string> environment;
   for (char **e = environ; *e; ++e) environment.emplace_back(*e);
   for (const std::string &v : env) {
@@ -24,7 +37,8 @@ double runChild(const std::vector<std::string> &args, const std::vector<std::str
   }
   // A fresh, empty PoCL cache for each process: nothing PoCL compiled before carries over.
   char poclDir[] = "/tmp/devdl-bench-pocl-XXXXXX";
-  if (!mkdtemp(poclDir)) return -1;
+  if (!mkdtemp(poclDir)) return child;
+  child.poclDir = poclDir;
   environment.push_back(std::string("POCL_CACHE_DIR=") + poclDir);
   environment.push_back("POCL_KERNEL_CACHE=0");
   environment.push_back("CUDA_CACHE_DISABLE=1");
@@ -38,24 +52,40 @@ double runChild(const std::vector<std::string> &args, const std::vector<std::str
   envp.push_back(nullptr);
 
   char outPath[] = "/tmp/devdl-bench-out-XXXXXX";
-  const int out = mkstemp(outPath);
+  child.out = mkstemp(outPath);
   unlink(outPath);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out, 1);
-  posix_spawn_file_actions_adddup2(&actions, out, 2);
-  pid_t pid = -1;
-  int status = -1;
-  if (posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) waitpid(pid, &status, 0);
+  posix_spawn_file_actions_adddup2(&actions, child.out, 1);
+  posix_spawn_file_actions_adddup2(&actions, child.out, 2);
+  if (posix_spawn(&child.pid, self.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) child.pid = -1;
   posix_spawn_file_actions_destroy(&actions);
-  std::filesystem::remove_all(poclDir);
-  std::string text(4096, '\0');
-  text.resize(static_cast<size_t>(std::max<ssize_t>(0, pread(out, text.data(), text.size(), 0))));
-  close(out);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *error = "child";
-    for (const std::string &a : args) *error += " " + a;
-    *error += ": " + text;
+  return child;
+}
+
+/// Waits for `child`: its output, and whether it exited 0; its resource use in `usage`.
+bool finish(Started &child, std::string &text, rusage &usage) {
+  int status = -1;
+  usage = {};
+  if (child.pid > 0) wait4(child.pid, &status, 0, &usage);
+  if (!child.poclDir.empty()) std::filesystem::remove_all(child.poclDir);
+  text.assign(4096, '\0');
+  text.resize(static_cast<size_t>(std::max<ssize_t>(0, pread(child.out, text.data(), text.size(), 0))));
+  if (child.out >= 0) close(child.out);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+double seconds(const timeval &t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
+
+}  // namespace
+
+double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
+                std::map<std::string, double> *fields) {
+  Started child = start(args, env);
+  std::string text;
+  rusage usage;
+  if (!finish(child, text, usage)) {
+    *error = "child" + child.what + ": " + text;
     return -1;
   }
   std::istringstream words(text);
@@ -64,6 +94,26 @@ double runChild(const std::vector<std::string> &args, const std::vector<std::str
   for (std::string field; fields && words >> field;)
     if (size_t eq = field.find('='); eq != std::string::npos) (*fields)[field.substr(0, eq)] = std::stod(field.substr(eq + 1));
   return first;
+}
+
+bool runTogether(int count, const std::vector<std::string> &args, const std::vector<std::string> &env, Together &out,
+                 std::string *error) {
+  const auto begin = std::chrono::steady_clock::now();
+  std::vector<Started> children;
+  for (int i = 0; i < count; ++i) children.push_back(start(args, env));
+  out = {};
+  bool ok = true;
+  for (Started &child : children) {
+    std::string text;
+    rusage usage;
+    if (!finish(child, text, usage) && ok) {
+      *error = "child" + child.what + ": " + text;
+      ok = false;
+    }
+    out.cpuSeconds += seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
+  out.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return ok;
 }
 
 double median(std::vector<double> values) {

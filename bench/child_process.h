@@ -15,6 +15,15 @@ namespace devdl::bench {
 double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
                 std::map<std::string, double> *fields = nullptr);
 
+/// Runs `count` children as runChild does, all at once (each started without waiting for the
+/// others): the CPU time they took together (user and system, seconds) and the wall time from
+/// the first start to the last exit; false with what a failed one printed in `error`.
+struct Together {
+  double cpuSeconds = 0, wallSeconds = 0;
+};
+bool runTogether(int count, const std::vector<std::string> &args, const std::vector<std::string> &env, Together &out,
+                 std::string *error);
+
 double median(std::vector<double> values);
 
 }  // namespace devdl::bench

@@ -49,6 +49,21 @@ struct Entry {
   std::string_view bytes() const { return std::string_view(file->getBufferStart(), file->getBufferSize()); }
 };
 
+/// Held by the process that builds a key's program, so that other processes that miss the same
+/// key wait for its entry rather than build it too; let go when destroyed.
+class BuildLock {
+ public:
+  virtual ~BuildLock() = default;
+};
+
+/// What waiting for a key's build gives: the lock under which this process builds it, or, with
+/// the lock, the entry another process stored since the miss. Neither where the store locks
+/// nothing, or where the wait ran past its bound: the process then builds without the lock.
+struct BuildTurn {
+  std::optional<Entry> entry;
+  std::unique_ptr<BuildLock> lock;
+};
+
 /// A store of binaries by key. A store never fails a load: every problem is a miss (said under
 /// DEVDL_DEBUG=statistics), and an entry is verified before it is handed out.
 class BinaryStore {
@@ -58,6 +73,9 @@ class BinaryStore {
   virtual bool enabled() const = 0;
   /// The entry for `key`, verified; nullopt on a miss or a bad entry.
   virtual std::optional<Entry> load(const Key &key) = 0;
+  /// After load() missed: waits, within the store's bound, while another process builds `key`,
+  /// then gives that process's entry, or this process's turn to build it.
+  virtual BuildTurn awaitTurn(const Key &key) = 0;
   /// Stores an entry; failures only mean it is not there next time.
   virtual void store(const Key &key, std::string_view description, std::string_view binary,
                      uint64_t buildNanoseconds) = 0;

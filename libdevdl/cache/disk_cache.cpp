@@ -1,13 +1,15 @@
 #include "cache/disk_cache.h"
-#include "support/environment.h"
 
 #include "support/debug.h"
+#include "support/environment.h"
 #include "support/error.h"
 #include "support/xxh3.h"
 
+#include <llvm/Support/FormatVariadic.h>
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace devdl::cache {
 
@@ -38,6 +41,11 @@ constexpr int64_t kLastUseResolutionSeconds = 60;
 // Names of temporary files tried before a store gives up (each taken one was left by a killed
 // writer that had this process ID).
 constexpr int kTemporaryNameAttempts = 16;
+// A key's lock file: ".lock-<key>", held (flock) by the process that builds the key's program.
+constexpr const char *kLockPrefix = ".lock-";
+// A waiter looks again after this, doubling up to the longest: builds take milliseconds to
+// seconds, and a look is a system call.
+constexpr std::chrono::milliseconds kFirstLook{1}, kLongestLook{20};
 
 struct Header {
   char magic[8];
@@ -160,6 +168,28 @@ llvm::Expected<Directory> openListing(const std::string &path) {
   return dir;
 }
 
+bool isLockName(std::string_view name) {
+  return name.starts_with(kLockPrefix) && name.size() == std::strlen(kLockPrefix) + 32 &&
+         keyFromHex(name.substr(std::strlen(kLockPrefix)));
+}
+
+/// Whether `name` in the directory `dirFd` still leads to the file open on `fd`.
+bool stillNamed(int fd, int dirFd, const char *name) {
+  struct stat open, named;
+  return fstat(fd, &open) == 0 && fstatat(dirFd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+         open.st_dev == named.st_dev && open.st_ino == named.st_ino;
+}
+
+/// Deletes the lock file `name` if no process holds it (one left by a killed builder): whether it
+/// is gone. Taken first, so that a process that opened it meanwhile and locks it after the
+/// delete sees its name gone and takes a new one.
+bool removeUnheldLock(int dirFd, const char *name) {
+  Fd file(openat(dirFd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (file.fd < 0) return errno == ENOENT;
+  if (flock(file.fd, LOCK_EX | LOCK_NB) != 0 || !stillNamed(file.fd, dirFd, name)) return false;
+  return unlinkat(dirFd, name, 0) == 0 || errno == ENOENT;
+}
+
 // A writer's temporary file: ".tmp-<key>-<pid>-<n>". Nothing else in the directory is touched.
 bool isTemporaryName(std::string_view name) {
   if (!name.starts_with(kTemporaryPrefix)) return false;
@@ -209,29 +239,47 @@ uint64_t DiskCache::maxSizeFromEnvironment() {
   return size << shift;
 }
 
+std::chrono::milliseconds DiskCache::buildWaitFromEnvironment() {
+  const char *value = devdlVariable("DEVDL_CACHE_WAIT");
+  if (!value || !*value) return kDefaultBuildWait;
+  char *end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(value, &end);
+  // At most a day: anything longer is a mistake, and the milliseconds must not overflow.
+  if (errno || end == value || *end || !(seconds >= 0 && seconds <= 86400)) {
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print("cache: DEVDL_CACHE_WAIT=" + std::string(value) + " is no number of seconds (0 to 86400); " +
+                         std::to_string(kDefaultBuildWait.count() / 1000) + " it is");
+    return kDefaultBuildWait;
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 DiskCache &DiskCache::process() {
   static DiskCache cache = [] {
     Debug::get();  // made first, so that it outlives the cache's report at exit
     std::string why;
     std::string dir = directoryFromEnvironment(&why);
     if (dir.empty() && Debug::get().on(Debug::Statistics)) Debug::get().print("cache: none (" + why + ")");
-    return DiskCache(std::move(dir), maxSizeFromEnvironment());
+    return DiskCache(std::move(dir), maxSizeFromEnvironment(), buildWaitFromEnvironment());
   }();
   return cache;
 }
 
-DiskCache::DiskCache(std::string directory, uint64_t maxSize)
-    : enabled_(!directory.empty()), directory_(std::move(directory)), maxSize_(maxSize) {}
+DiskCache::DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait)
+    : enabled_(!directory.empty()), directory_(std::move(directory)), maxSize_(maxSize), buildWait_(buildWait) {}
 
 DiskCache::~DiskCache() {
   if (holdsDirectory()) close(directoryFd_);
   if (!Debug::get().on(Debug::Statistics) || stats_.hits + stats_.misses == 0) return;
-  char saved[32];
+  char saved[32], waited[32];
   std::snprintf(saved, sizeof saved, "%.1f ms", static_cast<double>(stats_.nanosecondsSaved) / 1e6);
+  std::snprintf(waited, sizeof waited, "%.1f ms", static_cast<double>(stats_.waitNanoseconds) / 1e6);
   report(std::to_string(stats_.hits) + " hits, " + std::to_string(stats_.misses) + " misses, " +
          std::to_string(stats_.stores) + " stored, " + std::to_string(stats_.rejected) + " bad entries deleted, " +
          std::to_string(stats_.evicted) + " evicted; read " + bytesText(stats_.bytesRead) + ", wrote " +
-         bytesText(stats_.bytesWritten) + "; build time saved " + saved);
+         bytesText(stats_.bytesWritten) + "; build time saved " + saved + "; waited for other processes' builds " +
+         std::to_string(stats_.waits) + " times, " + waited);
 }
 
 void DiskCache::report(const std::string &text) const {
@@ -292,6 +340,10 @@ std::string DiskCache::openDirectoryChecked() {
 
 std::optional<Entry> DiskCache::load(const Key &key) {
   std::lock_guard lock(mutex_);
+  return read(key);
+}
+
+std::optional<Entry> DiskCache::read(const Key &key) {
   if (!prepare()) return std::nullopt;
   const std::string name = entryName(key);
   // O_NONBLOCK: a FIFO put in an entry's place must not hang the load before fstat shows it is
@@ -329,6 +381,97 @@ std::optional<Entry> DiskCache::load(const Key &key) {
   ++stats_.hits;
   stats_.bytesRead += static_cast<uint64_t>(st.st_size);
   return entry;
+}
+
+// A key's lock file, held open and locked while this process builds the key's program. Let go
+// after the entry is stored: its name is deleted first, so that a waiter that locks the old file
+// then sees it unnamed and takes the name anew (and finds the entry).
+class DiskCache::FileLock final : public BuildLock {
+ public:
+  FileLock(DiskCache &cache, const Key &key, int fd) : cache_(cache), key_(key), fd_(fd) {}
+  ~FileLock() override {
+    std::lock_guard lock(cache_.mutex_);
+    std::erase(cache_.lockedHere_, key_);
+    const std::string name = kLockPrefix + key_.hex();
+    if (cache_.holdsDirectory() && stillNamed(fd_, cache_.directoryFd_, name.c_str()))
+      unlinkat(cache_.directoryFd_, name.c_str(), 0);
+    close(fd_);
+  }
+
+ private:
+  DiskCache &cache_;
+  Key key_;
+  int fd_;
+};
+
+BuildTurn DiskCache::awaitTurn(const Key &key) {
+  using Clock = std::chrono::steady_clock;
+  const std::string name = kLockPrefix + key.hex();
+  const auto start = Clock::now();
+  auto look = kFirstLook;
+  std::string holder;  // the process building, as its lock file says
+  Fd file(-1);
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!prepare() || std::find(lockedHere_.begin(), lockedHere_.end(), key) != lockedHere_.end()) return {};
+      if (file.fd < 0) file.fd = openat(directoryFd_, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+      if (file.fd < 0) {
+        report("cannot lock " + pathOf(name) + ": " + errnoText() + "; building without it");
+        return {};
+      }
+      if (flock(file.fd, LOCK_EX | LOCK_NB) == 0) {
+        // The last holder deletes the name before it lets go: locked, this file may be one no
+        // other process will find any more.
+        if (!stillNamed(file.fd, directoryFd_, name.c_str())) {
+          close(std::exchange(file.fd, -1));
+          continue;
+        }
+        // Who builds, for what waiters say; nothing else reads it.
+        const std::string pid = std::to_string(getpid()) + "\n";
+        const bool named = ftruncate(file.fd, 0) == 0 && pwrite(file.fd, pid.data(), pid.size(), 0) > 0;
+        (void)named;
+        lockedHere_.push_back(key);
+        BuildTurn turn;
+        turn.lock = std::make_unique<FileLock>(*this, key, std::exchange(file.fd, -1));
+        // Another process may have stored the entry since the miss, having waited for it or
+        // not. The miss was counted: this read counts what it came to instead.
+        turn.entry = read(key);
+        --stats_.misses;
+        if (!holder.empty()) {
+          const uint64_t waited = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - start).count());
+          ++stats_.waits;
+          stats_.waitNanoseconds += waited;
+          report(llvm::formatv("waited {0:f1} ms for {1}'s build of {2}: ", waited / 1e6, holder, key.hex()).str() +
+                 (turn.entry ? "its entry is loaded" : "it stored none, so it is built here"));
+        }
+        return turn;
+      }
+      if (errno != EWOULDBLOCK) {
+        report("cannot lock " + pathOf(name) + ": " + errnoText() + "; building without it");
+        return {};
+      }
+      if (holder.empty()) {
+        char text[24] = {};
+        const ssize_t n = pread(file.fd, text, sizeof text - 1, 0);
+        const long pid = n > 0 ? std::strtol(text, nullptr, 10) : 0;
+        holder = pid > 0 ? "process " + std::to_string(pid) : "another process";
+        report(holder + " builds " + key.hex() + ": waiting for its entry");
+      }
+    }
+    const auto waited = Clock::now() - start;
+    if (waited >= buildWait_) {
+      std::lock_guard lock(mutex_);
+      ++stats_.waits;
+      stats_.waitNanoseconds += static_cast<uint64_t>(std::chrono::nanoseconds(waited).count());
+      report("waited " + std::to_string(buildWait_.count()) + " ms (DEVDL_CACHE_WAIT) for " + holder + "'s build of " +
+             key.hex() + ": built here too");
+      return {};
+    }
+    std::this_thread::sleep_for(std::min(look, std::chrono::duration_cast<std::chrono::milliseconds>(buildWait_ - waited) +
+                                                   std::chrono::milliseconds(1)));
+    look = std::min(look * 2, kLongestLook);
+  }
 }
 
 void DiskCache::store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds) {
@@ -432,6 +575,8 @@ void DiskCache::evict() {
     if (fstatat(directoryFd_, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     if (isTemporaryName(name)) {
       if (now - st.st_mtime > kStaleTemporarySeconds) unlinkat(directoryFd_, d->d_name, 0);
+    } else if (isLockName(name)) {
+      removeUnheldLock(directoryFd_, d->d_name);  // left by a killed builder
     } else if (keyFromName(name)) {
       entries.push_back({std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
       total += static_cast<uint64_t>(st.st_size);
@@ -488,6 +633,10 @@ llvm::Expected<size_t> DiskCache::clear() const {
   std::string firstKept;
   while (const dirent *d = readdir(dir->get())) {
     const std::string_view name = d->d_name;
+    if (isLockName(name)) {
+      if (removeUnheldLock(dirfd(dir->get()), d->d_name)) ++deleted;
+      continue;  // one held is a build under way: its holder deletes it
+    }
     if (!keyFromName(name) && !isTemporaryName(name)) continue;
     if (unlinkat(dirfd(dir->get()), d->d_name, 0) == 0 || errno == ENOENT) {
       ++deleted;

@@ -5,7 +5,8 @@
 // directory others could write to) turns into "no cache" for that call, with a line under
 // DEVDL_DEBUG=statistics. Entries are written to a temporary file, synced and renamed into
 // place, so a reader sees a whole entry or none; each carries its key and a checksum and is
-// verified before use; a bad one is deleted.
+// verified before use; a bad one is deleted. Processes that miss the same key take turns at a
+// lock file in the directory: one builds and stores, the others wait for its entry.
 #pragma once
 
 #include "cache/binary_store.h"
@@ -14,8 +15,9 @@
 
 #include <sys/types.h>
 
-#include <cstdint>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +44,7 @@ struct Statistics {
   uint64_t hits = 0, misses = 0, stores = 0, rejected = 0, evicted = 0;
   uint64_t bytesRead = 0, bytesWritten = 0;
   uint64_t nanosecondsSaved = 0;  // build time of the entries hit, less the time to read them
+  uint64_t waits = 0, waitNanoseconds = 0;  // for other processes' builds of a key missed
 };
 
 /// Thread-safe: one process's threads load and store at once (one at a time here; entries are
@@ -54,12 +57,17 @@ class DiskCache final : public BinaryStore {
   static std::string directoryFromEnvironment(std::string *why = nullptr);
   /// DEVDL_CACHE_MAX_SIZE (bytes, or with a K, M or G suffix), else 1 GiB.
   static uint64_t maxSizeFromEnvironment();
+  /// DEVDL_CACHE_WAIT (seconds, a fraction allowed), else kDefaultBuildWait.
+  static std::chrono::milliseconds buildWaitFromEnvironment();
+  /// How long a process that misses a key waits for another process's build of it before it
+  /// builds the program itself: the other may be stopped, or stuck.
+  static constexpr std::chrono::milliseconds kDefaultBuildWait{60'000};
 
   /// The process's cache (the loader's), set up from the environment on first use; its
   /// statistics are printed at exit under DEVDL_DEBUG=statistics.
   static DiskCache &process();
 
-  DiskCache(std::string directory, uint64_t maxSize);
+  DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait = kDefaultBuildWait);
   ~DiskCache();
   DiskCache(const DiskCache &) = delete;
   DiskCache &operator=(const DiskCache &) = delete;
@@ -70,6 +78,10 @@ class DiskCache final : public BinaryStore {
 
   /// The entry for `key`, verified; nullopt on a miss or a bad entry (which is deleted).
   std::optional<Entry> load(const Key &key) override;
+  /// Takes the key's lock file (.lock-<key>), waiting while another process holds it, at most
+  /// the build wait; a lock whose holder died is free (the kernel lets go of it). Threads of
+  /// this process do not wait here for each other: the loader has them wait for each other.
+  BuildTurn awaitTurn(const Key &key) override;
   /// Stores an entry atomically, then evicts the least recently used entries over the bound.
   /// Failures only disable storing for the rest of the process.
   void store(const Key &key, std::string_view description, std::string_view binary,
@@ -83,13 +95,17 @@ class DiskCache final : public BinaryStore {
   /// Every entry file, checked as load() checks it (for devdl-cache); none where the directory
   /// does not exist, an error naming it where it cannot be read.
   llvm::Expected<std::vector<EntryFile>> list() const;
-  /// Deletes every entry and leftover temporary file: the number deleted, or an error naming the
-  /// directory or the files that could not be deleted (the others are deleted all the same).
+  /// Deletes every entry, leftover temporary file and lock file no process holds: the number
+  /// deleted, or an error naming the directory or the files that could not be deleted (the
+  /// others are deleted all the same).
   llvm::Expected<size_t> clear() const;
 
   const Statistics &statistics() const { return stats_; }
 
  private:
+  class FileLock;
+  /// load() with mutex_ held.
+  std::optional<Entry> read(const Key &key);
   std::string pathOf(const std::string &name) const;
   /// Whether the cache can be used now: its directory open (and made, where missing). When it
   /// cannot be, says why under DEVDL_DEBUG=statistics and turns the cache off.
@@ -106,6 +122,8 @@ class DiskCache final : public BinaryStore {
   std::atomic<bool> enabled_;
   std::string directory_;
   uint64_t maxSize_;
+  std::chrono::milliseconds buildWait_;
+  std::vector<Key> lockedHere_;  // keys whose lock file this process holds
   int directoryFd_ = -1;  // open once prepared: entries are opened, written and renamed in it
   dev_t directoryDevice_ = 0;  // what directoryFd_ was opened on
   ino_t directoryInode_ = 0;

@@ -36,6 +36,8 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   };
   BinaryStore &store = store_();
   std::optional<Key> storeKey;
+  std::unique_ptr<BuildLock> lock;  // held until the program built here is stored
+  bool awaited = false;              // the entry is one another process stored after the miss
   if (store.enabled()) {
     // The seed's key, with the images sorted by content rather than by the names they define.
     KeyBuilder builder;
@@ -43,22 +45,33 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
     for (const ContentHash &hash : key) builder.add(hash.low).add(hash.high);
     storeKey = builder.finish();
     const auto start = Clock::now();
-    if (std::optional<Entry> entry = store.load(*storeKey)) {
-      const uint64_t read = nanoseconds(start);
+    std::optional<Entry> entry = store.load(*storeKey);
+    if (!entry) {
+      if (Debug::get().on(Debug::Statistics) && store.enabled())
+        Debug::get().print("cache: miss " + storeKey->hex() + " for " + inputs.front().label);
+      // Another process may be building it: its entry, once stored, beats building it again.
+      BuildTurn turn = store.awaitTurn(*storeKey);
+      awaited = turn.entry.has_value();
+      entry = std::move(turn.entry);
+      if (!awaited) lock = std::move(turn.lock);  // else let go now: the others waiting find the entry too
+    }
+    if (entry) {
+      // Where another process stored it after the miss, the store said how long this one waited.
+      const uint64_t read = awaited ? 0 : nanoseconds(start);
+      const auto loading = Clock::now();
       auto loaded = device.load(entry->binary());
       if (loaded) {
-        const uint64_t total = nanoseconds(start);
-        store.saved(entry->buildNanoseconds, total);
+        const uint64_t load = nanoseconds(loading);
+        store.saved(entry->buildNanoseconds, read + load);
         if (Debug::get().on(Debug::Statistics))
           Debug::get().print("cache: hit " + storeKey->hex() + " for " + inputs.front().label + ": " +
-                             std::to_string(entry->binary().size()) + " bytes read and verified in " +
-                             llvm::formatv("{0:f1}", read / 1e3).str() + " us, loaded by the driver in " +
-                             llvm::formatv("{0:f1}", (total - read) / 1e3).str() + " us");
+                             std::to_string(entry->binary().size()) + " bytes " +
+                             (awaited ? std::string("stored by another process since the miss")
+                                   : "read and verified in " + llvm::formatv("{0:f1}", read / 1e3).str() + " us") +
+                             ", loaded by the driver in " + llvm::formatv("{0:f1}", load / 1e3).str() + " us");
         return Built{std::move(*loaded), true};
       }
       store.discard(*storeKey, "refused by " + device.name() + ": " + llvm::toString(loaded.takeError()));
-    } else if (Debug::get().on(Debug::Statistics) && store.enabled()) {
-      Debug::get().print("cache: miss " + storeKey->hex() + " for " + inputs.front().label);
     }
   }
   // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.

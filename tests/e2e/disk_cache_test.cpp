@@ -29,7 +29,7 @@ const std::string kSeedOutput = "0 2 4 6 8 10 12 14\n";
 
 struct Load {
   CommandResult result;
-  int hits = -1, misses = -1, stored = -1, deleted = -1;
+  int hits = -1, misses = -1, stored = -1, deleted = -1, waits = -1;
   std::string read, wrote;  // as the line says them: "5423 B", "47 KiB"
   double savedMs = -1;
   std::tuple<int, int, int> counts() const { return {hits, misses, stored}; }
@@ -39,7 +39,8 @@ Load parse(CommandResult result) {
   Load load;
   load.result = std::move(result);
   static const std::regex line(R"(cache: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad entries deleted, )"
-                               R"(\d+ evicted; read (\d+ \w+), wrote (\d+ \w+); build time saved ([\d.]+) ms)");
+                               R"(\d+ evicted; read (\d+ \w+), wrote (\d+ \w+); build time saved ([\d.]+) ms; )"
+                               R"(waited for other processes' builds (\d+) times)");
   if (std::smatch m; std::regex_search(load.result.err, m, line)) {
     load.hits = std::stoi(m[1]);
     load.misses = std::stoi(m[2]);
@@ -48,6 +49,7 @@ Load parse(CommandResult result) {
     load.read = m[5];
     load.wrote = m[6];
     load.savedMs = std::stod(m[7]);
+    load.waits = std::stoi(m[8]);
   }
   return load;
 }
@@ -219,6 +221,28 @@ TEST_F(DiskCacheE2E, ProcessesKilledWhileBuildingLeaveEntriesThatVerify) {
   ASSERT_EQ(after.result.status, 0) << after.result.err;
   EXPECT_EQ(after.result.out, kSeedOutput);
   EXPECT_EQ(after.deleted, 0);
+  EXPECT_EQ(after.waits, 0) << "a killed builder's lock is free: " << after.result.err;
+}
+
+TEST_F(DiskCacheE2E, EightProcessesColdStartingTogetherBuildOnce) {
+  std::vector<std::unique_ptr<Child>> children;
+  for (int i = 0; i < 8; ++i)
+    children.push_back(std::make_unique<Child>(probeCommand(1, "AppKernel", {"lib.spv", "app.spv"})));
+  int stored = 0, hits = 0, misses = 0;
+  for (int i = 0; i < 8; ++i) {
+    Load load = parse(children[i]->wait());
+    ASSERT_EQ(load.result.status, 0) << "process " << i << ": " << load.result.err;
+    EXPECT_EQ(load.result.out, kSeedOutput);
+    EXPECT_EQ(load.hits + load.misses, 1) << load.result.err;
+    stored += load.stored;
+    hits += load.hits;
+    misses += load.misses;
+  }
+  EXPECT_EQ(stored, 1) << "one process builds, the others wait for its entry";
+  EXPECT_EQ(misses, 1);
+  EXPECT_EQ(hits, 7);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_EQ(entries()[0].problem, "");
 }
 
 TEST_F(DiskCacheE2E, AnUnwritableCacheDirectoryStillLoads) {

@@ -505,6 +505,212 @@ TEST(DiskCache, ProcessesReadingAndWritingOneCacheAtOnce) {
   EXPECT_TRUE(filesIn(dir, ".tmp-").empty());
 }
 
+// A process that holds `key`'s build lock until told: release(true) stores an entry first,
+// release(false) lets go without one, kill() ends it as a crash would.
+class LockHolder {
+ public:
+  LockHolder(const std::string &dir, const Key &key) {
+    int ready[2], told[2];
+    if (pipe(ready) != 0 || pipe(told) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      DiskCache cache(dir, kUnbounded);
+      BuildTurn turn = cache.awaitTurn(key);
+      char byte = turn.lock ? 'y' : 'n';
+      if (write(ready[1], &byte, 1) != 1 || read(told[0], &byte, 1) != 1) _exit(1);
+      if (byte == 's') cache.store(key, "", "built by the holder", 1);
+      turn.lock.reset();
+      _exit(0);
+    }
+    close(ready[1]);
+    close(told[0]);
+    char byte = 0;
+    held_ = read(ready[0], &byte, 1) == 1 && byte == 'y';
+    close(ready[0]);
+    told_ = told[1];
+  }
+  ~LockHolder() {
+    if (pid_ > 0) kill();
+    close(told_);
+  }
+  bool held() const { return held_; }
+  void release(bool storing) {
+    const char byte = storing ? 's' : 'n';
+    EXPECT_EQ(write(told_, &byte, 1), 1);
+    reap();
+  }
+  void kill() {
+    ::kill(pid_, SIGKILL);
+    reap();
+  }
+
+ private:
+  void reap() {
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  pid_t pid_ = -1;
+  int told_ = -1;
+  bool held_ = false;
+};
+
+TEST(DiskCacheBuildLock, AProcessThatMissesWaitsForTheBuilderAndLoadsItsEntry) {
+  const std::string dir = scratchDir();
+  const Key key = keyOf("program");
+  LockHolder holder(dir, key);
+  ASSERT_TRUE(holder.held());
+  DiskCache cache(dir, kUnbounded);
+  ASSERT_FALSE(cache.load(key));
+  auto waiting = std::async(std::launch::async, [&] { return cache.awaitTurn(key); });
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "it returned while the holder was still building";
+  holder.release(true);
+  BuildTurn turn = waiting.get();
+  ASSERT_TRUE(turn.entry);
+  EXPECT_EQ(turn.entry->binary(), "built by the holder");
+  EXPECT_EQ(cache.statistics().hits, 1u);
+  EXPECT_EQ(cache.statistics().misses, 0u) << "the miss came to a hit";
+  EXPECT_EQ(cache.statistics().waits, 1u);
+  EXPECT_GT(cache.statistics().waitNanoseconds, 0u);
+  turn.lock.reset();
+  EXPECT_TRUE(filesIn(dir, ".lock-").empty());
+}
+
+TEST(DiskCacheBuildLock, ABuilderThatStoresNothingHandsTheTurnOn) {
+  const std::string dir = scratchDir();
+  const Key key = keyOf("program");
+  LockHolder holder(dir, key);
+  ASSERT_TRUE(holder.held());
+  DiskCache cache(dir, kUnbounded);
+  ASSERT_FALSE(cache.load(key));
+  auto waiting = std::async(std::launch::async, [&] { return cache.awaitTurn(key); });
+  holder.release(false);  // its build failed, say
+  BuildTurn turn = waiting.get();
+  EXPECT_FALSE(turn.entry);
+  EXPECT_TRUE(turn.lock) << "the next one builds, under the lock";
+  EXPECT_EQ(cache.statistics().misses, 1u);
+}
+
+TEST(DiskCacheBuildLock, ALockHeldByAKilledProcessIsTakenOverAtOnce) {
+  const std::string dir = scratchDir();
+  const Key key = keyOf("program");
+  LockHolder holder(dir, key);
+  ASSERT_TRUE(holder.held());
+  holder.kill();
+  ASSERT_EQ(filesIn(dir, ".lock-").size(), 1u) << "a killed builder leaves its lock file";
+  DiskCache cache(dir, kUnbounded);
+  BuildTurn turn = cache.awaitTurn(key);
+  EXPECT_TRUE(turn.lock);
+  EXPECT_FALSE(turn.entry);
+  EXPECT_EQ(cache.statistics().waits, 0u) << "the kernel let go of the dead process's lock";
+  turn.lock.reset();
+  EXPECT_TRUE(filesIn(dir, ".lock-").empty());
+}
+
+TEST(DiskCacheBuildLock, AWaiterPastTheBoundBuildsWithoutTheLock) {
+  const std::string dir = scratchDir();
+  const Key key = keyOf("program");
+  LockHolder holder(dir, key);  // stuck: it never stores
+  ASSERT_TRUE(holder.held());
+  DiskCache cache(dir, kUnbounded, std::chrono::milliseconds(300));
+  BuildTurn turn = cache.awaitTurn(key);
+  EXPECT_FALSE(turn.lock);
+  EXPECT_FALSE(turn.entry);
+  EXPECT_EQ(cache.statistics().waits, 1u);
+  EXPECT_GE(cache.statistics().waitNanoseconds, 300'000'000u);
+  cache.store(key, "", "built by the waiter", 1);
+  ASSERT_TRUE(cache.load(key));
+  EXPECT_EQ(cache.load(key)->binary(), "built by the waiter");
+}
+
+TEST(DiskCacheBuildLock, ThreadsOfOneProcessDoNotWaitForEachOther) {
+  // The loader has them wait for each other, within its own bound.
+  DiskCache cache(scratchDir(), kUnbounded);
+  const Key key = keyOf("program");
+  BuildTurn first = cache.awaitTurn(key);
+  ASSERT_TRUE(first.lock);
+  BuildTurn second = cache.awaitTurn(key);
+  EXPECT_FALSE(second.lock);
+  EXPECT_EQ(cache.statistics().waits, 0u);
+  first.lock.reset();
+  EXPECT_TRUE(cache.awaitTurn(key).lock);
+}
+
+TEST(DiskCacheBuildLock, WithoutACacheNothingIsLockedOrWaitedFor) {
+  DiskCache cache("", kUnbounded);
+  BuildTurn turn = cache.awaitTurn(keyOf("program"));
+  EXPECT_FALSE(turn.lock);
+  EXPECT_FALSE(turn.entry);
+}
+
+TEST(DiskCacheBuildLock, ProcessesThatMissOneKeyBuildItOnce) {
+  const std::string dir = scratchDir();
+  const Key key = keyOf("program");
+  int start[2];
+  ASSERT_EQ(pipe(start), 0);
+  std::vector<pid_t> children;
+  for (int process = 0; process < 8; ++process) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(start[1]);
+      char byte;
+      if (read(start[0], &byte, 1) != 0) _exit(2);  // all start when the parent closes the pipe
+      DiskCache cache(dir, kUnbounded);
+      if (auto entry = cache.load(key)) _exit(entry->binary() == "built once" ? 12 : 3);
+      BuildTurn turn = cache.awaitTurn(key);
+      if (turn.entry) {
+        const bool right = turn.entry->binary() == "built once";
+        turn.lock.reset();
+        _exit(right ? 11 : 3);
+      }
+      if (!turn.lock) _exit(4);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // building
+      cache.store(key, "", "built once", 1);
+      turn.lock.reset();
+      _exit(10);
+    }
+    children.push_back(child);
+  }
+  close(start[0]);
+  close(start[1]);
+  int built = 0, loaded = 0;
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+    const int code = WEXITSTATUS(status);
+    EXPECT_TRUE(code >= 10 && code <= 12) << "exit " << code;
+    (code == 10 ? built : loaded) += 1;
+  }
+  EXPECT_EQ(built, 1);
+  EXPECT_EQ(loaded, 7);
+  EXPECT_TRUE(filesIn(dir, ".lock-").empty());
+}
+
+TEST(DiskCacheBuildLock, LockFilesNoProcessHoldsAreRemoved) {
+  const std::string dir = scratchDir();
+  LockHolder building(dir, keyOf("building"));
+  ASSERT_TRUE(building.held());
+  LockHolder dead(dir, keyOf("dead"));
+  ASSERT_TRUE(dead.held());
+  dead.kill();
+  writeFile(dir + "/.lock-notes", "the user's");
+  DiskCache cache(dir, kUnbounded);
+  EXPECT_EQ(llvm::cantFail(cache.clear()), 1u) << "the dead builder's lock file";
+  EXPECT_TRUE(exists(dir + "/.lock-" + keyOf("building").hex())) << "a build under way keeps its lock";
+  EXPECT_TRUE(exists(dir + "/.lock-notes"));
+  // Stores clean up after killed builders too.
+  LockHolder killed(dir, keyOf("killed"));
+  ASSERT_TRUE(killed.held());
+  killed.kill();
+  cache.store(keyOf("other"), "", "binary", 1);
+  EXPECT_FALSE(exists(dir + "/.lock-" + keyOf("killed").hex()));
+  EXPECT_TRUE(exists(dir + "/.lock-" + keyOf("building").hex()));
+  building.release(false);
+  EXPECT_FALSE(exists(dir + "/.lock-" + keyOf("building").hex())) << "its holder deletes it";
+}
+
 class DiskCacheEnvironment : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -519,7 +725,7 @@ class DiskCacheEnvironment : public ::testing::Test {
 
  private:
   static constexpr const char *kNames[] = {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
-                                           "DEVDL_CACHE_MAX_SIZE"};
+                                           "DEVDL_CACHE_MAX_SIZE", "DEVDL_CACHE_WAIT"};
   std::vector<std::pair<std::string, std::string>> saved_;
 };
 
@@ -550,6 +756,19 @@ TEST_F(DiskCacheEnvironment, SizeBoundInBytesOrWithASuffix) {
            {"K", uint64_t(1) << 30}, {"0x10", uint64_t(1) << 30}}) {
     setenv("DEVDL_CACHE_MAX_SIZE", text, 1);
     EXPECT_EQ(DiskCache::maxSizeFromEnvironment(), bytes) << text;
+  }
+}
+
+TEST_F(DiskCacheEnvironment, BuildWaitInSeconds) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(DiskCache::buildWaitFromEnvironment(), DiskCache::kDefaultBuildWait);
+  for (auto [text, wait] : std::vector<std::pair<const char *, milliseconds>>{
+           {"5", milliseconds(5000)}, {"0.25", milliseconds(250)}, {"0", milliseconds(0)},
+           {"-1", DiskCache::kDefaultBuildWait}, {"soon", DiskCache::kDefaultBuildWait},
+           {"5s", DiskCache::kDefaultBuildWait}, {"1e9", DiskCache::kDefaultBuildWait},
+           {"nan", DiskCache::kDefaultBuildWait}}) {
+    setenv("DEVDL_CACHE_WAIT", text, 1);
+    EXPECT_EQ(DiskCache::buildWaitFromEnvironment(), wait) << text;
   }
 }
 
