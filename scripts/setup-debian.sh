@@ -22,6 +22,9 @@ packages=(
   scdoc
   # the Python module's tests and sample (PyOpenCL over PoCL)
   python3 python3-pyopencl
+  # the remote cache: hiredis (its header at build time; devdl opens the library when asked) and
+  # a Redis server for the tests and benchmarks
+  libhiredis-dev redis-server
 )
 
 SUDO=""

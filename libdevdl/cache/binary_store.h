@@ -44,10 +44,21 @@ struct Entry {
   std::string_view description() const { return bytes().substr(kHeaderSize + binarySize); }
 
   static constexpr size_t kHeaderSize = 64;
+  static constexpr uint64_t kMaxDescription = 64 * 1024;
+  /// Where it came from, for what DEVDL_DEBUG=statistics says of a hit.
+  std::string_view source = "the disk cache";
 
  private:
   std::string_view bytes() const { return std::string_view(file->getBufferStart(), file->getBufferSize()); }
 };
+
+/// An entry's header (docs/cache-format.md), to be followed by `binary` and `description` (at
+/// most Entry::kMaxDescription bytes): the same bytes on disk and in a remote store.
+std::string entryHeader(const Key &key, std::string_view description, std::string_view binary,
+                        uint64_t buildNanoseconds);
+/// Checks `bytes` as `key`'s entry, the header before anything else: "" with `out` holding the
+/// entry, else why it is bad.
+std::string verifyEntry(std::unique_ptr<llvm::MemoryBuffer> bytes, const Key &key, Entry &out);
 
 /// Held by the process that builds a key's program, so that other processes that miss the same
 /// key wait for its entry rather than build it too; let go when destroyed.

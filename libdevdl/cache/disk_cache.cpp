@@ -3,7 +3,6 @@
 #include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
-#include "support/xxh3.h"
 
 #include <llvm/Support/FormatVariadic.h>
 
@@ -26,13 +25,7 @@ namespace devdl::cache {
 
 namespace {
 
-// The entry header (docs/cache-format.md): host byte order, as entries never leave the machine.
-constexpr char kMagic[8] = {'D', 'E', 'V', 'D', 'L', 'P', 'C', '\n'};
-// 2: the binary right after the header, at an offset drivers can read it from in place.
-constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderSize = Entry::kHeaderSize;
-constexpr size_t kChecksumOffset = 56;
-constexpr uint64_t kMaxDescription = 64 * 1024;
 constexpr const char *kSuffix = ".devdl-cache";
 constexpr const char *kTemporaryPrefix = ".tmp-";
 // A temporary file this old belongs to a writer that was killed.
@@ -46,22 +39,6 @@ constexpr const char *kLockPrefix = ".lock-";
 // A waiter looks again after this, doubling up to the longest: builds take milliseconds to
 // seconds, and a look is a system call.
 constexpr std::chrono::milliseconds kFirstLook{1}, kLongestLook{20};
-
-struct Header {
-  char magic[8];
-  uint32_t version;
-  uint32_t headerSize;
-  uint64_t keyLow, keyHigh;
-  uint64_t descriptionSize;
-  uint64_t binarySize;
-  uint64_t buildNanoseconds;
-  uint64_t checksum;
-};
-static_assert(sizeof(Header) == kHeaderSize && offsetof(Header, checksum) == kChecksumOffset);
-
-uint64_t checksumOf(const Header &header, std::string_view binary, std::string_view description) {
-  return xxh3::hash64({std::string_view(reinterpret_cast<const char *>(&header), kChecksumOffset), binary, description});
-}
 
 bool writeAll(int fd, const char *data, size_t size) {
   for (size_t done = 0; done < size;) {
@@ -104,24 +81,7 @@ std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry 
   // store renames a new file over the old one), so a mapping does not change under the checks.
   auto buffer = llvm::MemoryBuffer::getOpenFile(fd, "", size, /*RequiresNullTerminator=*/false);
   if (!buffer) return "unreadable: " + buffer.getError().message();
-  Header header;
-  std::memcpy(&header, (*buffer)->getBufferStart(), kHeaderSize);
-  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0) return "not a devdl cache entry";
-  if (header.version != kFormatVersion)
-    return "format version " + std::to_string(header.version) + " (this devdl reads " +
-           std::to_string(kFormatVersion) + ")";
-  if (header.headerSize != kHeaderSize)
-    return "a header of " + std::to_string(header.headerSize) + " bytes (the format's is " + std::to_string(kHeaderSize) + ")";
-  if (header.keyLow != expected.low || header.keyHigh != expected.high) return "holds another key than its name";
-  if (header.descriptionSize > kMaxDescription || header.binarySize > size ||
-      kHeaderSize + header.descriptionSize + header.binarySize != size)
-    return "truncated or padded (" + std::to_string(size) + " bytes, header says " +
-           std::to_string(kHeaderSize + std::min(header.descriptionSize, size) + std::min(header.binarySize, size)) + ")";
-  out.file = std::move(*buffer);
-  out.binarySize = header.binarySize;
-  if (checksumOf(header, out.binary(), out.description()) != header.checksum) return "checksum mismatch";
-  out.buildNanoseconds = header.buildNanoseconds;
-  return "";
+  return verifyEntry(std::move(*buffer), expected, out);
 }
 
 std::optional<Key> keyFromHex(std::string_view name) {
@@ -477,23 +437,14 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
 void DiskCache::store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds) {
   std::lock_guard lock(mutex_);
   if (!enabled() || !storing_) return;
-  description = description.substr(0, kMaxDescription);
+  description = description.substr(0, Entry::kMaxDescription);
   const uint64_t size = kHeaderSize + description.size() + binary.size();
   if (size > maxSize_) {
     report("an entry of " + bytesText(size) + " is over the bound of " + bytesText(maxSize_) + ": not stored");
     return;
   }
   if (!prepare()) return;
-  Header header{};
-  std::memcpy(header.magic, kMagic, sizeof kMagic);
-  header.version = kFormatVersion;
-  header.headerSize = kHeaderSize;
-  header.keyLow = key.low;
-  header.keyHigh = key.high;
-  header.descriptionSize = description.size();
-  header.binarySize = binary.size();
-  header.buildNanoseconds = buildNanoseconds;
-  header.checksum = checksumOf(header, binary, description);
+  const std::string header = entryHeader(key, description, binary, buildNanoseconds);
 
   // Written whole under a name no reader looks for, synced, then renamed into place: readers
   // see the old entry, or none, or the new one, never a part; a writer killed on the way leaves
@@ -512,7 +463,7 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
     }
     created = file.fd >= 0;
     if (!created) failure = "cannot create " + pathOf(temporary) + ": " + errnoText();
-    else if (!writeAll(file.fd, reinterpret_cast<const char *>(&header), kHeaderSize) ||
+    else if (!writeAll(file.fd, header.data(), header.size()) ||
              !writeAll(file.fd, binary.data(), binary.size()) ||
              !writeAll(file.fd, description.data(), description.size()))
       failure = "cannot write " + pathOf(temporary) + ": " + errnoText();

@@ -37,7 +37,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   BinaryStore &store = store_();
   std::optional<Key> storeKey;
   std::unique_ptr<BuildLock> lock;  // held until the program built here is stored
-  bool awaited = false;              // the entry is one another process stored after the miss
+  bool awaited = false;              // the entry came after the miss: another process's, or remote
   if (store.enabled()) {
     // The seed's key, with the images sorted by content rather than by the names they define.
     KeyBuilder builder;
@@ -56,7 +56,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
       if (!awaited) lock = std::move(turn.lock);  // else let go now: the others waiting find the entry too
     }
     if (entry) {
-      // Where another process stored it after the miss, the store said how long this one waited.
+      // What came after the miss was reported by the store (the wait, the remote store).
       const uint64_t read = awaited ? 0 : nanoseconds(start);
       const auto loading = Clock::now();
       auto loaded = device.load(entry->binary());
@@ -66,10 +66,10 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
         if (Debug::get().on(Debug::Statistics))
           Debug::get().print("cache: hit " + storeKey->hex() + " for " + inputs.front().label + ": " +
                              std::to_string(entry->binary().size()) + " bytes " +
-                             (awaited ? std::string("stored by another process since the miss")
+                             (awaited ? "from " + std::string(entry->source)
                                    : "read and verified in " + llvm::formatv("{0:f1}", read / 1e3).str() + " us") +
                              ", loaded by the driver in " + llvm::formatv("{0:f1}", load / 1e3).str() + " us");
-        return Built{std::move(*loaded), true};
+        return Built{std::move(*loaded), std::string(entry->source)};
       }
       store.discard(*storeKey, "refused by " + device.name() + ": " + llvm::toString(loaded.takeError()));
     }
@@ -87,7 +87,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
     for (const backend::LinkInput &input : inputs) description += "\n" + input.label;
     store.store(*storeKey, description, binary, nanoseconds(start));
   }
-  return Built{std::move(*built), false};
+  return Built{std::move(*built), {}};
 }
 
 LinkedProgram *ProgramCache::add(std::vector<ContentHash> key, std::vector<uint32_t> images,

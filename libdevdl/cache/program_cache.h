@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace devdl::cache {
@@ -47,10 +48,12 @@ struct LinkedProgram {
   bool holds(uint32_t image) const { return std::find(images.begin(), images.end(), image) != images.end(); }
 };
 
-/// A program made by ProgramCache::build, and whether the binary store had it.
+/// A program made by ProgramCache::build, and whether a binary store had it: the entry's source
+/// ("the disk cache", "the remote store redis://…"), empty where it was linked.
 struct Built {
   std::unique_ptr<backend::Program> program;
-  bool fromStore = false;
+  std::string source;
+  bool fromStore() const { return !source.empty(); }
 };
 
 /// Its caller serializes the calls, but for build(), which reads nothing of the cache (only its

@@ -319,9 +319,9 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("program for " + label + ": " + std::to_string(job.linked.images.size()) + " images, " +
                          std::to_string(bindings) + " bindings, " +
-                         (made->fromStore ? "loaded from the disk cache in " : "linked in ") +
+                         (made->fromStore() ? "loaded from " + made->source + " in " : std::string("linked in ")) +
                          llvm::formatv("{0:f2}", ms).str() + " ms on " + dev->name() +
-                         (made->fromStore ? "" : " (" + std::string(dev->linkMethod()) + ")"));
+                         (made->fromStore() ? "" : " (" + std::string(dev->linkMethod()) + ")"));
     // Uses whose root was unloaded meanwhile are not kept; another thread's program for the same
     // key (it built too, or waited less) serves instead of this one.
     std::vector<cache::LinkedProgram::Use> uses;

@@ -3,7 +3,7 @@
 #include "loader/loader.h"
 #include "support/environment.h"
 #include "loader/files.h"
-#include "cache/disk_cache.h"
+#include "cache/remote_store.h"
 #include "support/debug.h"
 #include "support/error.h"
 
@@ -62,7 +62,7 @@ Loader &Loader::instance() {
   // loader reads its environment once.
   static Loader *loader = [] {
     const char *choice = devdlVariable("DEVDL_BACKEND");
-    auto store = []() -> cache::BinaryStore & { return cache::DiskCache::process(); };
+    auto store = []() -> cache::BinaryStore & { return cache::processStore(); };
     return new Loader({backend::builtinBackends(), store, choice ? choice : ""});
   }();
   return *loader;

@@ -1,0 +1,313 @@
+// The remote store (DEVDL_CACHE_REMOTE) against a real redis-server on a loopback port: on its
+// own (entries round-trip, bad values are refused, a server killed, stopped or absent only
+// means misses), and end to end through devdl_cache_probe on PoCL, where each process with a
+// fresh disk cache is another machine sharing the store.
+#include "cache/remote_store.h"
+#include "redis_server.h"
+#include "test_support.h"
+
+#include <hiredis/hiredis.h>
+
+#include <regex>
+
+namespace devdl {
+namespace {
+
+using cache::Key;
+using cache::KeyBuilder;
+using cache::RedisAddress;
+using cache::RemoteStore;
+using test::RedisServer;
+
+Key keyOf(std::string_view what) { return KeyBuilder().add(what).finish(); }
+
+RedisAddress addressOf(const RedisServer &server) { return llvm::cantFail(cache::parseRedisUrl(server.url())); }
+
+/// SET name value, as another client of the store could.
+void setRaw(const RedisServer &server, const std::string &name, const std::string &value) {
+  redisContext *context = redisConnect("127.0.0.1", server.port());
+  ASSERT_TRUE(context && !context->err);
+  const char *argv[] = {"SET", name.c_str(), value.data()};
+  const size_t sizes[] = {3, name.size(), value.size()};
+  auto *reply = static_cast<redisReply *>(redisCommandArgv(context, 3, argv, sizes));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->type, REDIS_REPLY_STATUS);
+  freeReplyObject(reply);
+  redisFree(context);
+}
+
+/// GET name: the value, or nullopt where there is none.
+std::optional<std::string> getRaw(const RedisServer &server, const std::string &name) {
+  redisContext *context = redisConnect("127.0.0.1", server.port());
+  if (!context || context->err) return std::nullopt;
+  auto *reply = static_cast<redisReply *>(redisCommand(context, "GET %s", name.c_str()));
+  std::optional<std::string> value;
+  if (reply && reply->type == REDIS_REPLY_STRING) value = std::string(reply->str, reply->len);
+  if (reply) freeReplyObject(reply);
+  redisFree(context);
+  return value;
+}
+
+std::string entryBytes(const Key &key, std::string_view binary) {
+  return cache::entryHeader(key, "a description", binary, 7) + std::string(binary) + "a description";
+}
+
+#define REQUIRE_SERVER(server) \
+  if (!(server).why().empty()) GTEST_SKIP() << (server).why()
+
+TEST(RedisUrl, PartsAndMistakes) {
+  auto parsed = [](std::string_view url) { return llvm::cantFail(cache::parseRedisUrl(url)); };
+  EXPECT_EQ(parsed("redis://cache.example").host, "cache.example");
+  EXPECT_EQ(parsed("redis://cache.example").port, 6379);
+  const RedisAddress full = parsed("redis://builder:s3cret@10.1.2.3:7000/4");
+  EXPECT_EQ(full.host, "10.1.2.3");
+  EXPECT_EQ(full.port, 7000);
+  EXPECT_EQ(full.user, "builder");
+  EXPECT_EQ(full.password, "s3cret");
+  EXPECT_EQ(full.database, 4);
+  EXPECT_EQ(full.text(), "redis://10.1.2.3:7000/4") << "no password in messages";
+  const RedisAddress v6 = parsed("redis://:pw@[::1]:6380");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 6380);
+  EXPECT_EQ(v6.user, "");
+  EXPECT_EQ(v6.password, "pw");
+  EXPECT_EQ(v6.text(), "redis://[::1]:6380");
+  for (const char *bad : {"http://host", "redis://", "redis://:6379", "redis://host:0", "redis://host:65536",
+                          "redis://host:port", "redis://host:", "redis://host/db", "redis://user@host",
+                          "redis://host?timeout=1", "redis://[::1", "redis://[::1]x", "redis://:@host"}) {
+    auto address = cache::parseRedisUrl(bad);
+    ASSERT_FALSE(address) << bad;
+    const std::string message = llvm::toString(address.takeError());
+    EXPECT_NE(message.find(std::string("DEVDL_CACHE_REMOTE=") + bad), std::string::npos) << message;
+  }
+}
+
+TEST(RemoteStore, StoredEntriesLoadBackAsStored) {
+  RedisServer server;
+  REQUIRE_SERVER(server);
+  RemoteStore store(addressOf(server));
+  EXPECT_FALSE(store.load(keyOf("program")));
+  store.store(keyOf("program"), "what it is", "the binary", 42);
+  auto entry = store.load(keyOf("program"));
+  ASSERT_TRUE(entry);
+  EXPECT_EQ(entry->binary(), "the binary");
+  EXPECT_EQ(entry->description(), "what it is");
+  EXPECT_EQ(entry->buildNanoseconds, 42u);
+  EXPECT_NE(entry->source.find(server.url()), std::string_view::npos) << entry->source;
+  // The value is the disk cache's entry, byte for byte.
+  EXPECT_EQ(getRaw(server, "devdl:" + keyOf("program").hex()),
+            cache::entryHeader(keyOf("program"), "what it is", "the binary", 42) + "the binary" + "what it is");
+  EXPECT_EQ(store.statistics().hits, 1u);
+  EXPECT_EQ(store.statistics().misses, 1u);
+  EXPECT_EQ(store.statistics().stores, 1u);
+  EXPECT_TRUE(store.usable());
+}
+
+TEST(RemoteStore, ValuesThatAreNoGoodEntryForTheKeyAreRefused) {
+  RedisServer server;
+  REQUIRE_SERVER(server);
+  RemoteStore store(addressOf(server));
+  const Key key = keyOf("program");
+  const std::string name = "devdl:" + key.hex();
+  std::string flipped = entryBytes(key, "the binary");
+  flipped[70] ^= 1;
+  const std::string good = entryBytes(key, "the binary");
+  for (const std::string &value : {std::string("garbage"), std::string(), entryBytes(keyOf("another"), "the binary"),
+                                   good.substr(0, good.size() - 3), good + "more", flipped}) {
+    setRaw(server, name, value);
+    EXPECT_FALSE(store.load(key)) << value.size() << " bytes";
+  }
+  EXPECT_EQ(store.statistics().refused, 6u);
+  EXPECT_TRUE(store.usable()) << "a bad value is a miss; the store is still asked";
+  setRaw(server, name, good);
+  ASSERT_TRUE(store.load(key));
+}
+
+TEST(RemoteStore, AServerKilledMidRunOnlyMeansMisses) {
+  RedisServer server;
+  REQUIRE_SERVER(server);
+  RemoteStore store(addressOf(server));
+  store.store(keyOf("program"), "", "the binary", 1);
+  ASSERT_TRUE(store.load(keyOf("program")));
+  server.kill(SIGKILL);
+  EXPECT_FALSE(store.load(keyOf("program")));
+  EXPECT_FALSE(store.usable());
+  store.store(keyOf("other"), "", "the binary", 1);  // nothing, and no crash
+  EXPECT_EQ(store.statistics().stores, 1u);
+}
+
+TEST(RemoteStore, AStoppedServerCostsOneBoundedWait) {
+  RedisServer server;
+  REQUIRE_SERVER(server);
+  RemoteStore store(addressOf(server));
+  ASSERT_FALSE(store.load(keyOf("program")));  // connected
+  server.kill(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(store.load(keyOf("program")));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, RemoteStore::kCallTimeout) << "it waited for an answer";
+  EXPECT_FALSE(store.usable()) << "and then gave up on the store";
+  EXPECT_FALSE(store.load(keyOf("program")));
+  server.kill(SIGCONT);
+}
+
+TEST(RemoteStore, NoServerOnTheAddressMeansMisses) {
+  RedisServer server;
+  REQUIRE_SERVER(server);
+  const RedisAddress address = addressOf(server);
+  server.kill(SIGKILL);
+  RemoteStore store(address);
+  EXPECT_FALSE(store.load(keyOf("program")));
+  EXPECT_FALSE(store.usable());
+}
+
+TEST(RemoteStore, PasswordAndDatabase) {
+  RedisServer server({"--requirepass", "s3cret"});
+  REQUIRE_SERVER(server);
+  RemoteStore wrong(llvm::cantFail(cache::parseRedisUrl("redis://:wrong@127.0.0.1:" + std::to_string(server.port()))));
+  EXPECT_FALSE(wrong.load(keyOf("program")));
+  EXPECT_FALSE(wrong.usable());
+  RemoteStore right(
+      llvm::cantFail(cache::parseRedisUrl("redis://default:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/3")));
+  right.store(keyOf("program"), "", "the binary", 1);
+  ASSERT_TRUE(right.load(keyOf("program")));
+  EXPECT_TRUE(right.usable());
+  RemoteStore database0(
+      llvm::cantFail(cache::parseRedisUrl("redis://:s3cret@127.0.0.1:" + std::to_string(server.port()))));
+  EXPECT_FALSE(database0.load(keyOf("program"))) << "stored in database 3";
+  EXPECT_TRUE(database0.usable());
+}
+
+// ---- end to end: processes on PoCL, each with a disk cache of its own, one store ----------------
+
+struct Load {
+  test::CommandResult result;
+  int localHits = -1, localMisses = -1, localStored = -1;
+  int remoteHits = -1, remoteMisses = -1, remoteStored = -1, refused = -1;
+  bool linked() const { return result.err.find(" linked in ") != std::string::npos; }
+};
+
+Load parse(test::CommandResult result) {
+  Load load;
+  load.result = std::move(result);
+  static const std::regex local(R"(cache: (\d+) hits, (\d+) misses, (\d+) stored)");
+  static const std::regex remote(R"(cache: remote redis://[^:]+:\d+: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad)");
+  if (std::smatch m; std::regex_search(load.result.err, m, local)) {
+    load.localHits = std::stoi(m[1]);
+    load.localMisses = std::stoi(m[2]);
+    load.localStored = std::stoi(m[3]);
+  }
+  if (std::smatch m; std::regex_search(load.result.err, m, remote)) {
+    load.remoteHits = std::stoi(m[1]);
+    load.remoteMisses = std::stoi(m[2]);
+    load.remoteStored = std::stoi(m[3]);
+    load.refused = std::stoi(m[4]);
+  }
+  return load;
+}
+
+class RemoteCacheE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!server_.why().empty()) GTEST_SKIP() << server_.why();
+    for (const char *name : kVariables)
+      if (const char *value = std::getenv(name)) saved_.emplace_back(name, value);
+    unsetenv("DEVDL_CACHE");  // the test runner turns it off
+    setenv("DEVDL_DEBUG", "statistics", 1);
+    setenv("DEVDL_CACHE_REMOTE", server_.url().c_str(), 1);
+    scratch_ = test::scratchDir();
+  }
+  void TearDown() override {
+    for (const char *name : kVariables) unsetenv(name);
+    for (const auto &[name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+  }
+
+  /// The seeds' example in a process on "machine" `machine` (its own disk cache).
+  Load seedOn(const std::string &machine) {
+    const std::string dir = scratch_ + "/" + machine;
+    setenv("DEVDL_CACHE_DIR", dir.c_str(), 1);
+    Load load = parse(test::run({DEVDL_TEST_CACHE_PROBE, "1", "AppKernel", test::image("lib.spv"), test::image("app.spv")}));
+    EXPECT_EQ(load.result.status, 0) << load.result.err;
+    EXPECT_EQ(load.result.out, "0 2 4 6 8 10 12 14\n") << load.result.err;
+    return load;
+  }
+  /// The store's one entry's name.
+  std::string storedName() {
+    redisContext *context = redisConnect("127.0.0.1", server_.port());
+    auto *reply = static_cast<redisReply *>(redisCommand(context, "KEYS devdl:*"));
+    std::string name = reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 ? reply->element[0]->str : "";
+    if (reply) freeReplyObject(reply);
+    redisFree(context);
+    return name;
+  }
+
+  RedisServer server_;
+  std::string scratch_;
+
+ private:
+  static constexpr const char *kVariables[] = {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_REMOTE", "DEVDL_DEBUG"};
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+TEST_F(RemoteCacheE2E, ASecondMachineLoadsWhatTheFirstBuilt) {
+  Load first = seedOn("first");
+  EXPECT_TRUE(first.linked());
+  EXPECT_EQ(first.localStored, 1);
+  EXPECT_EQ(first.remoteMisses, 1);
+  EXPECT_EQ(first.remoteStored, 1);
+  ASSERT_NE(storedName(), "");
+
+  Load second = seedOn("second");
+  EXPECT_FALSE(second.linked()) << second.result.err;
+  EXPECT_EQ(second.remoteHits, 1) << second.result.err;
+  EXPECT_EQ(second.localStored, 1) << "the remote hit is kept on the machine";
+  EXPECT_NE(second.result.err.find("from the remote store " + server_.url()), std::string::npos) << second.result.err;
+
+  Load again = seedOn("second");
+  EXPECT_FALSE(again.linked());
+  EXPECT_EQ(again.localHits, 1);
+  EXPECT_EQ(again.remoteHits, -1) << "a local hit asks nothing of the store: " << again.result.err;
+}
+
+TEST_F(RemoteCacheE2E, ABadValueIsRefusedRebuiltAndReplaced) {
+  seedOn("first");
+  const std::string name = storedName();
+  ASSERT_NE(name, "");
+  std::string value = *getRaw(server_, name);
+  value[value.size() / 2] ^= 1;
+  setRaw(server_, name, value);
+
+  Load second = seedOn("second");
+  EXPECT_TRUE(second.linked()) << second.result.err;
+  EXPECT_EQ(second.refused, 1);
+  EXPECT_NE(second.result.err.find("checksum mismatch"), std::string::npos) << second.result.err;
+  EXPECT_EQ(second.remoteStored, 1) << "its build replaces the bad value";
+
+  Load third = seedOn("third");
+  EXPECT_FALSE(third.linked()) << third.result.err;
+  EXPECT_EQ(third.remoteHits, 1);
+}
+
+TEST_F(RemoteCacheE2E, AServerDownOrStoppedOnlyMeansALocalBuild) {
+  seedOn("first");
+  server_.kill(SIGSTOP);
+  Load stopped = seedOn("second");
+  EXPECT_TRUE(stopped.linked());
+  EXPECT_NE(stopped.result.err.find("no answer within"), std::string::npos) << stopped.result.err;
+  server_.kill(SIGKILL);
+  Load down = seedOn("third");
+  EXPECT_TRUE(down.linked());
+  EXPECT_NE(down.result.err.find("cannot connect"), std::string::npos) << down.result.err;
+  EXPECT_EQ(down.localStored, 1);
+}
+
+TEST_F(RemoteCacheE2E, AnAddressThatDoesNotParseIsSaidAndTheDiskCacheServes) {
+  setenv("DEVDL_CACHE_REMOTE", "redis://cache.example:port", 1);
+  Load load = seedOn("first");
+  EXPECT_NE(load.result.err.find("DEVDL_CACHE_REMOTE=redis://cache.example:port: the port is no number"),
+            std::string::npos)
+      << load.result.err;
+  EXPECT_EQ(load.localStored, 1);
+}
+
+}  // namespace
+}  // namespace devdl
