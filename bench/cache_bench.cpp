@@ -16,7 +16,8 @@
 //   bench_cache --child opencl|cuda devdl LIB APP | binary FILE
 //
 // And for issue 21, 8 and 32 processes cold-starting the seeds' example together on one fresh
-// cache: their CPU and wall time against one cold start, with the cache's build lock and without.
+// cache (their CPU and wall time against one cold start, with the cache's build lock and
+// without), and a second machine's first load from a Redis store the first one filled.
 //
 // Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
 #include "backend/opencl/opencl_api.h"
@@ -24,6 +25,7 @@
 #include "devdl.h"
 #include "child_process.h"
 #include "e2e/cuda_driver.h"
+#include "redis_server.h"
 
 #include <benchmark/benchmark.h>
 
@@ -317,6 +319,71 @@ void togetherOnOneCache(benchmark::State &state, const std::string &backend, con
   state.SetLabel("medians of " + std::to_string(cpu.size()) + " runs");
 }
 
+// A second machine (issue 21): a process with a fresh disk cache and the Redis store that a first
+// machine filled (a real redis-server on loopback), against a cold build and a local hit, side
+// by side in every iteration, in turns.
+void remoteHitInAFreshProcess(benchmark::State &state, const std::string &backend, const std::string &lib,
+                              const std::string &app) {
+  devdl::test::RedisServer server;
+  if (!server.why().empty()) {
+    state.SkipWithError(server.why().c_str());
+    return;
+  }
+  const fs::path work = fs::temp_directory_path() / ("devdl-bench-remote-" + std::to_string(getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work);
+  const std::string remote = "DEVDL_CACHE_REMOTE=" + server.url(), first = "DEVDL_CACHE_DIR=" + (work / "first").string();
+  const std::vector<std::string> args = {backend, "devdl", lib, app};
+  std::string error;
+  if (runChild(args, {first, remote}, &error) < 0) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  const std::vector<std::string> kinds = {"cold", "hit", "remote_hit"};
+  std::vector<std::vector<double>> times(kinds.size());
+  size_t turn = 0;
+  for (auto _ : state) {
+    double remoteHit = 0;
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      const size_t kind = (turn + k) % kinds.size();
+      const std::string fresh = "DEVDL_CACHE_DIR=" + (work / ("fresh-" + std::to_string(turn))).string();
+      const double ns = runChild(args,
+                                 kind == 0   ? std::vector<std::string>{"DEVDL_CACHE=0"}
+                                 : kind == 1 ? std::vector<std::string>{first, remote}
+                                             : std::vector<std::string>{fresh, remote},
+                                 &error);
+      if (ns < 0) {
+        state.SkipWithError(error.c_str());
+        fs::remove_all(work);
+        return;
+      }
+      times[kind].push_back(ns);
+      if (kind == 2) remoteHit = ns;
+    }
+    ++turn;
+    state.SetIterationTime(remoteHit / 1e9);
+  }
+  fs::remove_all(work);
+  const double cold = median(times[0]), hit = median(times[1]), remoteHit = median(times[2]);
+  state.counters["cold_ms"] = cold / 1e6;
+  state.counters["hit_ms"] = hit / 1e6;
+  state.counters["remote_hit_ms"] = remoteHit / 1e6;
+  state.counters["remote_hit_over_hit"] = remoteHit / hit;
+  state.counters["cold_over_remote_hit"] = cold / remoteHit;
+  state.SetLabel("medians of " + std::to_string(times[2].size()) + " processes each");
+}
+
+void BM_OpenClRemoteHitInAFreshProcess(benchmark::State &state) {
+  remoteHitInAFreshProcess(state, "opencl", image("lib.spv"), image("app.spv"));
+}
+void BM_CudaRemoteHitInAFreshProcess(benchmark::State &state) {
+  if (std::string why; !cuda::driver(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  remoteHitInAFreshProcess(state, "cuda", image("lib.cubin"), image("app.cubin"));
+}
+
 void BM_OpenClProcessesTogetherOnOneCache(benchmark::State &state) {
   togetherOnOneCache(state, "opencl", image("lib.spv"), image("app.spv"));
 }
@@ -337,6 +404,8 @@ BENCHMARK(BM_CudaCuLinkFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchm
 BENCHMARK(BM_CudaLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaLargeLibraryLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 BENCHMARK(BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
+BENCHMARK(BM_OpenClRemoteHitInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
+BENCHMARK(BM_CudaRemoteHitInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_OpenClProcessesTogetherOnOneCache)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kSecond)->Iterations(3);
 BENCHMARK(BM_CudaProcessesTogetherOnOneCache)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kSecond)->Iterations(3);
 
