@@ -123,27 +123,29 @@ DEVDL_API int device_dliterate(int (*callback)(const devdl_image_info *info, voi
 typedef struct devdl_native {
   size_t size;    /* set by the caller to sizeof(devdl_native): the struct may grow */
   int backend;    /* DEVDL_BACKEND_...; for device_dlnative, 0 asks for the default one */
-  void *platform; /* OpenCL: cl_platform_id; CUDA: NULL */
-  void *device;   /* OpenCL: cl_device_id; CUDA: the CUdevice ordinal, cast to a pointer */
-  void *context;  /* OpenCL: cl_context; CUDA: CUcontext */
+  void *platform; /* OpenCL: cl_platform_id; Level Zero: ze_driver_handle_t; CUDA: NULL */
+  void *device;   /* OpenCL: cl_device_id; Level Zero: ze_device_handle_t; CUDA: the CUdevice ordinal, cast to a pointer */
+  void *context;  /* OpenCL: cl_context; Level Zero: ze_context_handle_t; CUDA: CUcontext */
 } devdl_native;
 
 /* Fills `native` for the device devdl uses on `native->backend` (choosing it on first use). With
  * backend 0: the backend DEVDL_BACKEND names, else one in use, else the first that has a device
- * (OpenCL, then CUDA). Returns 0, or non-zero with an error for device_dlerror. */
+ * (OpenCL, then CUDA, then Level Zero). Returns 0, or non-zero with an error for device_dlerror. */
 DEVDL_API int device_dlnative(devdl_native *native);
 
 /* Makes devdl link for the program's own device and context on `native->backend` instead of
  * choosing one. OpenCL: `device` and `context` (`platform` may be NULL); devdl keeps a reference
- * to the context. CUDA: the device ordinal and a context that outlives devdl's use of it, or
- * NULL for the device's primary context. Only before the first program is linked on that
+ * to the context. Level Zero: the driver (`platform`), the device, and a context that outlives
+ * devdl's use of it, or NULL for one of devdl's own. CUDA: the device ordinal and a context that
+ * outlives devdl's use of it, or NULL for the device's primary context. Only before the first program is linked on that
  * backend, or again with the same device and context. Returns 0, or non-zero with an error for
  * device_dlerror.
  *
  * Without it, devdl takes the device DEVDL_DEVICE names (its index among the backend's devices,
  * or a part of its name), else the first (OpenCL: that has a compiler; CUDA: the context
  * current on the calling thread, else device 0's primary context). Each image family goes to its
- * backend (SPIR-V to OpenCL; cubin, PTX and fatbin to CUDA) unless DEVDL_BACKEND names one. */
+ * backend (SPIR-V to OpenCL, or Level Zero where OpenCL has no device; cubin, PTX and fatbin to
+ * CUDA) unless DEVDL_BACKEND names one. */
 DEVDL_API int device_dlattach(const devdl_native *native);
 
 #ifdef __cplusplus

@@ -1,5 +1,6 @@
 #include "backend/registry.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/level_zero/ze_device.h"
 #include "backend/opencl/opencl_device.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -30,7 +31,13 @@ const BackendEntry kBuiltin[] = {
        return llvm::Expected<std::unique_ptr<Device>>(
            cuda::Device::attach(static_cast<int>(reinterpret_cast<intptr_t>(native.device)), native.context));
      }},
-    {DEVDL_BACKEND_LEVEL_ZERO, "level_zero", "level-zero", {}, nullptr, nullptr},
+    {DEVDL_BACKEND_LEVEL_ZERO, "level_zero", "level-zero", kSpirv,
+     [] { return llvm::Expected<std::unique_ptr<Device>>(level_zero::Device::openDefault()); },
+     [](const devdl_native &native) {
+       return llvm::Expected<std::unique_ptr<Device>>(level_zero::Device::attach(
+           static_cast<ze_driver_handle_t>(native.platform), static_cast<ze_device_handle_t>(native.device),
+           static_cast<ze_context_handle_t>(native.context)));
+     }},
 };
 
 bool inBuild(const BackendEntry &entry) { return entry.openDefault != nullptr; }

@@ -33,7 +33,7 @@ struct BackendEntry {
 };
 
 /// The backends of this build, in the order they are preferred for a family: OpenCL, CUDA, Level
-/// Zero (named, not in this build).
+/// Zero (SPIR-V goes to Level Zero where DEVDL_BACKEND says so, or OpenCL has no device).
 std::span<const BackendEntry> builtinBackends();
 
 /// The devices devdl links for, one per backend, each opened on first use; and which device links

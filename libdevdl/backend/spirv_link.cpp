@@ -32,11 +32,27 @@ constexpr size_t kVersionWord = 1;
 constexpr size_t kHeaderWords = 5;
 constexpr uint32_t kMaxSpecId = 0xffff;
 
-/// The linker leaves each module's variable for a builtin (get_global_id reads
-/// GlobalInvocationId) in the linked module, as it never pairs builtins by their linkage: two
-/// variables for one builtin, which the translator refuses and PoCL crashes on. This keeps the
-/// first variable of each builtin, points every use of the others at it, and drops them with
-/// their names and decorations (operands found by spvBinaryParse, so no literal is touched).
+// Calls visit(offset, word count) for each instruction after the header, as the word counts lay
+// them out, until it returns false. One cut short by the module's end stops the walk: a parser
+// refuses the module later.
+template <typename Visit>
+void walkInstructions(std::span<const uint32_t> words, Visit visit) {
+  for (size_t at = kHeaderWords, count; at < words.size() && (count = words[at] >> 16) && count <= words.size() - at;
+       at += count)
+    if (!visit(at, count)) return;
+}
+
+[[maybe_unused]] std::string versionText(uint32_t version) {  // for the translator's checks
+  return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
+}
+
+}  // namespace
+
+// The linker leaves each module's variable for a builtin (get_global_id reads
+// GlobalInvocationId) in the linked module, as it never pairs builtins by their linkage: two
+// variables for one builtin, which the translator refuses and PoCL crashes on. This keeps the
+// first variable of each builtin, points every use of the others at it, and drops them with
+// their names and decorations (operands found by spvBinaryParse, so no literal is touched).
 llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t> words) {
   struct Scan {
     std::set<uint32_t> variables;
@@ -98,22 +114,6 @@ llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t
     return failed("cannot rewrite", diagnostic);
   return std::move(rewrite.out);
 }
-
-// Calls visit(offset, word count) for each instruction after the header, as the word counts lay
-// them out, until it returns false. One cut short by the module's end stops the walk: a parser
-// refuses the module later.
-template <typename Visit>
-void walkInstructions(std::span<const uint32_t> words, Visit visit) {
-  for (size_t at = kHeaderWords, count; at < words.size() && (count = words[at] >> 16) && count <= words.size() - at;
-       at += count)
-    if (!visit(at, count)) return;
-}
-
-[[maybe_unused]] std::string versionText(uint32_t version) {  // for the translator's checks
-  return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
-}
-
-}  // namespace
 
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
                                                 std::span<const std::string> labels) {

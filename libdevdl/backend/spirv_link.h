@@ -22,6 +22,11 @@ namespace devdl::backend {
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
                                                 std::span<const std::string> labels);
 
+/// What SPIRV-Tools' linker leaves of each module's variable for a builtin (get_global_id reads
+/// GlobalInvocationId): one variable per builtin, the others' uses pointed at it. linkSpirv does
+/// it; a linker of its own (the Level Zero test driver's) needs it too.
+llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t> words);
+
 /// A specialization constant: SpecId and value.
 using SpecConstant = std::pair<uint32_t, uint64_t>;
 

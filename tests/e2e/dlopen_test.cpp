@@ -1,7 +1,10 @@
 // device_dlopen / dlsym / dlclose / dlerror through the shared library's C API, end to end on
-// the default OpenCL device (PoCL here). Each test runs in its own process (ctest), so the
-// global scope starts empty, but for the host libraries this program loads.
+// the device devdl chooses for SPIR-V: OpenCL (PoCL here), and Level Zero (the test driver on
+// PoCL, tests/level_zero_driver) where ctest runs the suite again with DEVDL_BACKEND=level_zero,
+// once for each of the backend's ways to link. Each test runs in its own process (ctest), so
+// the global scope starts empty, but for the host libraries this program loads.
 #include "devdl.h"
+#include "e2e/level_zero_run.h"
 #include "e2e/opencl_run.h"
 #include "test_support.h"
 
@@ -17,18 +20,53 @@ namespace {
 
 int collectImages(const devdl_image_info *info, void *data);
 
+// DEVDL_TEST_LEVEL_ZERO=1 or 0 (whether the test driver reports the module-program extension)
+// runs the suite on Level Zero, set up before devdl's first call.
+const bool kLevelZero = [] {
+  const char *variant = std::getenv("DEVDL_TEST_LEVEL_ZERO");
+  if (!variant) return false;
+  setenv("DEVDL_BACKEND", "level_zero", 1);
+  setenv("ZE_ENABLE_ALT_DRIVERS", DEVDL_TEST_ZE_DRIVER, 1);
+  setenv("DEVDL_TEST_ZE_MODULE_PROGRAM", variant, 1);
+  return true;
+}();
+
 class DeviceDlopen : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!devdlOpenClDevice(context_, device_)) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
-    char name[256] = {};
-    (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
-    deviceName_ = name;
+    devdl_native native{};
+    native.size = sizeof native;
+    if (device_dlnative(&native) != 0) GTEST_SKIP() << "no device to run on: " << device_dlerror();
+    backend_ = native.backend;
+    if (backend_ == DEVDL_BACKEND_OPENCL) {
+      context_ = static_cast<cl_context>(native.context);
+      device_ = static_cast<cl_device_id>(native.device);
+      char name[256] = {};
+      (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
+      deviceName_ = name;
+      deviceWords_ = "OpenCL device " + deviceName_;
+    } else if (backend_ == DEVDL_BACKEND_LEVEL_ZERO) {
+      zeContext_ = static_cast<ze_context_handle_t>(native.context);
+      zeDevice_ = static_cast<ze_device_handle_t>(native.device);
+      deviceName_ = levelZeroDeviceName(zeDevice_);
+      deviceWords_ = "Level Zero device " + deviceName_;
+    } else {
+      GTEST_SKIP() << "these tests run SPIR-V, on OpenCL or Level Zero; devdl's default device is on backend "
+                   << backend_;
+    }
   }
 
   std::vector<int> run(void *kernel, size_t n) {
+    if (backend_ == DEVDL_BACKEND_LEVEL_ZERO)
+      return runIntKernel(zeContext_, zeDevice_, static_cast<ze_kernel_handle_t>(kernel), n);
     return runIntKernel(context_, device_, static_cast<cl_kernel>(kernel), n);
   }
+
+  // What only OpenCL can be asked (a kernel's program), or a probe process that launches through
+  // OpenCL: elsewhere the test skips, saying so.
+  bool onOpenCl() const { return backend_ == DEVDL_BACKEND_OPENCL; }
+#define DEVDL_ONLY_ON_OPENCL(why) \
+  if (!onOpenCl()) GTEST_SKIP() << "on OpenCL only: " << why
 
   static std::string error() {
     const char *e = device_dlerror();
@@ -51,9 +89,13 @@ class DeviceDlopen : public ::testing::Test {
     return program;
   }
 
+  int backend_ = 0;
   cl_context context_ = nullptr;
   cl_device_id device_ = nullptr;
+  ze_context_handle_t zeContext_ = nullptr;
+  ze_device_handle_t zeDevice_ = nullptr;
   std::string deviceName_;
+  std::string deviceWords_;  // "OpenCL device NAME", as devdl's errors name it
 };
 
 TEST_F(DeviceDlopen, SeedExampleLinksAcrossHandlesAndRuns) {
@@ -338,15 +380,18 @@ TEST_F(DeviceDlopen, FirstDefinitionInSearchOrderWins) {
 // link sees it local to interpose_other (it failed: two definitions of Answer).
 TEST_F(DeviceDlopen, InterpositionIsBySymbolNotByImage) {
   auto libs = openAll({"interpose_first.spv", "interpose_other.spv"}, DEVDL_LAZY | DEVDL_GLOBAL);
-  setenv("DEVDL_DEBUG", "bindings", 1);
-  CommandResult traced = devdl::test::run({DEVDL_TEST_CACHE_PROBE, "1", "InterposeKernel", image("interpose_first.spv"),
-                                           image("interpose_other.spv"), image("interpose_app.spv")});
-  unsetenv("DEVDL_DEBUG");
-  EXPECT_EQ(traced.out, "210 211 212 213 214 215 216 217\n") << traced.err;
-  EXPECT_NE(traced.err.find("devdl: interposed `Answer`: made local in " + image("interpose_other.spv") +
-                            ": image 0 (spirv)"),
-            std::string::npos)
-      << traced.err;
+  if (onOpenCl()) {  // devdl_cache_probe launches through OpenCL
+    setenv("DEVDL_DEBUG", "bindings", 1);
+    CommandResult traced = devdl::test::run({DEVDL_TEST_CACHE_PROBE, "1", "InterposeKernel",
+                                             image("interpose_first.spv"), image("interpose_other.spv"),
+                                             image("interpose_app.spv")});
+    unsetenv("DEVDL_DEBUG");
+    EXPECT_EQ(traced.out, "210 211 212 213 214 215 216 217\n") << traced.err;
+    EXPECT_NE(traced.err.find("devdl: interposed `Answer`: made local in " + image("interpose_other.spv") +
+                              ": image 0 (spirv)"),
+              std::string::npos)
+        << traced.err;
+  }
   void *app = device_dlopen(image("interpose_app.spv").c_str(), DEVDL_NOW);
   ASSERT_NE(app, nullptr) << error();
   EXPECT_EQ(run(device_dlsym(app, "InterposeKernel"), 4), (std::vector<int>{210, 211, 212, 213}));
@@ -386,7 +431,9 @@ TEST_F(DeviceDlopen, ALibrarysKernelComesFromTheProgramOfItsImporter) {
   void *library = device_dlsym(lib, "LibKernel");
   ASSERT_NO_FATAL_FAILURE(expectKernelLibraryKernels(user, library));
   // The library's code was built once: its kernel is in the application's program.
-  EXPECT_EQ(programOf(library), programOf(user));
+  if (onOpenCl()) {
+    EXPECT_EQ(programOf(library), programOf(user));
+  }
   // Without the application the program stays for the library's kernel.
   EXPECT_EQ(device_dlclose(app), 0);
   EXPECT_EQ(device_dlsym(lib, "LibKernel"), library);
@@ -405,7 +452,9 @@ TEST_F(DeviceDlopen, DlsymOfAHandleFindsWhatItsImportsBindTo) {
   void *library = device_dlsym(app, "LibKernel");
   void *user = device_dlsym(app, "UserKernel");
   ASSERT_NO_FATAL_FAILURE(expectKernelLibraryKernels(user, library));
-  EXPECT_EQ(programOf(library), programOf(user));
+  if (onOpenCl()) {
+    EXPECT_EQ(programOf(library), programOf(user));
+  }
   EXPECT_EQ(device_dlsym(lib, "LibKernel"), library);
   devdl_symbol_info info{};
   info.size = sizeof info;
@@ -430,7 +479,9 @@ TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
   ASSERT_NE(user, nullptr) << error();
   EXPECT_EQ(run(library, 4), (std::vector<int>{100, 102, 104, 106}));
   EXPECT_EQ(run(user, 4), (std::vector<int>{1, 3, 5, 7}));
-  EXPECT_EQ(programOf(user), programOf(library)) << "the library's code was built twice";
+  if (onOpenCl()) {
+    EXPECT_EQ(programOf(user), programOf(library)) << "the library's code was built twice";
+  }
   EXPECT_EQ(device_dlsym(broken, "BrokenKernel"), nullptr);
   EXPECT_NE(error().find("undefined device symbol `NowhereDefined`"), std::string::npos) << error();
   device_dlclose(broken);
@@ -441,6 +492,7 @@ TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
 // A program lives while the handles of its images are open: closing the application lets its
 // program go (the library alone has no kernel to keep it), and opening the files again links anew.
 TEST_F(DeviceDlopen, ClosingAHandleReleasesItsProgram) {
+  DEVDL_ONLY_ON_OPENCL("CL_PROGRAM_REFERENCE_COUNT tells when devdl lets the program go");
   // How many references the program has; CL_PROGRAM_REFERENCE_COUNT is exact on PoCL.
   auto referencesOf = [](cl_program program) {
     cl_uint count = 0;
@@ -497,6 +549,7 @@ TEST_F(DeviceDlopen, ClosingALibraryKeepsItForTheProgramsThatUseIt) {
   EXPECT_EQ(device_dlopen(copy.c_str(), DEVDL_NOW), nullptr);
   EXPECT_EQ(error(), copy + ": image 0 (spirv): undefined device symbol `LibDeviceFunc`");
   // The program goes with the last handle using it.
+  if (!onOpenCl()) return;  // only OpenCL counts a program's references
   const cl_program program = programOf(kernel);
   ASSERT_EQ(clRetainProgram(program), CL_SUCCESS);
   EXPECT_EQ(device_dlclose(app), 0);
@@ -537,6 +590,11 @@ TEST_F(DeviceDlopen, SpecializationConstantsSetForTheProgramsLinkedAfter) {
 // into objects, packed by devdl-pack with the symbols of the SPIR-V made from the same source.
 class NativeBinaries : public DeviceDlopen {
  protected:
+  void SetUp() override {
+    DeviceDlopen::SetUp();
+    DEVDL_ONLY_ON_OPENCL("native OpenCL binaries");
+  }
+
   // The compiled object of tests/data/e2e/NAME.cl, written to the scratch folder.
   std::string compile(const std::string &name) {
     const auto &cl = *backend::opencl::api();
@@ -672,6 +730,7 @@ TEST_F(DeviceDlopen, RecordedDependenciesJoinTheLocalScope) {
 }
 
 TEST_F(DeviceDlopen, LdPreloadInterposesADeviceDefinition) {
+  DEVDL_ONLY_ON_OPENCL("devdl_value_probe launches through OpenCL");
   // The probe is linked with the host library carrying DupValue = 1.
   CommandResult plain = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
   ASSERT_EQ(plain.status, 0) << plain.err;
@@ -698,6 +757,7 @@ TEST_F(DeviceDlopen, LdPreloadInterposesADeviceDefinition) {
 }
 
 TEST_F(DeviceDlopen, DevdlPreloadComesBeforeTheLibraries) {
+  DEVDL_ONLY_ON_OPENCL("devdl_value_probe launches through OpenCL");
   // The probe is linked with the host library carrying DupValue = 1; the preloaded image's
   // DupValue = 2 comes first, as an LD_PRELOAD object would.
   setenv("DEVDL_PRELOAD", ("/nonexistent/missing.spv:" + image("value_two.spv")).c_str(), 1);
@@ -805,6 +865,7 @@ TEST_F(DeviceDlopen, IterateImagesInSearchOrder) {
 }
 
 TEST_F(DeviceDlopen, AttachToTheProgramsOwnContext) {
+  DEVDL_ONLY_ON_OPENCL("an OpenCL context to attach to (Level Zero: LevelZero.AttachToTheProgramsOwnContext)");
   auto api = backend::opencl::api();
   ASSERT_TRUE(!!api);
   const auto &cl = *api;
@@ -838,6 +899,7 @@ TEST_F(DeviceDlopen, AttachToTheProgramsOwnContext) {
 }
 
 TEST_F(DeviceDlopen, BackendAndDeviceFromTheEnvironment) {
+  DEVDL_ONLY_ON_OPENCL("devdl_value_probe launches through OpenCL");
   auto probe = [](const char *variable, const char *value) {
     setenv(variable, value, 1);
     CommandResult r = devdl::test::run({DEVDL_TEST_VALUE_PROBE, image("value_user.spv")});
@@ -884,8 +946,8 @@ TEST_F(DeviceDlopen, ImagesTheDeviceCannotLinkAreNoCandidates) {
     if (std::string(name) == "lib.cubin") {
       EXPECT_EQ(message, undefined);  // another family: not even considered
     } else {
-      EXPECT_EQ(message, undefined + " (" + image(name) + ": image 0 (spir-bc) defines it, but OpenCL device " +
-                             deviceName_ + " does not link spir-bc images)");
+      EXPECT_EQ(message, undefined + " (" + image(name) + ": image 0 (spir-bc) defines it, but " + deviceWords_ +
+                             " does not link spir-bc images)");
     }
     device_dlclose(lib);
   }
@@ -893,7 +955,7 @@ TEST_F(DeviceDlopen, ImagesTheDeviceCannotLinkAreNoCandidates) {
   ASSERT_NE(bitcodeApp, nullptr) << error();
   EXPECT_EQ(device_dlsym(bitcodeApp, "AppKernel"), nullptr);
   EXPECT_EQ(error(), image("app.bc") + ": image 0 (spir-bc): `AppKernel` is in a spir-bc image, which cannot be "
-                                       "linked here: OpenCL device " + deviceName_ + " does not link spir-bc images");
+                                       "linked here: " + deviceWords_ + " does not link spir-bc images");
   device_dlclose(bitcodeApp);
 }
 

@@ -212,8 +212,13 @@ std::string linkSpirv(const std::vector<const std::vector<uint32_t> *> &inputs, 
   spvtools::LinkerOptions options;
   options.SetAllowPartialLinkage(partial);
   options.SetCreateLibrary(partial);
-  if (spvtools::Link(context, binaries.data(), sizes.data(), binaries.size(), out, options) != SPV_SUCCESS)
+  std::vector<uint32_t> linked;
+  if (spvtools::Link(context, binaries.data(), sizes.data(), binaries.size(), &linked, options) != SPV_SUCCESS)
     return "SPIR-V link failed: " + messages;
+  // One variable per builtin, as a driver's compiler pairs them (SPIRV-Tools' linker does not).
+  auto merged = devdl::backend::mergeBuiltinVariables(std::move(linked));
+  if (!merged) return llvm::toString(merged.takeError());
+  *out = std::move(*merged);
   return {};
 }
 

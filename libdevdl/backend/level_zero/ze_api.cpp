@@ -1,0 +1,61 @@
+#include "backend/level_zero/ze_api.h"
+#include "backend/driver_library.h"
+#include "support/error.h"
+#include "support/made_once.h"
+
+#include <cstdio>
+
+namespace devdl::backend::level_zero {
+
+namespace {
+
+struct Loaded {
+  Api api;
+  std::string error;  // empty when every entry point was found
+};
+
+Loaded load() {
+  Loaded loaded;
+  Api &api = loaded.api;
+  const EntryPoint entries[] = {
+#define DEVDL_ENTRY(name) {#name, reinterpret_cast<void **>(&api.name)},
+      DEVDL_ZE_FUNCTIONS(DEVDL_ENTRY)
+#undef DEVDL_ENTRY
+  };
+  loaded.error = openDriverLibrary("libze_loader.so.1", "Level Zero", "a Level Zero 1.4 loader is needed", entries);
+  return loaded;
+}
+
+}  // namespace
+
+llvm::Expected<const Api &> api() {
+  static MadeOnce<Loaded> once;
+  const Loaded &loaded = once.get(load);
+  if (!loaded.error.empty()) return fail(ErrorCode::NotFound, loaded.error);
+  return loaded.api;
+}
+
+std::string resultName(ze_result_t result) {
+  const char *name = nullptr;
+  switch (result) {
+#define DEVDL_CASE(c) \
+  case c: name = #c; break;
+    DEVDL_CASE(ZE_RESULT_SUCCESS) DEVDL_CASE(ZE_RESULT_ERROR_UNINITIALIZED) DEVDL_CASE(ZE_RESULT_ERROR_DEVICE_LOST)
+    DEVDL_CASE(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY) DEVDL_CASE(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)
+    DEVDL_CASE(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE) DEVDL_CASE(ZE_RESULT_ERROR_MODULE_LINK_FAILURE)
+    DEVDL_CASE(ZE_RESULT_ERROR_UNSUPPORTED_VERSION) DEVDL_CASE(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+    DEVDL_CASE(ZE_RESULT_ERROR_INVALID_ARGUMENT) DEVDL_CASE(ZE_RESULT_ERROR_INVALID_NULL_HANDLE)
+    DEVDL_CASE(ZE_RESULT_ERROR_INVALID_NULL_POINTER) DEVDL_CASE(ZE_RESULT_ERROR_INVALID_SIZE)
+    DEVDL_CASE(ZE_RESULT_ERROR_INVALID_ENUMERATION) DEVDL_CASE(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY)
+    DEVDL_CASE(ZE_RESULT_ERROR_INVALID_GLOBAL_NAME) DEVDL_CASE(ZE_RESULT_ERROR_INVALID_KERNEL_NAME)
+    DEVDL_CASE(ZE_RESULT_ERROR_INVALID_FUNCTION_NAME) DEVDL_CASE(ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED)
+    DEVDL_CASE(ZE_RESULT_ERROR_UNKNOWN)
+#undef DEVDL_CASE
+    default: break;
+  }
+  char code[16];
+  std::snprintf(code, sizeof code, "0x%08x", static_cast<unsigned>(result));
+  return std::string(name ? name : "Level Zero error") + " (" + code + ")";
+}
+
+}  // namespace devdl::backend::level_zero

@@ -1,0 +1,335 @@
+#include "backend/level_zero/ze_device.h"
+#include "image/local_definitions.h"
+#include "support/environment.h"
+#include "support/error.h"
+
+#include "devdl.h"
+
+#include <cstring>
+#include <deque>
+
+namespace devdl::backend::level_zero {
+
+namespace {
+
+llvm::Error zeFailure(std::string_view what, ze_result_t result) {
+  return fail(ErrorCode::Unsupported, std::string(what) + " failed: " + resultName(result));
+}
+
+// The text of a build log, which it destroys; "" for none.
+std::string takeLog(const Api &api, ze_module_build_log_handle_t log) {
+  if (!log) return {};
+  size_t size = 0;
+  std::string text;
+  if (api.zeModuleBuildLogGetString(log, &size, nullptr) == ZE_RESULT_SUCCESS && size > 0) {
+    text.resize(size);
+    if (api.zeModuleBuildLogGetString(log, &size, text.data()) != ZE_RESULT_SUCCESS) text.clear();
+  }
+  api.zeModuleBuildLogDestroy(log);
+  text.resize(std::strlen(text.c_str()));
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+std::string deviceName(const Api &api, ze_device_handle_t device, ze_device_properties_t *out = nullptr) {
+  ze_device_properties_t properties{};
+  properties.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+  if (api.zeDeviceGetProperties(device, &properties) != ZE_RESULT_SUCCESS) return "(unnamed)";
+  if (out) *out = properties;
+  return std::string(properties.name, strnlen(properties.name, sizeof properties.name));
+}
+
+// The native binaries of a program's modules, as the disk cache keeps them: "DVZE", then per
+// module its size (u64) and bytes, in link order.
+constexpr char kBinaryMagic[4] = {'D', 'V', 'Z', 'E'};
+
+}  // namespace
+
+Program::~Program() {
+  for (auto &[name, kernel] : kernels_) api_.zeKernelDestroy(kernel);
+  for (ze_module_handle_t module : modules_) api_.zeModuleDestroy(module);
+}
+
+llvm::Expected<void *> Program::kernel(std::string_view name) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+  }
+  const std::string text(name);
+  ze_kernel_desc_t desc = {ZE_STRUCTURE_TYPE_KERNEL_DESC, nullptr, 0, text.c_str()};
+  ze_kernel_handle_t kernel = nullptr;
+  ze_result_t result = ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+  for (ze_module_handle_t module : modules_) {
+    result = api_.zeKernelCreate(module, &desc, &kernel);
+    if (result != ZE_RESULT_ERROR_INVALID_KERNEL_NAME) break;  // found, or another failure
+  }
+  if (result != ZE_RESULT_SUCCESS) return fail(ErrorCode::NotFound, "kernel `" + text + "`: " + resultName(result));
+  std::unique_lock lock(mutex_);
+  auto [it, made] = kernels_.emplace(text, kernel);
+  lock.unlock();
+  if (!made) api_.zeKernelDestroy(kernel);  // another thread made it first: one object for one name
+  return it->second;
+}
+
+llvm::Expected<void *> Program::variable(std::string_view name) {
+  const std::string text(name);
+  ze_result_t result = ZE_RESULT_ERROR_INVALID_GLOBAL_NAME;
+  for (ze_module_handle_t module : modules_) {
+    void *pointer = nullptr;
+    size_t size = 0;
+    result = api_.zeModuleGetGlobalPointer(module, text.c_str(), &size, &pointer);
+    if (result == ZE_RESULT_SUCCESS) return pointer;
+    if (result != ZE_RESULT_ERROR_INVALID_GLOBAL_NAME) break;
+  }
+  return fail(ErrorCode::Unsupported, "`" + text + "` is a device variable: zeModuleGetGlobalPointer on " + device_ +
+                                          " failed: " + resultName(result));
+}
+
+llvm::Expected<void *> Program::function(std::string_view name) {
+  const std::string text(name);
+  ze_result_t result = ZE_RESULT_ERROR_INVALID_FUNCTION_NAME;
+  for (ze_module_handle_t module : modules_) {
+    void *pointer = nullptr;
+    result = api_.zeModuleGetFunctionPointer(module, text.c_str(), &pointer);
+    if (result == ZE_RESULT_SUCCESS) return pointer;
+    if (result != ZE_RESULT_ERROR_INVALID_FUNCTION_NAME) break;
+  }
+  return fail(ErrorCode::Unsupported, "`" + text + "` is a device function: zeModuleGetFunctionPointer on " + device_ +
+                                          " failed: " + resultName(result));
+}
+
+Device::Device(const Api &api, ze_driver_handle_t driver, ze_device_handle_t device, ze_context_handle_t context,
+               bool ownsContext)
+    : api_(api), driver_(driver), device_(device), context_(context), ownsContext_(ownsContext) {
+  ze_device_properties_t properties{};
+  name_ = deviceName(api, device, &properties);
+  ze_device_module_properties_t module{};
+  module.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+  if (api.zeDeviceGetModuleProperties(device, &module) == ZE_RESULT_SUCCESS) spirvVersion_ = module.spirvVersionSupported;
+  uint32_t count = 0;
+  if (api.zeDriverGetExtensionProperties(driver, &count, nullptr) == ZE_RESULT_SUCCESS && count > 0) {
+    std::vector<ze_driver_extension_properties_t> extensions(count);
+    if (api.zeDriverGetExtensionProperties(driver, &count, extensions.data()) == ZE_RESULT_SUCCESS)
+      for (uint32_t i = 0; i < count; ++i)
+        moduleProgram_ |= std::strncmp(extensions[i].name, ZE_MODULE_PROGRAM_EXP_NAME, ZE_MAX_EXTENSION_NAME) == 0;
+  }
+  if (const char *options = devdlVariable("DEVDL_BUILD_OPTIONS")) options_ = options;
+  ze_driver_properties_t driverProperties{};
+  driverProperties.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES;
+  api.zeDriverGetProperties(driver, &driverProperties);
+  ze_api_version_t version{};
+  api.zeDriverGetApiVersion(driver, &version);
+  char ids[64];
+  std::snprintf(ids, sizeof ids, "vendor 0x%04x device 0x%04x", properties.vendorId, properties.deviceId);
+  identity_ = "Level Zero\n" + name_ + "\n" + ids + "\ndriver " + std::to_string(driverProperties.driverVersion) +
+              ", API " + std::to_string(ZE_MAJOR_VERSION(version)) + "." + std::to_string(ZE_MINOR_VERSION(version)) +
+              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\n" + devdlBuild();
+}
+
+Device::~Device() {
+  if (ownsContext_) api_.zeContextDestroy(context_);
+}
+
+int Device::backend() const { return DEVDL_BACKEND_LEVEL_ZERO; }
+
+std::string_view Device::linkMethod() const {
+  return moduleProgram_ ? "one module of the plan's SPIR-V (ze_module_program_exp_desc_t)"
+                        : "zeModuleCreate per image (-library-compilation), zeModuleDynamicLink";
+}
+
+void Device::native(devdl_native &out) const {
+  out.backend = DEVDL_BACKEND_LEVEL_ZERO;
+  out.platform = driver_;
+  out.device = device_;
+  out.context = context_;
+}
+
+bool Device::accepts(const DeviceImage &image, std::string *why) const {
+  if (image.format != ImageFormat::SpirV) {
+    if (why) *why = "Level Zero device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
+    return false;
+  }
+  uint32_t word = 0;
+  if (image.bytes.size() >= 8) std::memcpy(&word, image.bytes.data() + 4, 4);
+  const uint32_t major = (word >> 16) & 0xff, minor = (word >> 8) & 0xff;
+  if (spirvVersion_ && ZE_MAKE_VERSION(major, minor) > spirvVersion_) {
+    if (why)
+      *why = "SPIR-V " + std::to_string(major) + "." + std::to_string(minor) + " is newer than Level Zero device " + name_ +
+             " reads (" + std::to_string(ZE_MAJOR_VERSION(spirvVersion_)) + "." +
+             std::to_string(ZE_MINOR_VERSION(spirvVersion_)) + ")";
+    return false;
+  }
+  return true;
+}
+
+llvm::Expected<ze_module_handle_t> Device::create(const ze_module_desc_t &desc, std::string_view what) const {
+  ze_module_handle_t module = nullptr;
+  ze_module_build_log_handle_t log = nullptr;
+  const ze_result_t result = api_.zeModuleCreate(context_, device_, &desc, &module, &log);
+  const std::string text = takeLog(api_, log);
+  if (result != ZE_RESULT_SUCCESS)
+    return fail(ErrorCode::Unsupported, std::string(what) + ": zeModuleCreate on " + name_ + " failed: " +
+                                            resultName(result) + (text.empty() ? "" : "\n" + text));
+  return module;
+}
+
+llvm::Error Device::dynamicLink(Program &program, std::string_view what) const {
+  std::vector<ze_module_handle_t> modules = program.modules();
+  ze_module_build_log_handle_t log = nullptr;
+  const ze_result_t result = api_.zeModuleDynamicLink(static_cast<uint32_t>(modules.size()), modules.data(), &log);
+  const std::string text = takeLog(api_, log);
+  if (result != ZE_RESULT_SUCCESS)
+    return fail(ErrorCode::Unsupported, "zeModuleDynamicLink on " + name_ + " of " + std::string(what) + " failed: " +
+                                            resultName(result) + (text.empty() ? "" : "\n" + text));
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
+  // The images, each as the driver gets it: a copy with interposed definitions made local.
+  std::deque<std::string> edits;
+  std::vector<Bytes> bytes;
+  std::string labels;
+  for (const LinkInput &input : inputs) {
+    if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+    labels += (labels.empty() ? "" : ", ") + input.label;
+    if (input.hidden.empty()) {
+      bytes.push_back(input.image->bytes);
+      continue;
+    }
+    auto edited = withLocalDefinitions(input.image->bytes, input.image->format, input.hidden);
+    if (!edited) return inImage(edited.takeError(), input.label);
+    bytes.push_back(asBytes(edits.emplace_back(std::move(*edited))));
+  }
+  // Each image's specialization constants, as the driver takes them.
+  std::vector<std::vector<uint32_t>> ids(inputs.size());
+  std::vector<std::vector<const void *>> values(inputs.size());
+  std::vector<ze_module_constants_t> constants(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].specConstants)
+      for (const auto &[id, value] : *inputs[i].specConstants) {
+        ids[i].push_back(id);
+        values[i].push_back(value.data());
+      }
+    constants[i] = {static_cast<uint32_t>(ids[i].size()), ids[i].data(), values[i].data()};
+  }
+  // Built as libraries: exports of functions and variables reach the other images.
+  const std::string flags = "-library-compilation -ze-take-global-address" + (options_.empty() ? "" : " " + options_);
+
+  auto program = std::make_unique<Program>(api_, name_);
+  if (moduleProgram_) {
+    std::vector<size_t> sizes;
+    std::vector<const uint8_t *> modules;
+    std::vector<const char *> flagList(inputs.size(), flags.c_str());
+    std::vector<const ze_module_constants_t *> constantList;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      sizes.push_back(bytes[i].size());
+      modules.push_back(bytes[i].data());
+      constantList.push_back(&constants[i]);
+    }
+    ze_module_program_exp_desc_t many = {ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC, nullptr,
+                                         static_cast<uint32_t>(inputs.size()), sizes.data(), modules.data(),
+                                         flagList.data(), constantList.data()};
+    ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, &many, ZE_MODULE_FORMAT_IL_SPIRV, 0, nullptr, nullptr, nullptr};
+    auto module = create(desc, labels);
+    if (!module) return module.takeError();
+    program->add(*module);
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr, ZE_MODULE_FORMAT_IL_SPIRV, bytes[i].size(),
+                               bytes[i].data(), flags.c_str(), &constants[i]};
+      auto module = create(desc, inputs[i].label);
+      if (!module) return module.takeError();
+      program->add(*module);
+    }
+    if (llvm::Error err = dynamicLink(*program, labels)) return err;
+  }
+  if (binary) {
+    binary->assign(kBinaryMagic, sizeof kBinaryMagic);
+    for (ze_module_handle_t module : program->modules()) {
+      size_t size = 0;
+      ze_result_t result = api_.zeModuleGetNativeBinary(module, &size, nullptr);
+      std::string native(size, '\0');
+      if (result == ZE_RESULT_SUCCESS)
+        result = api_.zeModuleGetNativeBinary(module, &size, reinterpret_cast<uint8_t *>(native.data()));
+      if (result != ZE_RESULT_SUCCESS) return zeFailure("zeModuleGetNativeBinary", result);
+      const uint64_t length = size;
+      binary->append(reinterpret_cast<const char *>(&length), sizeof length);
+      binary->append(native.data(), size);
+    }
+  }
+  return std::move(program);
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
+  if (binary.size() < sizeof kBinaryMagic || std::memcmp(binary.data(), kBinaryMagic, sizeof kBinaryMagic) != 0)
+    return fail(ErrorCode::Unsupported, "a cached program for Level Zero device " + name_ + " is not devdl's");
+  auto program = std::make_unique<Program>(api_, name_);
+  for (size_t at = sizeof kBinaryMagic; at < binary.size();) {
+    uint64_t size = 0;
+    if (binary.size() - at < sizeof size) return fail(ErrorCode::Unsupported, "a cached program is cut short");
+    std::memcpy(&size, binary.data() + at, sizeof size);
+    at += sizeof size;
+    if (size > binary.size() - at) return fail(ErrorCode::Unsupported, "a cached program is cut short");
+    ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr, ZE_MODULE_FORMAT_NATIVE, size,
+                             reinterpret_cast<const uint8_t *>(binary.data() + at), nullptr, nullptr};
+    auto module = create(desc, "a cached program");
+    if (!module) return module.takeError();
+    program->add(*module);
+    at += size;
+  }
+  if (program->modules().size() > 1)
+    if (llvm::Error err = dynamicLink(*program, "a cached program's modules")) return err;
+  return std::move(program);
+}
+
+llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
+  auto loaded = level_zero::api();
+  if (!loaded) return loaded.takeError();
+  const Api &ze = *loaded;
+  if (ze_result_t result = ze.zeInit(0); result != ZE_RESULT_SUCCESS)
+    return fail(ErrorCode::NotFound, "no Level Zero driver (zeInit: " + resultName(result) + ")");
+  uint32_t drivers = 0;
+  if (ze.zeDriverGet(&drivers, nullptr) != ZE_RESULT_SUCCESS || drivers == 0)
+    return fail(ErrorCode::NotFound, "no Level Zero driver");
+  std::vector<ze_driver_handle_t> driverHandles(drivers);
+  if (ze_result_t result = ze.zeDriverGet(&drivers, driverHandles.data()); result != ZE_RESULT_SUCCESS)
+    return zeFailure("zeDriverGet", result);
+  // The candidates, in driver then device order.
+  std::vector<std::pair<ze_driver_handle_t, ze_device_handle_t>> candidates;
+  for (ze_driver_handle_t driver : driverHandles) {
+    uint32_t count = 0;
+    if (ze.zeDeviceGet(driver, &count, nullptr) != ZE_RESULT_SUCCESS || count == 0) continue;
+    std::vector<ze_device_handle_t> devices(count);
+    if (ze.zeDeviceGet(driver, &count, devices.data()) != ZE_RESULT_SUCCESS) continue;
+    for (uint32_t i = 0; i < count; ++i) candidates.emplace_back(driver, devices[i]);
+  }
+  if (candidates.empty()) return fail(ErrorCode::NotFound, "no Level Zero device");
+  std::vector<std::string> names;
+  for (const auto &[driver, device] : candidates) names.push_back(deviceName(ze, device));
+  auto chosen = chooseDevice(names, "Level Zero");
+  if (!chosen) return chosen.takeError();
+  auto [driver, device] = candidates[*chosen];
+  ze_context_desc_t desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, nullptr, 0};
+  ze_context_handle_t context = nullptr;
+  if (ze_result_t result = ze.zeContextCreate(driver, &desc, &context); result != ZE_RESULT_SUCCESS)
+    return zeFailure("zeContextCreate", result);
+  return std::unique_ptr<Device>(new Device(ze, driver, device, context, /*ownsContext=*/true));
+}
+
+llvm::Expected<std::unique_ptr<Device>> Device::attach(ze_driver_handle_t driver, ze_device_handle_t device,
+                                                       ze_context_handle_t context) {
+  auto loaded = level_zero::api();
+  if (!loaded) return loaded.takeError();
+  const Api &ze = *loaded;
+  if (!driver || !device) return fail(ErrorCode::InvalidArgument, "device_dlattach: Level Zero needs a driver and a device");
+  bool owns = false;
+  if (!context) {
+    ze_context_desc_t desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, nullptr, 0};
+    if (ze_result_t result = ze.zeContextCreate(driver, &desc, &context); result != ZE_RESULT_SUCCESS)
+      return zeFailure("device_dlattach: zeContextCreate", result);
+    owns = true;
+  }
+  return std::unique_ptr<Device>(new Device(ze, driver, device, context, owns));
+}
+
+}  // namespace devdl::backend::level_zero
