@@ -1,0 +1,118 @@
+// devdl on Level Zero, through the real loader and the test driver (tests/level_zero_driver), for
+// what the shared suite (e2e/dlopen_test.cpp, run on Level Zero as LevelZero.*) does not cover:
+// the program's own context, and the disk cache across processes, both ways of linking.
+#include "devdl.h"
+#include "e2e/level_zero_run.h"
+#include "test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace devdl::test {
+namespace {
+
+const bool kLevelZero = [] {
+  return setenv("ZE_ENABLE_ALT_DRIVERS", DEVDL_TEST_ZE_DRIVER, 1) == 0 && setenv("DEVDL_BACKEND", "level_zero", 1) == 0;
+}();
+
+std::string error() {
+  const char *e = device_dlerror();
+  return e ? e : "";
+}
+
+const std::vector<int> kSeed = {0, 2, 4, 6, 8, 10, 12, 14};
+
+TEST(LevelZero, AttachToTheProgramsOwnContext) {
+  ASSERT_TRUE(kLevelZero);
+  ASSERT_EQ(zeInit(0), ZE_RESULT_SUCCESS);
+  uint32_t count = 1;
+  ze_driver_handle_t driver = nullptr;
+  ze_device_handle_t device = nullptr;
+  ASSERT_EQ(zeDriverGet(&count, &driver), ZE_RESULT_SUCCESS);
+  ASSERT_EQ(zeDeviceGet(driver, &count, &device), ZE_RESULT_SUCCESS);
+  ze_context_desc_t desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, nullptr, 0};
+  ze_context_handle_t own = nullptr;
+  ASSERT_EQ(zeContextCreate(driver, &desc, &own), ZE_RESULT_SUCCESS);
+  devdl_native native{};
+  native.size = sizeof native;
+  native.backend = DEVDL_BACKEND_LEVEL_ZERO;
+  native.platform = driver;
+  native.device = device;
+  native.context = own;
+  ASSERT_EQ(device_dlattach(&native), 0) << error();
+  devdl_native used{};
+  used.size = sizeof used;
+  ASSERT_EQ(device_dlnative(&used), 0) << error();
+  EXPECT_EQ(used.backend, DEVDL_BACKEND_LEVEL_ZERO);
+  EXPECT_EQ(used.platform, driver);
+  EXPECT_EQ(used.device, device);
+  EXPECT_EQ(used.context, own);
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(runIntKernel(own, device, static_cast<ze_kernel_handle_t>(kernel), 8), kSeed);
+  // Programs exist now: another context is refused.
+  ze_context_handle_t other = nullptr;
+  ASSERT_EQ(zeContextCreate(driver, &desc, &other), ZE_RESULT_SUCCESS);
+  native.context = other;
+  EXPECT_NE(device_dlattach(&native), 0);
+  EXPECT_NE(error().find("programs are already linked"), std::string::npos);
+  device_dlclose(app);
+  device_dlclose(lib);
+  zeContextDestroy(other);
+}
+
+// What a process does (run by the test below, not by itself): the seed example, its output on
+// stdout.
+TEST(LevelZeroProcess, DISABLED_SeedExample) {
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  devdl_native native{};
+  native.size = sizeof native;
+  ASSERT_EQ(device_dlnative(&native), 0) << error();
+  ASSERT_EQ(native.backend, DEVDL_BACKEND_LEVEL_ZERO);
+  const std::vector<int> out =
+      runIntKernel(static_cast<ze_context_handle_t>(native.context), static_cast<ze_device_handle_t>(native.device),
+                   static_cast<ze_kernel_handle_t>(device_dlsym(app, "AppKernel")), 8);
+  for (int v : out) std::printf("%d ", v);
+  std::printf("\n");
+}
+
+// The disk cache keeps the modules' native binaries (zeModuleGetNativeBinary): the next process
+// creates them as native modules and links them again, both ways of linking.
+TEST(LevelZero, DiskCacheAcrossProcesses) {
+  for (const char *moduleProgram : {"1", "0"}) {
+    SCOPED_TRACE(std::string("DEVDL_TEST_ZE_MODULE_PROGRAM=") + moduleProgram);
+    const std::string cache = scratchDir() + "/ze-cache-" + moduleProgram;
+    std::filesystem::remove_all(cache);
+    setenv("DEVDL_CACHE", "1", 1);
+    setenv("DEVDL_CACHE_DIR", cache.c_str(), 1);
+    setenv("DEVDL_DEBUG", "statistics", 1);
+    setenv("DEVDL_TEST_ZE_MODULE_PROGRAM", moduleProgram, 1);
+    auto process = [] {
+      return run({"/proc/self/exe", "--gtest_also_run_disabled_tests", "--gtest_filter=LevelZeroProcess.*"});
+    };
+    const CommandResult cold = process(), hit = process();
+    unsetenv("DEVDL_CACHE");
+    unsetenv("DEVDL_CACHE_DIR");
+    unsetenv("DEVDL_DEBUG");
+    unsetenv("DEVDL_TEST_ZE_MODULE_PROGRAM");
+    ASSERT_EQ(cold.status, 0) << cold.out << cold.err;
+    ASSERT_EQ(hit.status, 0) << hit.out << hit.err;
+    EXPECT_NE(cold.out.find("0 2 4 6 8 10 12 14 \n"), std::string::npos) << cold.out;
+    EXPECT_NE(hit.out.find("0 2 4 6 8 10 12 14 \n"), std::string::npos) << hit.out;
+    EXPECT_NE(cold.err.find("0 hits, 1 misses, 1 stored"), std::string::npos) << cold.err;
+    EXPECT_NE(hit.err.find("1 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
+    EXPECT_EQ(hit.err.find("linked in"), std::string::npos) << "the second process linked again:\n" << hit.err;
+  }
+}
+
+}  // namespace
+}  // namespace devdl::test
