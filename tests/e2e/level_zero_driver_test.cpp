@@ -160,6 +160,19 @@ TEST_F(LevelZeroDriver, ExportsOnlyWithLibraryCompilation) {
   EXPECT_NE(log.find("`LibDeviceFunc`"), std::string::npos) << log;
 }
 
+TEST_F(LevelZeroDriver, VariablesHaveAddressesOnlyWithTakeGlobalAddress) {
+  ze_module_handle_t plain = nullptr, taken = nullptr;
+  ASSERT_EQ(create("lib.spv", "-library-compilation", &plain), ZE_RESULT_SUCCESS) << lastLog_;
+  ASSERT_EQ(create("lib.spv", "-library-compilation -ze-take-global-address", &taken), ZE_RESULT_SUCCESS) << lastLog_;
+  void *address = nullptr;
+  size_t size = 0;
+  EXPECT_EQ(zeModuleGetGlobalPointer(plain, "LibCounter", &size, &address), ZE_RESULT_ERROR_INVALID_GLOBAL_NAME);
+  ASSERT_EQ(zeModuleGetGlobalPointer(taken, "LibCounter", &size, &address), ZE_RESULT_SUCCESS);
+  EXPECT_EQ(size, sizeof(int));
+  EXPECT_EQ(*static_cast<int *>(address), 7) << "its initial value (the CPU device's memory is the host's)";
+  EXPECT_EQ(zeModuleGetGlobalPointer(taken, "NoSuchVariable", &size, &address), ZE_RESULT_ERROR_INVALID_GLOBAL_NAME);
+}
+
 TEST_F(LevelZeroDriver, AmbiguousExportsAreRefused) {
   ze_module_handle_t lib = nullptr, again = nullptr, app = nullptr;
   ASSERT_EQ(create("lib.spv", "-library-compilation", &lib), ZE_RESULT_SUCCESS) << lastLog_;

@@ -68,6 +68,41 @@ TEST(LevelZero, AttachToTheProgramsOwnContext) {
   zeContextDestroy(other);
 }
 
+// A device variable's address, as a Level Zero program has one: written from the host, read by
+// the application's kernel. (A function's pointer, zeModuleGetFunctionPointer, is asked of the
+// driver as a variable's is; the test driver has none to give, and devdl says so.)
+TEST(LevelZero, VariablesHaveDeviceAddresses) {
+  ASSERT_TRUE(kLevelZero);
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("counter_app.spv").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  devdl_native native{};
+  native.size = sizeof native;
+  ASSERT_EQ(device_dlnative(&native), 0) << error();
+  auto context = static_cast<ze_context_handle_t>(native.context);
+  auto device = static_cast<ze_device_handle_t>(native.device);
+  void *counter = device_dlsym(app, "LibCounter");
+  ASSERT_NE(counter, nullptr) << error();
+  ze_command_queue_desc_t queueDesc = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, nullptr, 0, 0, 0,
+                                       ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ze_command_list_handle_t list = nullptr;
+  ASSERT_EQ(zeCommandListCreateImmediate(context, device, &queueDesc, &list), ZE_RESULT_SUCCESS);
+  int value = 0;
+  ASSERT_EQ(zeCommandListAppendMemoryCopy(list, &value, counter, sizeof value, nullptr, 0, nullptr), ZE_RESULT_SUCCESS);
+  EXPECT_EQ(value, 7) << "LibCounter's initial value";
+  value = 40;
+  ASSERT_EQ(zeCommandListAppendMemoryCopy(list, counter, &value, sizeof value, nullptr, 0, nullptr), ZE_RESULT_SUCCESS);
+  zeCommandListDestroy(list);
+  EXPECT_EQ(runIntKernel(context, device, static_cast<ze_kernel_handle_t>(device_dlsym(app, "CounterKernel")), 4),
+            (std::vector<int>{40, 41, 42, 43}));
+  EXPECT_EQ(device_dlsym(lib, "LibDeviceFunc"), nullptr);
+  EXPECT_NE(error().find("`LibDeviceFunc` is a device function: zeModuleGetFunctionPointer on devdl test driver"),
+            std::string::npos)
+      << error();
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
 // What a process does (run by the test below, not by itself): the seed example, its output on
 // stdout.
 TEST(LevelZeroProcess, DISABLED_SeedExample) {

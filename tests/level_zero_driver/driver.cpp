@@ -17,9 +17,13 @@
 // ZE_experimental_module_program (several SPIR-V inputs in one module) is reported unless
 // DEVDL_TEST_ZE_MODULE_PROGRAM=0, so that both of devdl's paths run.
 //
-// What it does not do: device addresses of variables and functions (zeModuleGetGlobalPointer,
-// zeModuleGetFunctionPointer answer ZE_RESULT_ERROR_UNSUPPORTED_FEATURE), events, fences,
-// images; a module linked in two links has its code (and variables) in each.
+// A program's variables live in host memory the driver allocates, at addresses built into its
+// kernels: PoCL 3.1 gives each kernel a copy of its own of program-scope variables, where a
+// device has one instance for all kernels of a program, and the host reads and writes it.
+//
+// What it does not do: function pointers (zeModuleGetFunctionPointer answers
+// ZE_RESULT_ERROR_UNSUPPORTED_FEATURE: PoCL builds each kernel apart), events, fences, images; a
+// module linked in two links has its code (and variables) in each.
 #include "spirv_module.h"
 
 #include "backend/spirv_link.h"
@@ -30,7 +34,13 @@
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
 #include <spirv-tools/libspirv.hpp>
 #include <spirv-tools/linker.hpp>
 
@@ -41,6 +51,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,8 +97,11 @@ struct BuildLog {
 // A built OpenCL program: what the kernels of one or more modules come from.
 struct Built {
   cl_program program = nullptr;
+  // The program's variables: where each is (host memory its kernels use) and its size.
+  std::map<std::string, std::pair<void *, size_t>> addresses;
   ~Built() {
     if (program) clReleaseProgram(program);
+    for (auto &[name, where] : addresses) std::free(where.first);
   }
 };
 
@@ -175,12 +189,90 @@ std::string buildBinary(std::string_view binary, const char *options, std::share
   return {};
 }
 
+// Writes a constant's bytes at `out` as the device lays it out; false for what is no plain data
+// (an address of something else).
+bool writeConstant(const llvm::Constant *value, const llvm::DataLayout &layout, uint8_t *out) {
+  if (llvm::isa<llvm::ConstantAggregateZero>(value) || llvm::isa<llvm::UndefValue>(value)) return true;  // zeroed
+  if (const auto *integer = llvm::dyn_cast<llvm::ConstantInt>(value)) {
+    const uint64_t bits = integer->getZExtValue();
+    std::memcpy(out, &bits, layout.getTypeStoreSize(value->getType()));
+    return true;
+  }
+  if (const auto *real = llvm::dyn_cast<llvm::ConstantFP>(value)) {
+    const llvm::APInt bits = real->getValueAPF().bitcastToAPInt();
+    const uint64_t raw = bits.getZExtValue();
+    std::memcpy(out, &raw, layout.getTypeStoreSize(value->getType()));
+    return true;
+  }
+  if (const auto *data = llvm::dyn_cast<llvm::ConstantDataSequential>(value)) {
+    const llvm::StringRef raw = data->getRawDataValues();
+    std::memcpy(out, raw.data(), raw.size());
+    return true;
+  }
+  if (const auto *array = llvm::dyn_cast<llvm::ConstantArray>(value)) {
+    const uint64_t stride = layout.getTypeAllocSize(array->getType()->getElementType());
+    for (unsigned i = 0; i < array->getNumOperands(); ++i)
+      if (!writeConstant(array->getOperand(i), layout, out + i * stride)) return false;
+    return true;
+  }
+  if (const auto *record = llvm::dyn_cast<llvm::ConstantStruct>(value)) {
+    const llvm::StructLayout *fields = layout.getStructLayout(record->getType());
+    for (unsigned i = 0; i < record->getNumOperands(); ++i)
+      if (!writeConstant(record->getOperand(i), layout, out + fields->getElementOffset(i))) return false;
+    return true;
+  }
+  return false;
+}
+
+// SPIR whose program-scope variables (global address space) are moved to host memory, each at a
+// constant address its kernels use, with its initial value; where each went in `addresses`.
+std::string placeVariables(const std::string &spir, std::map<std::string, std::pair<void *, size_t>> *addresses,
+                           std::string *out) {
+  llvm::LLVMContext context;
+  auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(spir, "spir"), context);
+  if (!parsed) return llvm::toString(parsed.takeError());
+  llvm::Module &module = **parsed;
+  const llvm::DataLayout &layout = module.getDataLayout();
+  std::vector<llvm::GlobalVariable *> placed;
+  for (llvm::GlobalVariable &variable : module.globals())
+    if (!variable.isDeclaration() && variable.hasName() && variable.getAddressSpace() == 1 &&
+        !variable.getName().startswith("__spirv"))
+      placed.push_back(&variable);
+  for (llvm::GlobalVariable *variable : placed) {
+    const size_t size = layout.getTypeAllocSize(variable->getValueType());
+    void *memory = std::aligned_alloc(64, (std::max<size_t>(size, 1) + 63) / 64 * 64);
+    if (!memory) return "out of memory for `" + variable->getName().str() + "`";
+    std::memset(memory, 0, size);
+    (*addresses)[variable->getName().str()] = {memory, size};
+    if (variable->hasInitializer() &&
+        !writeConstant(variable->getInitializer(), layout, static_cast<uint8_t *>(memory)))
+      return "the test driver cannot place `" + variable->getName().str() + "`: its initial value is no plain data";
+    llvm::Constant *address = llvm::ConstantExpr::getIntToPtr(
+        llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), reinterpret_cast<uintptr_t>(memory)), variable->getType());
+    variable->replaceAllUsesWith(address);
+    variable->eraseFromParent();
+  }
+  llvm::raw_string_ostream stream(*out);
+  llvm::WriteBitcodeToFile(module, stream);
+  stream.flush();
+  return {};
+}
+
 // Compiles linked SPIR-V for the device: translated to SPIR, built by PoCL. "" or the log.
 std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built> *out) {
   if (llvm::Error err = devdl::backend::checkTranslatable(words)) return llvm::toString(std::move(err));
   auto spir = devdl::backend::spirvToSpir(words);
   if (!spir) return llvm::toString(spir.takeError());
-  return buildBinary(*spir, "-x spir -spir-std=1.2", out);
+  std::map<std::string, std::pair<void *, size_t>> addresses;
+  std::string placed;
+  std::string why = placeVariables(*spir, &addresses, &placed);
+  if (why.empty()) why = buildBinary(placed, "-x spir -spir-std=1.2", out);
+  if (!why.empty()) {
+    for (auto &[name, where] : addresses) std::free(where.first);
+    return why;
+  }
+  (*out)->addresses = std::move(addresses);
+  return {};
 }
 
 // Links SPIR-V modules with SPIRV-Tools' linker (the driver's own, as Intel's has its own).
@@ -229,7 +321,7 @@ struct NativeHeader {
   uint32_t version;
   uint32_t flags;  // 1 library, 2 global addresses, 4 linked
   uint64_t spirvBytes;
-  uint64_t programBytes;
+  uint64_t programBytes;  // PoCL's binary, where the module was built alone and has no variables
 };
 
 std::string programBinary(cl_program program) {
@@ -421,7 +513,7 @@ std::string loadNative(const uint8_t *bytes, size_t size, Module *module) {
   std::memcpy(&header, bytes, sizeof header);
   if (std::memcmp(header.magic, kNativeMagic, 8) != 0 || header.version != 1 ||
       header.spirvBytes % 4 != 0 || header.spirvBytes > size - sizeof header ||
-      header.programBytes > size - sizeof header - header.spirvBytes)
+      header.programBytes != size - sizeof header - header.spirvBytes)
     return "not a native binary of this device";
   module->words.resize(header.spirvBytes / 4);
   std::memcpy(module->words.data(), bytes + sizeof header, header.spirvBytes);
@@ -431,10 +523,9 @@ std::string loadNative(const uint8_t *bytes, size_t size, Module *module) {
   if (!module->linkage.imports.empty() && !(header.flags & 4)) return {};  // unlinked until zeModuleDynamicLink
   module->linked = true;
   module->builtAlone = true;
-  if (header.programBytes)
-    return buildBinary({reinterpret_cast<const char *>(bytes) + sizeof header + header.spirvBytes, header.programBytes},
-                       "", &module->built);
-  return buildSpirv(module->words, &module->built);
+  if (!header.programBytes) return buildSpirv(module->words, &module->built);
+  return buildBinary({reinterpret_cast<const char *>(bytes) + sizeof header + header.spirvBytes, header.programBytes},
+                     "", &module->built);
 }
 
 ze_result_t ZE_APICALL moduleCreate(ze_context_handle_t, ze_device_handle_t, const ze_module_desc_t *desc,
@@ -551,7 +642,10 @@ ze_result_t ZE_APICALL moduleInspectLinkage(ze_linkage_inspection_ext_desc_t *de
 
 ze_result_t ZE_APICALL moduleGetNativeBinary(ze_module_handle_t handle, size_t *size, uint8_t *out) {
   const Module *module = asModule(handle);
-  const std::string program = module->builtAlone && module->built ? programBinary(module->built->program) : std::string();
+  // PoCL's binary has the variables' addresses of this process in it: a module with variables
+  // is built again from its SPIR-V.
+  const bool whole = module->builtAlone && module->built && module->built->addresses.empty();
+  const std::string program = whole ? programBinary(module->built->program) : std::string();
   NativeHeader header{};
   std::memcpy(header.magic, kNativeMagic, 8);
   header.version = 1;
@@ -571,8 +665,24 @@ ze_result_t ZE_APICALL moduleGetNativeBinary(ze_module_handle_t handle, size_t *
   return ZE_RESULT_SUCCESS;
 }
 
-ze_result_t ZE_APICALL moduleGetGlobalPointer(ze_module_handle_t, const char *, size_t *, void **) {
-  return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+// A variable's address: one the module exports (as built), once linked.
+ze_result_t addressOf(ze_module_handle_t handle, const char *name, const std::set<std::string> &exported, bool allowed,
+                      ze_result_t notFound, size_t *size, void **out) {
+  const Module *module = asModule(handle);
+  if (!name || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (!allowed || !exported.count(name)) return notFound;
+  if (!module->linked) return ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED;
+  auto it = module->built->addresses.find(name);
+  if (it == module->built->addresses.end()) return notFound;
+  *out = it->second.first;
+  if (size) *size = it->second.second;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t ZE_APICALL moduleGetGlobalPointer(ze_module_handle_t handle, const char *name, size_t *size, void **out) {
+  const Module *module = asModule(handle);
+  return addressOf(handle, name, module->linkage.exportedVariables, module->globalAddresses,
+                   ZE_RESULT_ERROR_INVALID_GLOBAL_NAME, size, out);
 }
 
 ze_result_t ZE_APICALL moduleGetFunctionPointer(ze_module_handle_t, const char *, void **) {
