@@ -25,6 +25,8 @@ packages=(
   # the remote cache: hiredis (its header at build time; devdl opens the library when asked) and
   # a Redis server for the tests and benchmarks
   libhiredis-dev redis-server
+  # what ocloc (Intel's offline compiler, below) runs on: Intel's graphics compiler
+  libigc1 libigdfcl1 libigdgmm12
 )
 
 SUDO=""
@@ -34,11 +36,26 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+export DEBIAN_FRONTEND=noninteractive
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages already installed"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# ocloc, for the tests' Intel native images, taken out of intel-opencl-icd without installing
+# that package: installed, it registers Intel's OpenCL ICD, whose runtime (loaded with
+# RTLD_DEEPBIND) makes every AddressSanitizer process abort, and its Level Zero driver.
+ocloc_root=/opt/devdl-ocloc
+if [ ! -x "$ocloc_root/usr/bin/ocloc" ]; then
+  echo "setup: unpacking ocloc from intel-opencl-icd into $ocloc_root"
+  work=$(mktemp -d)
+  (cd "$work" && apt-get download intel-opencl-icd > /dev/null 2>&1) ||
+    { $SUDO apt-get update -qq && (cd "$work" && apt-get download intel-opencl-icd > /dev/null); }
+  $SUDO mkdir -p "$ocloc_root"
+  $SUDO dpkg -x "$work"/intel-opencl-icd_*.deb "$ocloc_root"
+  $SUDO rm -rf "$ocloc_root/etc"
+  rm -rf "$work"
+fi

@@ -27,6 +27,8 @@ constexpr std::array kFormats = {
     // Linked by OpenCL, with SPIR-V where the device takes both.
     FormatInfo{ImageFormat::OpenClBinary, "opencl-binary", LinkFamily::Spirv},
     FormatInfo{ImageFormat::LtoIr, "ltoir", LinkFamily::Cuda},
+    // Linked by Level Zero, with SPIR-V, where the driver takes it.
+    FormatInfo{ImageFormat::IntelNative, "intel-native", LinkFamily::Spirv},
 };
 
 const FormatInfo &infoOf(ImageFormat format) {

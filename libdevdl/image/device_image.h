@@ -36,9 +36,11 @@ enum class ImageFormat : uint8_t {
                 // table devdl can read, so only in a bundle that records its symbols
   LtoIr,        // NVIDIA LTO-IR (nvcc -dlto): read only by nvJitLink, so devdl links it from fat
                 // binaries, which carry PTX beside it, and recognizes it alone to say so
+  IntelNative,  // an Intel GPU binary from ocloc, which carries the SPIR-V it was built from
 };
 
-/// "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "opencl-binary", "ltoir", "unknown".
+/// "spirv", "spir-bc", "cubin", "ptx", "fatbin", "elf", "opencl-binary", "ltoir", "intel-native",
+/// "unknown".
 std::string_view formatName(ImageFormat format);
 /// The inverse of formatName; nullopt for an unknown name.
 std::optional<ImageFormat> formatFromName(std::string_view name);

@@ -211,8 +211,10 @@ llvm::Expected<DeviceImage> imageOfEntry(const bundle::Entry &entry, std::shared
 }
 
 llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage) {
-  if (isDeviceElf(bytes)) {
-    auto image = readRawImage(bytes, ImageFormat::Cubin, storage);  // the reader tells Cubin from others
+  if (isDeviceElf(bytes) || readers::isIntelNative(bytes)) {
+    // The reader tells Cubin from others.
+    auto image = readRawImage(bytes, readers::isIntelNative(bytes) ? ImageFormat::IntelNative : ImageFormat::Cubin,
+                              storage);
     if (!image) return inImage(image.takeError(), "image 0");
     std::vector<DeviceImage> images;
     images.push_back(std::move(*image));
@@ -251,6 +253,7 @@ ImageFormat sniffFormat(Bytes bytes) {
   if (isBitcode(bytes)) return ImageFormat::SpirBitcode;
   if (isFatbin(bytes)) return ImageFormat::Fatbin;
   if (isLtoIr(bytes)) return ImageFormat::LtoIr;
+  if (readers::isIntelNative(bytes)) return ImageFormat::IntelNative;
   if (isDeviceElf(bytes)) return ImageFormat::Cubin;
   if (isPtx(bytes)) return ImageFormat::Ptx;
   return ImageFormat::Unknown;
@@ -266,6 +269,7 @@ llvm::Error derive(DeviceImage &image) {
     case ImageFormat::DeviceElf: return readDeviceElf(image);
     case ImageFormat::Ptx: return readPtx(image);
     case ImageFormat::Fatbin: return readFatbin(image);
+    case ImageFormat::IntelNative: return readIntelNative(image);
     case ImageFormat::OpenClBinary:
       return fail(ErrorCode::Unsupported, "a native OpenCL binary has no symbol table devdl can read: pack it with "
                                           "devdl-pack --opencl-binary-of (the image it was compiled from)");

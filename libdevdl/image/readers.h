@@ -21,6 +21,10 @@ llvm::Error readDeviceElf(DeviceImage &image);
 llvm::Error readPtx(DeviceImage &image);
 llvm::Error readFatbin(DeviceImage &image);
 llvm::Error readBitcode(DeviceImage &image);
+llvm::Error readIntelNative(DeviceImage &image);
+
+/// An ELF file of ocloc's: its legacy container or zebin.
+bool isIntelNative(Bytes bytes);
 
 /// Copies of an image's bytes with its definitions of `names` local to it (image/local_definitions.h).
 llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);

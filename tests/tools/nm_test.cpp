@@ -86,6 +86,26 @@ TEST(DevdlNm, CudaImages) {
   EXPECT_EQ(pack.status, 0) << pack.out << pack.err;
 }
 
+// Intel native binaries from ocloc: their symbols are those of the SPIR-V they carry, their
+// target the GPU family they were built for; devdl-pack packs them as they are.
+TEST(DevdlNm, IntelNativeImages) {
+  if (!DEVDL_TEST_INTEL_IMAGES) GTEST_SKIP() << "no ocloc here (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc)";
+  CommandResult lib = run({DEVDL_NM, image("lib.gen12lp.bin")});
+  EXPECT_EQ(lib.status, 0) << lib.err;
+  EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+  const std::string bundle = scratchDir() + "/intel.devdl";
+  CommandResult pack = run({DEVDL_PACK, "-o", bundle, image("app.gen12lp.bin"), image("lib.dg2.bin")});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  CommandResult listed = run({DEVDL_NM, bundle});
+  EXPECT_EQ(listed.status, 0) << listed.err;
+  EXPECT_NE(listed.out.find("(image 0, intel-native, spir64_gen-unknown-unknown gen12lp):\nK AppKernel\nU LibDeviceFunc\n"),
+            std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find("(image 1, intel-native, spir64_gen-unknown-unknown "), std::string::npos) << listed.out;
+  CommandResult check = run({DEVDL_PACK, "--check", image("app.gen12lp.bin"), image("lib.gen12lp.bin")});
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
+}
+
 TEST(DevdlNm, NvccHostObjectBuiltWithRdc) {
   DEVDL_REQUIRE_CUDA_IMAGES();
   // nvcc -rdc=true -c: the device code is a fat binary in the host object's __nv_relfatbin.

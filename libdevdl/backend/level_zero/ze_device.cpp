@@ -257,7 +257,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       binary->append(native.data(), size);
     }
   }
-  return std::move(program);
+  return program;
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
@@ -279,7 +279,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   }
   if (program->modules().size() > 1)
     if (llvm::Error err = dynamicLink(*program, "a cached program's modules")) return err;
-  return std::move(program);
+  return program;
 }
 
 llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
