@@ -26,6 +26,9 @@ std::string coreFamilyName(uint32_t family) {
     case 13: return "gen10";
     case 14: return "gen11";
     case 18: return "gen12lp";
+    case 0x0c05: return "xe_hp";
+    case 0x0c07: return "xe_hpg";
+    case 0x0c08: return "xe_hpc";
     default: return "gfxcore" + std::to_string(family);
   }
 }

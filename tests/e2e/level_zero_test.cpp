@@ -103,6 +103,37 @@ TEST(LevelZero, VariablesHaveDeviceAddresses) {
   device_dlclose(lib);
 }
 
+// Intel native binaries from ocloc: one built for the device's GPU is linked as a native module
+// with the application's SPIR-V (a module each, as the module program takes SPIR-V alone); one
+// built for another GPU is no candidate, and the error says why.
+TEST(LevelZero, NativeBinariesForTheDevicesGpu) {
+  ASSERT_TRUE(kLevelZero);
+  if (!DEVDL_TEST_INTEL_IMAGES) GTEST_SKIP() << "no ocloc here (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc)";
+  void *other = device_dlopen(image("lib.dg2.bin").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(other, nullptr) << error();
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
+  const std::string refused = error();
+  EXPECT_NE(refused.find(image("app.spv") + ": image 0 (spirv): undefined device symbol `LibDeviceFunc` (" +
+                         image("lib.dg2.bin") + ": image 0 (intel-native xe_hpg) defines it, but Level Zero device "),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("does not take this native binary"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("ZE_RESULT_ERROR_INVALID_NATIVE_BINARY"), std::string::npos) << refused;
+  device_dlclose(other);
+
+  void *lib = device_dlopen(image("lib.gen12lp.bin").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  devdl_native native{};
+  native.size = sizeof native;
+  ASSERT_EQ(device_dlnative(&native), 0) << error();
+  EXPECT_EQ(runIntKernel(static_cast<ze_context_handle_t>(native.context), static_cast<ze_device_handle_t>(native.device),
+                         static_cast<ze_kernel_handle_t>(device_dlsym(app, "AppKernel")), 8),
+            kSeed);
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
 // What a process does (run by the test below, not by itself): the seed example, its output on
 // stdout.
 TEST(LevelZeroProcess, DISABLED_SeedExample) {

@@ -14,6 +14,8 @@
 // - a module exports functions only when built with -library-compilation, variables only with
 //   -ze-take-global-address;
 // - a module's imports are linked once; a linked module may serve later links as an exporter.
+// Intel native binaries (ocloc's) built for its GPU family, Gen12LP, are taken as native modules
+// and run from the SPIR-V they carry; others are refused (ZE_RESULT_ERROR_INVALID_NATIVE_BINARY).
 // ZE_experimental_module_program (several SPIR-V inputs in one module) is reported unless
 // DEVDL_TEST_ZE_MODULE_PROGRAM=0, so that both of devdl's paths run.
 //
@@ -39,6 +41,8 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Object/ELF.h>
+#include <llvm/Support/Endian.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
 #include <spirv-tools/libspirv.hpp>
@@ -507,7 +511,43 @@ std::string makeModule(const std::vector<std::vector<uint32_t>> &inputs, Module 
   return buildSpirv(module->words, &module->built);
 }
 
-std::string loadNative(const uint8_t *bytes, size_t size, Module *module) {
+// An Intel native binary from ocloc (its ELF container): taken where it was built for this
+// device's GPU family (Gen12LP: the Tiger Lake this driver reports), and run from the SPIR-V it
+// carries (a test double cannot run Intel's GPU code), with the build options it was built with.
+constexpr uint32_t kIntelOptions = 0xff000006, kIntelSpirv = 0xff000009, kIntelProgram = 0xff000005;
+constexpr uint32_t kIntelProgramMagic = 0x494e5443, kGen12lp = 18;
+
+std::string loadIntelNative(const uint8_t *bytes, size_t size, Module *module, ze_result_t *refusal) {
+  auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(reinterpret_cast<const char *>(bytes), size));
+  if (!file) return "not a native binary of this device: " + llvm::toString(file.takeError());
+  auto sections = file->sections();
+  if (!sections) return "not a native binary of this device: " + llvm::toString(sections.takeError());
+  std::string options;
+  llvm::ArrayRef<uint8_t> spirv;
+  uint32_t family = 0;
+  for (const auto &section : *sections) {
+    auto contents = file->getSectionContents(section);
+    if (!contents) continue;
+    if (section.sh_type == kIntelOptions) options.assign(contents->begin(), contents->end());
+    if (section.sh_type == kIntelSpirv) spirv = *contents;
+    if (section.sh_type == kIntelProgram && contents->size() >= 12 &&
+        llvm::support::endian::read32le(contents->data()) == kIntelProgramMagic)
+      family = llvm::support::endian::read32le(contents->data() + 8);
+  }
+  if (family != kGen12lp) {
+    *refusal = ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
+    return "the native binary is for GPU family " + std::to_string(family) + ", this device is Gen12LP (" +
+           std::to_string(kGen12lp) + ")";
+  }
+  std::vector<std::vector<uint32_t>> inputs(1);
+  if (std::string why = spirvInput(spirv.data(), spirv.size(), nullptr, &inputs[0]); !why.empty()) return why;
+  module->library = hasOption(options.c_str(), "-library-compilation");
+  module->globalAddresses = hasOption(options.c_str(), "-ze-take-global-address");
+  return makeModule(inputs, module);
+}
+
+std::string loadNative(const uint8_t *bytes, size_t size, Module *module, ze_result_t *refusal) {
+  if (bytes && size >= 4 && std::memcmp(bytes, "\x7f" "ELF", 4) == 0) return loadIntelNative(bytes, size, module, refusal);
   NativeHeader header;
   if (!bytes || size < sizeof header) return "not a native binary of this device";
   std::memcpy(&header, bytes, sizeof header);
@@ -536,8 +576,9 @@ ze_result_t ZE_APICALL moduleCreate(ze_context_handle_t, ze_device_handle_t, con
   const auto *program = static_cast<const ze_module_program_exp_desc_t *>(desc->pNext);
   if (program && program->stype != ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC) program = nullptr;
   if (program && !moduleProgramReported()) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+  ze_result_t failure = ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   if (desc->format == ZE_MODULE_FORMAT_NATIVE) {
-    log = loadNative(desc->pInputModule, desc->inputSize, module.get());
+    log = loadNative(desc->pInputModule, desc->inputSize, module.get(), &failure);
   } else if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) {
     return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   } else {
@@ -556,7 +597,7 @@ ze_result_t ZE_APICALL moduleCreate(ze_context_handle_t, ze_device_handle_t, con
     if (log.empty()) log = makeModule(inputs, module.get());
   }
   newLog(logOut, log);
-  if (!log.empty()) return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+  if (!log.empty()) return failure;
   *out = reinterpret_cast<ze_module_handle_t>(module.release());
   return ZE_RESULT_SUCCESS;
 }

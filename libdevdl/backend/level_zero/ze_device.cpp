@@ -145,6 +145,20 @@ void Device::native(devdl_native &out) const {
 }
 
 bool Device::accepts(const DeviceImage &image, std::string *why) const {
+  if (image.format == ImageFormat::IntelNative) {
+    // Whether a native binary is this device's is the driver's to say.
+    ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr, ZE_MODULE_FORMAT_NATIVE, image.bytes.size(),
+                             image.bytes.data(), nullptr, nullptr};
+    auto module = create(desc, "native binary");
+    if (module) {
+      api_.zeModuleDestroy(*module);
+      return true;
+    }
+    const std::string refused = llvm::toString(module.takeError());
+    if (why) *why = "Level Zero device " + name_ + " does not take this native binary: " +
+                    refused.substr(refused.find("zeModuleCreate"));
+    return false;
+  }
   if (image.format != ImageFormat::SpirV) {
     if (why) *why = "Level Zero device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
     return false;
@@ -215,8 +229,17 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   // Built as libraries: exports of functions and variables reach the other images.
   const std::string flags = "-library-compilation -ze-take-global-address" + (options_.empty() ? "" : " " + options_);
 
+  // A native binary is a module of its own: the module program takes SPIR-V alone.
+  bool native = false;
+  for (const LinkInput &input : inputs) {
+    if (input.image->format != ImageFormat::IntelNative) continue;
+    native = true;
+    if (input.specConstants && !input.specConstants->empty())
+      return fail(ErrorCode::Unsupported, input.label + ": the specialization constants of a native binary were fixed "
+                                                        "when it was built");
+  }
   auto program = std::make_unique<Program>(api_, name_);
-  if (moduleProgram_) {
+  if (moduleProgram_ && !native) {
     std::vector<size_t> sizes;
     std::vector<const uint8_t *> modules;
     std::vector<const char *> flagList(inputs.size(), flags.c_str());
@@ -235,8 +258,10 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     program->add(*module);
   } else {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr, ZE_MODULE_FORMAT_IL_SPIRV, bytes[i].size(),
-                               bytes[i].data(), flags.c_str(), &constants[i]};
+      const bool isNative = inputs[i].image->format == ImageFormat::IntelNative;
+      ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr,
+                               isNative ? ZE_MODULE_FORMAT_NATIVE : ZE_MODULE_FORMAT_IL_SPIRV, bytes[i].size(),
+                               bytes[i].data(), isNative ? nullptr : flags.c_str(), isNative ? nullptr : &constants[i]};
       auto module = create(desc, inputs[i].label);
       if (!module) return module.takeError();
       program->add(*module);

@@ -60,7 +60,7 @@ class Device final : public backend::Device {
 
   int backend() const override;
   const std::string &name() const override { return name_; }
-  /// SPIR-V of a version the device reads.
+  /// SPIR-V of a version the device reads; a native binary the driver takes (built for its GPU).
   bool accepts(const DeviceImage &image, std::string *why) const override;
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
