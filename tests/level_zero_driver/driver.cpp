@@ -49,6 +49,7 @@
 #include <spirv-tools/linker.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -117,7 +118,7 @@ struct Module {
   bool linked = false;         // its imports are resolved
   std::shared_ptr<Built> built;  // once linked and built
   bool builtAlone = false;     // built from its own SPIR-V alone (its native binary carries it)
-  int kernels = 0;             // made from it
+  std::atomic<int> kernels = 0;  // made from it (devdl makes kernels from several threads)
   bool exports(const std::string &name) const {
     return (library && linkage.exportedFunctions.count(name)) || (globalAddresses && linkage.exportedVariables.count(name));
   }
@@ -142,11 +143,8 @@ ze_result_t run(CommandList *list, std::function<ze_result_t()> command) {
   return ZE_RESULT_SUCCESS;
 }
 
-BuildLog *newLog(ze_module_build_log_handle_t *out, std::string text) {
-  if (!out) return nullptr;
-  auto *log = new BuildLog{std::move(text)};
-  *out = reinterpret_cast<ze_module_build_log_handle_t>(log);
-  return log;
+void newLog(ze_module_build_log_handle_t *out, std::string text) {
+  if (out) *out = reinterpret_cast<ze_module_build_log_handle_t>(new BuildLog{std::move(text)});
 }
 
 bool moduleProgramReported() {
