@@ -135,9 +135,10 @@ class Handle:
 
     def kernel(self, name):
         """The kernel `name`: a pyopencl.Kernel in devdl's context on OpenCL, the CUfunction as
-        an integer on CUDA."""
+        an integer on CUDA, the ze_kernel_handle_t as an integer on Level Zero."""
         address = self.sym(name)
-        if self.info(name).format not in _OPENCL_FORMATS:
+        # SPIR-V goes to OpenCL unless devdl's device for it is Level Zero's (DEVDL_BACKEND).
+        if self.info(name).format not in _OPENCL_FORMATS or native().backend == LEVEL_ZERO:
             return address
         import pyopencl
         kernel = pyopencl.Kernel.from_int_ptr(address, retain=True)
