@@ -204,7 +204,9 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   std::vector<Bytes> bytes;
   std::string labels;
   for (const LinkInput &input : inputs) {
-    if (std::string why; !accepts(*input.image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+    // A native binary is asked of the driver where its module is made: once.
+    if (std::string why; input.image->format != ImageFormat::IntelNative && !accepts(*input.image, &why))
+      return fail(ErrorCode::Unsupported, input.label + ": " + why);
     labels += (labels.empty() ? "" : ", ") + input.label;
     if (input.hidden.empty()) {
       bytes.push_back(input.image->bytes);
