@@ -1,6 +1,7 @@
 // The Level Zero test driver (tests/level_zero_driver) through the real loader (libze1): the
 // rules of the specification devdl depends on, each checked, and kernels that run on PoCL. The
 // devdl backend's own tests stand on these.
+#include "e2e/level_zero_run.h"
 #include "test_support.h"
 
 #include <level_zero/ze_api.h>
@@ -80,23 +81,7 @@ class LevelZeroDriver : public ::testing::Test {
     ze_kernel_handle_t kernel = nullptr;
     EXPECT_EQ(zeKernelCreate(module, &desc, &kernel), ZE_RESULT_SUCCESS);
     if (!kernel) return {};
-    void *out = nullptr;
-    ze_device_mem_alloc_desc_t deviceDesc = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, nullptr, 0, 0};
-    ze_host_mem_alloc_desc_t hostDesc = {ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, nullptr, 0};
-    EXPECT_EQ(zeMemAllocShared(context_, &deviceDesc, &hostDesc, n * sizeof(int), 64, device_, &out), ZE_RESULT_SUCCESS);
-    EXPECT_EQ(zeKernelSetArgumentValue(kernel, 0, sizeof out, &out), ZE_RESULT_SUCCESS);
-    EXPECT_EQ(zeKernelSetGroupSize(kernel, 1, 1, 1), ZE_RESULT_SUCCESS);
-    ze_command_queue_desc_t queueDesc = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, nullptr, 0, 0, 0,
-                                         ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
-    ze_command_list_handle_t list = nullptr;
-    EXPECT_EQ(zeCommandListCreateImmediate(context_, device_, &queueDesc, &list), ZE_RESULT_SUCCESS);
-    ze_group_count_t groups = {n, 1, 1};
-    EXPECT_EQ(zeCommandListAppendLaunchKernel(list, kernel, &groups, nullptr, 0, nullptr), ZE_RESULT_SUCCESS);
-    std::vector<int> result(n);
-    EXPECT_EQ(zeCommandListAppendMemoryCopy(list, result.data(), out, n * sizeof(int), nullptr, 0, nullptr),
-              ZE_RESULT_SUCCESS);
-    zeCommandListDestroy(list);
-    zeMemFree(context_, out);
+    std::vector<int> result = devdl::test::runIntKernel(context_, device_, kernel, n);
     zeKernelDestroy(kernel);
     return result;
   }
