@@ -124,7 +124,8 @@ typedef struct devdl_native {
   size_t size;    /* set by the caller to sizeof(devdl_native): the struct may grow */
   int backend;    /* DEVDL_BACKEND_...; for device_dlnative, 0 asks for the default one */
   void *platform; /* OpenCL: cl_platform_id; Level Zero: ze_driver_handle_t; CUDA: NULL */
-  void *device;   /* OpenCL: cl_device_id; Level Zero: ze_device_handle_t; CUDA: the CUdevice ordinal, cast to a pointer */
+  void *device;   /* OpenCL: cl_device_id; Level Zero: ze_device_handle_t; CUDA: the CUdevice
+                     ordinal, cast to a pointer */
   void *context;  /* OpenCL: cl_context; Level Zero: ze_context_handle_t; CUDA: CUcontext */
 } devdl_native;
 
@@ -137,9 +138,9 @@ DEVDL_API int device_dlnative(devdl_native *native);
  * choosing one. OpenCL: `device` and `context` (`platform` may be NULL); devdl keeps a reference
  * to the context. Level Zero: the driver (`platform`), the device, and a context that outlives
  * devdl's use of it, or NULL for one of devdl's own. CUDA: the device ordinal and a context that
- * outlives devdl's use of it, or NULL for the device's primary context. Only before the first program is linked on that
- * backend, or again with the same device and context. Returns 0, or non-zero with an error for
- * device_dlerror.
+ * outlives devdl's use of it, or NULL for the device's primary context. Only before the first
+ * program is linked on that backend, or again with the same device and context. Returns 0, or
+ * non-zero with an error for device_dlerror.
  *
  * Without it, devdl takes the device DEVDL_DEVICE names (its index among the backend's devices,
  * or a part of its name), else the first (OpenCL: that has a compiler; CUDA: the context
