@@ -31,6 +31,11 @@ const bool kLevelZero = [] {
   return true;
 }();
 
+// What only OpenCL can be asked (a kernel's program), or a probe process that launches through
+// OpenCL: elsewhere the test skips, saying so.
+#define DEVDL_ONLY_ON_OPENCL(why) \
+  if (!onOpenCl()) GTEST_SKIP() << "on OpenCL only: " << why
+
 class DeviceDlopen : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,11 +67,7 @@ class DeviceDlopen : public ::testing::Test {
     return runIntKernel(context_, device_, static_cast<cl_kernel>(kernel), n);
   }
 
-  // What only OpenCL can be asked (a kernel's program), or a probe process that launches through
-  // OpenCL: elsewhere the test skips, saying so.
   bool onOpenCl() const { return backend_ == DEVDL_BACKEND_OPENCL; }
-#define DEVDL_ONLY_ON_OPENCL(why) \
-  if (!onOpenCl()) GTEST_SKIP() << "on OpenCL only: " << why
 
   static std::string error() {
     const char *e = device_dlerror();
