@@ -25,7 +25,7 @@ case "${1:-}" in
   --sanitize)
     configure build/asan -DDEVDL_BUILD_TESTS=ON -DDEVDL_BUILD_BENCH=OFF -DDEVDL_BUILD_SAMPLES=OFF -DDEVDL_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp ctest --test-dir build/asan --output-on-failure -j "$jobs"
+      LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 ctest --test-dir build/asan --output-on-failure -j "$jobs"
     ;;
   --tsan)
     cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVDL_BUILD_TESTS=ON \
