@@ -134,6 +134,25 @@ TEST(LevelZero, NativeBinariesForTheDevicesGpu) {
   device_dlclose(lib);
 }
 
+// A link the driver refuses is said in devdl's words: which import the defining image's module
+// does not export as the driver built it (zeModuleInspectLinkageExt); here a native library
+// ocloc built without -library-compilation, which exports nothing.
+TEST(LevelZero, ALinkTheDriverRefusesNamesTheImportAndBothImages) {
+  ASSERT_TRUE(kLevelZero);
+  if (!DEVDL_TEST_INTEL_IMAGES) GTEST_SKIP() << "no ocloc here (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc)";
+  void *lib = device_dlopen(image("lib.nolibrary.bin").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
+  const std::string refused = error();
+  EXPECT_NE(refused.find("zeModuleDynamicLink on "), std::string::npos) << refused;
+  EXPECT_NE(refused.find("`LibDeviceFunc` imported by " + image("app.spv") + ": image 0 (spirv) is not exported by " +
+                         image("lib.nolibrary.bin") + ": image 0 (intel-native gen12lp) as the driver built it (a "
+                         "native binary exports only what ocloc built with -library-compilation)"),
+            std::string::npos)
+      << refused;
+  device_dlclose(lib);
+}
+
 // What a process does (run by the test below, not by itself): the seed example, its output on
 // stdout.
 TEST(LevelZeroProcess, DISABLED_SeedExample) {

@@ -21,6 +21,7 @@ Loaded load() {
 #define DEVDL_ENTRY(name) {#name, reinterpret_cast<void **>(&api.name)},
       DEVDL_ZE_FUNCTIONS(DEVDL_ENTRY)
 #undef DEVDL_ENTRY
+      {"zeModuleInspectLinkageExt", reinterpret_cast<void **>(&api.zeModuleInspectLinkageExt), /*optional=*/true},
   };
   loaded.error = openDriverLibrary("libze_loader.so.1", "Level Zero", "a Level Zero 1.4 loader is needed", entries);
   return loaded;

@@ -22,6 +22,9 @@ struct Api {
 #define DEVDL_DECLARE(name) decltype(&::name) name = nullptr;
   DEVDL_ZE_FUNCTIONS(DEVDL_DECLARE)
 #undef DEVDL_DECLARE
+  // ZE_extension_linkage_inspection, where the loader has it (null otherwise): what a module
+  // exports as the driver built it, to say why a link failed.
+  decltype(&::zeModuleInspectLinkageExt) zeModuleInspectLinkageExt = nullptr;
 };
 
 /// The loader's entry points, loaded on first use and kept for the life of the process. Fails

@@ -5,6 +5,7 @@
 
 #include "devdl.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 
@@ -198,6 +199,43 @@ llvm::Error Device::dynamicLink(Program &program, std::string_view what) const {
   return llvm::Error::success();
 }
 
+std::string Device::unexported(std::span<const LinkInput> inputs, const Program &program) const {
+  if (!api_.zeModuleInspectLinkageExt || program.modules().size() != inputs.size()) return {};
+  std::string why;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (const Symbol &import : inputs[i].image->symbols) {
+      if (import.kind != SymbolKind::Import) continue;
+      // The image of the plan that defines it, and what its module exports.
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        if (j == i) continue;
+        const auto &symbols = inputs[j].image->symbols;
+        const bool defines = std::any_of(symbols.begin(), symbols.end(), [&](const Symbol &s) {
+          return s.kind != SymbolKind::Import && s.name == import.name;
+        });
+        if (!defines) continue;
+        ze_linkage_inspection_ext_desc_t desc = {ZE_STRUCTURE_TYPE_LINKAGE_INSPECTION_EXT_DESC, nullptr,
+                                                 ZE_LINKAGE_INSPECTION_EXT_FLAG_EXPORTS};
+        ze_module_handle_t module = program.modules()[j];
+        ze_module_build_log_handle_t log = nullptr;
+        if (api_.zeModuleInspectLinkageExt(&desc, 1, &module, &log) != ZE_RESULT_SUCCESS) {
+          takeLog(api_, log);
+          return why;
+        }
+        const std::string exports = takeLog(api_, log);
+        const bool listed = exports.find(std::string(import.name)) != std::string::npos;
+        if (!listed)
+          why += "\n`" + std::string(import.name) + "` imported by " + inputs[i].label + " is not exported by " +
+                 inputs[j].label + " as the driver built it" +
+                 (inputs[j].image->format == ImageFormat::IntelNative
+                      ? " (a native binary exports only what ocloc built with -library-compilation)"
+                      : "");
+        break;
+      }
+    }
+  }
+  return why;
+}
+
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
   // The images, each as the driver gets it: a copy with interposed definitions made local.
   std::deque<std::string> edits;
@@ -268,7 +306,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       if (!module) return module.takeError();
       program->add(*module);
     }
-    if (llvm::Error err = dynamicLink(*program, labels)) return err;
+    if (llvm::Error err = dynamicLink(*program, labels)) {
+      const std::string why = unexported(inputs, *program);
+      if (why.empty()) return err;
+      return fail(ErrorCode::Unsupported, llvm::toString(std::move(err)) + why);
+    }
   }
   if (binary) {
     binary->assign(kBinaryMagic, sizeof kBinaryMagic);

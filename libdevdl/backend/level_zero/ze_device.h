@@ -78,6 +78,10 @@ class Device final : public backend::Device {
   llvm::Expected<ze_module_handle_t> create(const ze_module_desc_t &desc, std::string_view what) const;
   /// zeModuleDynamicLink of every module of `program`; `what` names them in the error.
   llvm::Error dynamicLink(Program &program, std::string_view what) const;
+  /// Why a link of `inputs` (one module each, in `program`) failed, in devdl's words: each
+  /// import whose defining image's module does not export it as the driver built it
+  /// (zeModuleInspectLinkageExt); "" where the driver cannot say or everything is exported.
+  std::string unexported(std::span<const LinkInput> inputs, const Program &program) const;
 
   const Api &api_;
   ze_driver_handle_t driver_;
