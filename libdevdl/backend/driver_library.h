@@ -2,6 +2,11 @@
 // one build of devdl runs where a driver is missing and says so, instead of failing to load.
 #pragma once
 
+#include "support/error.h"
+#include "support/made_once.h"
+
+#include <llvm/Support/Error.h>
+
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,5 +26,23 @@ struct EntryPoint {
 /// (<requirement>)" for the first one missing.
 std::string openDriverLibrary(const char *soname, std::string_view what, std::string_view requirement,
                               std::span<const EntryPoint> entries);
+
+/// A backend's entry points as loading them gave them, and why they cannot be used ("" when
+/// they can).
+template <typename Api>
+struct LoadedApi {
+  Api api;
+  std::string error;
+};
+
+/// `load()`'s entry points, loaded on first use and kept for the life of the process (one for
+/// each Api); NotFound with load's reason where they cannot be used.
+template <typename Api>
+llvm::Expected<const Api &> loadedOnce(LoadedApi<Api> (*load)()) {
+  static MadeOnce<LoadedApi<Api>> once;
+  const LoadedApi<Api> &loaded = once.get(load);
+  if (!loaded.error.empty()) return fail(ErrorCode::NotFound, loaded.error);
+  return loaded.api;
+}
 
 }  // namespace devdl::backend

@@ -1,7 +1,5 @@
 #include "backend/cuda/cuda_api.h"
 #include "backend/driver_library.h"
-#include "support/error.h"
-#include "support/made_once.h"
 
 namespace devdl::backend::cuda {
 
@@ -13,13 +11,8 @@ std::string nameOf(const Api &api, CUresult code) {
   return std::string(name ? name : "CUDA error") + " (" + std::to_string(code) + ")";
 }
 
-struct Loaded {
-  Api api;
-  std::string error;  // empty when the driver is usable
-};
-
-Loaded load() {
-  Loaded loaded;
+LoadedApi<Api> load() {
+  LoadedApi<Api> loaded;
   Api &api = loaded.api;
   const EntryPoint entries[] = {
 #define DEVDL_ENTRY(name, parameters, symbol) {symbol, reinterpret_cast<void **>(&api.name)},
@@ -35,12 +28,7 @@ Loaded load() {
 
 }  // namespace
 
-llvm::Expected<const Api &> api() {
-  static MadeOnce<Loaded> once;
-  const Loaded &loaded = once.get(load);
-  if (!loaded.error.empty()) return fail(ErrorCode::NotFound, loaded.error);
-  return loaded.api;
-}
+llvm::Expected<const Api &> api() { return loadedOnce(load); }
 
 std::string errorName(CUresult code) {
   auto driver = api();

@@ -1,7 +1,5 @@
 #include "backend/level_zero/ze_api.h"
 #include "backend/driver_library.h"
-#include "support/error.h"
-#include "support/made_once.h"
 
 #include <cstdio>
 
@@ -9,13 +7,8 @@ namespace devdl::backend::level_zero {
 
 namespace {
 
-struct Loaded {
-  Api api;
-  std::string error;  // empty when every entry point was found
-};
-
-Loaded load() {
-  Loaded loaded;
+LoadedApi<Api> load() {
+  LoadedApi<Api> loaded;
   Api &api = loaded.api;
   const EntryPoint entries[] = {
 #define DEVDL_ENTRY(name) {#name, reinterpret_cast<void **>(&api.name)},
@@ -29,12 +22,7 @@ Loaded load() {
 
 }  // namespace
 
-llvm::Expected<const Api &> api() {
-  static MadeOnce<Loaded> once;
-  const Loaded &loaded = once.get(load);
-  if (!loaded.error.empty()) return fail(ErrorCode::NotFound, loaded.error);
-  return loaded.api;
-}
+llvm::Expected<const Api &> api() { return loadedOnce(load); }
 
 std::string resultName(ze_result_t result) {
   const char *name = nullptr;
