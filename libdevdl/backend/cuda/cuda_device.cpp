@@ -150,20 +150,21 @@ Program::~Program() {
 }
 
 llvm::Expected<void *> Program::kernel(std::string_view name) {
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
-  }
-  CallTimes times;
-  ContextScope current(api_, context_);
-  CUfunction function = nullptr;
-  if (CUresult err = api_.cuModuleGetFunction(&function, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
-    return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
-                "kernel `" + llvm::Twine(name) + "`: cuModuleGetFunction failed: " + errorName(err));
-  times.mark("cuModuleGetFunction");
-  times.print("kernel `" + std::string(name) + "`");
-  std::lock_guard lock(mutex_);
-  return kernels_.emplace(std::string(name), function).first->second;
+  return kernels_.get(
+      name,
+      [&]() -> llvm::Expected<CUfunction> {
+        CallTimes times;
+        ContextScope current(api_, context_);
+        CUfunction function = nullptr;
+        if (CUresult err = api_.cuModuleGetFunction(&function, module_, std::string(name).c_str());
+            err != CUDA_SUCCESS)
+          return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
+                      "kernel `" + llvm::Twine(name) + "`: cuModuleGetFunction failed: " + errorName(err));
+        times.mark("cuModuleGetFunction");
+        times.print("kernel `" + std::string(name) + "`");
+        return function;
+      },
+      [](CUfunction) {});  // a function goes with its module: nothing to release
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {

@@ -5,13 +5,12 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_api.h"
+#include "backend/kernel_table.h"
 #include "backend/cuda/nvjitlink.h"
 
 #include <llvm/Support/Error.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,8 +48,7 @@ class Program final : public backend::Program {
   CUcontext context_;
   CUmodule module_;
   std::string device_;
-  std::mutex mutex_;  // of kernels_; never held across a driver call
-  std::map<std::string, CUfunction, std::less<>> kernels_;
+  KernelTable<CUfunction> kernels_;
 };
 
 class Device final : public backend::Device {

@@ -47,29 +47,26 @@ constexpr char kBinaryMagic[4] = {'D', 'V', 'Z', 'E'};
 }  // namespace
 
 Program::~Program() {
-  for (auto &[name, kernel] : kernels_) api_.zeKernelDestroy(kernel);
+  kernels_.forEach([&](ze_kernel_handle_t kernel) { api_.zeKernelDestroy(kernel); });
   for (ze_module_handle_t module : modules_) api_.zeModuleDestroy(module);
 }
 
 llvm::Expected<void *> Program::kernel(std::string_view name) {
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
-  }
-  const std::string text(name);
-  ze_kernel_desc_t desc = {ZE_STRUCTURE_TYPE_KERNEL_DESC, nullptr, 0, text.c_str()};
-  ze_kernel_handle_t kernel = nullptr;
-  ze_result_t result = ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
-  for (ze_module_handle_t module : modules_) {
-    result = api_.zeKernelCreate(module, &desc, &kernel);
-    if (result != ZE_RESULT_ERROR_INVALID_KERNEL_NAME) break;  // found, or another failure
-  }
-  if (result != ZE_RESULT_SUCCESS) return fail(ErrorCode::NotFound, "kernel `" + text + "`: " + resultName(result));
-  std::unique_lock lock(mutex_);
-  auto [it, made] = kernels_.emplace(text, kernel);
-  lock.unlock();
-  if (!made) api_.zeKernelDestroy(kernel);  // another thread made it first: one object for one name
-  return it->second;
+  return kernels_.get(
+      name,
+      [&]() -> llvm::Expected<ze_kernel_handle_t> {
+        const std::string text(name);
+        ze_kernel_desc_t desc = {ZE_STRUCTURE_TYPE_KERNEL_DESC, nullptr, 0, text.c_str()};
+        ze_kernel_handle_t kernel = nullptr;
+        ze_result_t result = ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+        for (ze_module_handle_t module : modules_) {
+          result = api_.zeKernelCreate(module, &desc, &kernel);
+          if (result != ZE_RESULT_ERROR_INVALID_KERNEL_NAME) break;  // found, or another failure
+        }
+        if (result != ZE_RESULT_SUCCESS) return fail(ErrorCode::NotFound, "kernel `" + text + "`: " + resultName(result));
+        return kernel;
+      },
+      [&](ze_kernel_handle_t kernel) { api_.zeKernelDestroy(kernel); });
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {

@@ -6,13 +6,12 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/kernel_table.h"
 #include "backend/level_zero/ze_api.h"
 
 #include <llvm/Support/Error.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,8 +43,7 @@ class Program final : public backend::Program {
   const Api &api_;
   std::string device_;
   std::vector<ze_module_handle_t> modules_;
-  std::mutex mutex_;  // of kernels_; never held across a driver call
-  std::map<std::string, ze_kernel_handle_t, std::less<>> kernels_;
+  KernelTable<ze_kernel_handle_t> kernels_;
 };
 
 class Device final : public backend::Device {

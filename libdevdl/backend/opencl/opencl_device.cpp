@@ -95,24 +95,21 @@ llvm::Expected<std::string> programBinary(const Api &api, cl_program program, cl
 }  // namespace
 
 Program::~Program() {
-  for (auto &[name, kernel] : kernels_) api_.clReleaseKernel(kernel);
+  kernels_.forEach([&](cl_kernel kernel) { api_.clReleaseKernel(kernel); });
   api_.clReleaseProgram(program_);
 }
 
 llvm::Expected<void *> Program::kernel(std::string_view name) {
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
-  }
-  cl_int err = CL_SUCCESS;
-  cl_kernel kernel = api_.clCreateKernel(program_, std::string(name).c_str(), &err);
-  if (err != CL_SUCCESS)
-    return fail(ErrorCode::NotFound, "kernel `" + llvm::Twine(name) + "`: " + errorName(err));
-  std::unique_lock lock(mutex_);
-  auto [it, made] = kernels_.emplace(std::string(name), kernel);
-  lock.unlock();
-  if (!made) api_.clReleaseKernel(kernel);  // another thread made it first: one object for one name
-  return it->second;
+  return kernels_.get(
+      name,
+      [&]() -> llvm::Expected<cl_kernel> {
+        cl_int err = CL_SUCCESS;
+        cl_kernel kernel = api_.clCreateKernel(program_, std::string(name).c_str(), &err);
+        if (err != CL_SUCCESS)
+          return fail(ErrorCode::NotFound, "kernel `" + llvm::Twine(name) + "`: " + errorName(err));
+        return kernel;
+      },
+      [&](cl_kernel kernel) { api_.clReleaseKernel(kernel); });
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {

@@ -3,13 +3,12 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/kernel_table.h"
 #include "backend/opencl/opencl_api.h"
 
 #include <llvm/Support/Error.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,8 +42,7 @@ class Program final : public backend::Program {
   const Api &api_;
   cl_program program_;
   std::string device_;
-  std::mutex mutex_;  // of kernels_; never held across a driver call
-  std::map<std::string, cl_kernel, std::less<>> kernels_;
+  KernelTable<cl_kernel> kernels_;
 };
 
 class Device final : public backend::Device {
