@@ -211,10 +211,10 @@ llvm::Expected<DeviceImage> imageOfEntry(const bundle::Entry &entry, std::shared
 }
 
 llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage) {
-  if (isDeviceElf(bytes) || readers::isIntelNative(bytes)) {
-    // The reader tells Cubin from others.
-    auto image = readRawImage(bytes, readers::isIntelNative(bytes) ? ImageFormat::IntelNative : ImageFormat::Cubin,
-                              storage);
+  const bool intel = readers::isIntelNative(bytes);
+  if (intel || isDeviceElf(bytes)) {
+    // The ELF reader tells Cubin from others.
+    auto image = readRawImage(bytes, intel ? ImageFormat::IntelNative : ImageFormat::Cubin, storage);
     if (!image) return inImage(image.takeError(), "image 0");
     std::vector<DeviceImage> images;
     images.push_back(std::move(*image));
