@@ -18,6 +18,14 @@ namespace devdl::test {
 /// A test image built from tests/data at build time.
 inline std::string image(const std::string &name) { return std::string(DEVDL_TEST_IMAGES) + "/" + name; }
 
+/// Skips a test where no ocloc made the Intel native test images.
+#define DEVDL_REQUIRE_INTEL_IMAGES()                                                                \
+  do {                                                                                              \
+    if (!DEVDL_TEST_INTEL_IMAGES)                                                                   \
+      GTEST_SKIP() << "no ocloc at build time (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc): " \
+                      "no Intel native test images";                                                \
+  } while (0)
+
 std::string readFile(const std::string &path);
 void writeFile(const std::string &path, std::string_view data);
 

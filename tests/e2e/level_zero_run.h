@@ -13,6 +13,17 @@
 
 namespace devdl::test {
 
+/// The Level Zero context and device of devdl's default backend (device_dlnative with backend 0);
+/// false where that backend is not Level Zero, device_dlerror() saying why where there is none.
+inline bool devdlLevelZeroDevice(ze_context_handle_t &context, ze_device_handle_t &device) {
+  devdl_native native{};
+  native.size = sizeof native;
+  if (device_dlnative(&native) != 0 || native.backend != DEVDL_BACKEND_LEVEL_ZERO) return false;
+  context = static_cast<ze_context_handle_t>(native.context);
+  device = static_cast<ze_device_handle_t>(native.device);
+  return true;
+}
+
 inline std::string levelZeroDeviceName(ze_device_handle_t device) {
   ze_device_properties_t properties{};
   properties.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;

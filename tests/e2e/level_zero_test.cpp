@@ -76,11 +76,9 @@ TEST(LevelZero, VariablesHaveDeviceAddresses) {
   void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
   void *app = device_dlopen(image("counter_app.spv").c_str(), DEVDL_NOW);
   ASSERT_TRUE(lib && app) << error();
-  devdl_native native{};
-  native.size = sizeof native;
-  ASSERT_EQ(device_dlnative(&native), 0) << error();
-  auto context = static_cast<ze_context_handle_t>(native.context);
-  auto device = static_cast<ze_device_handle_t>(native.device);
+  ze_context_handle_t context = nullptr;
+  ze_device_handle_t device = nullptr;
+  ASSERT_TRUE(devdlLevelZeroDevice(context, device)) << error();
   void *counter = device_dlsym(app, "LibCounter");
   ASSERT_NE(counter, nullptr) << error();
   ze_command_queue_desc_t queueDesc = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, nullptr, 0, 0, 0,
@@ -108,7 +106,7 @@ TEST(LevelZero, VariablesHaveDeviceAddresses) {
 // built for another GPU is no candidate, and the error says why.
 TEST(LevelZero, NativeBinariesForTheDevicesGpu) {
   ASSERT_TRUE(kLevelZero);
-  if (!DEVDL_TEST_INTEL_IMAGES) GTEST_SKIP() << "no ocloc here (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc)";
+  DEVDL_REQUIRE_INTEL_IMAGES();
   void *other = device_dlopen(image("lib.dg2.bin").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   ASSERT_NE(other, nullptr) << error();
   EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
@@ -124,12 +122,10 @@ TEST(LevelZero, NativeBinariesForTheDevicesGpu) {
   void *lib = device_dlopen(image("lib.gen12lp.bin").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
   void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
   ASSERT_TRUE(lib && app) << error();
-  devdl_native native{};
-  native.size = sizeof native;
-  ASSERT_EQ(device_dlnative(&native), 0) << error();
-  EXPECT_EQ(runIntKernel(static_cast<ze_context_handle_t>(native.context), static_cast<ze_device_handle_t>(native.device),
-                         static_cast<ze_kernel_handle_t>(device_dlsym(app, "AppKernel")), 8),
-            kSeed);
+  ze_context_handle_t context = nullptr;
+  ze_device_handle_t device = nullptr;
+  ASSERT_TRUE(devdlLevelZeroDevice(context, device)) << error();
+  EXPECT_EQ(runIntKernel(context, device, static_cast<ze_kernel_handle_t>(device_dlsym(app, "AppKernel")), 8), kSeed);
   device_dlclose(app);
   device_dlclose(lib);
 }
@@ -139,7 +135,7 @@ TEST(LevelZero, NativeBinariesForTheDevicesGpu) {
 // ocloc built without -library-compilation, which exports nothing.
 TEST(LevelZero, ALinkTheDriverRefusesNamesTheImportAndBothImages) {
   ASSERT_TRUE(kLevelZero);
-  if (!DEVDL_TEST_INTEL_IMAGES) GTEST_SKIP() << "no ocloc here (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc)";
+  DEVDL_REQUIRE_INTEL_IMAGES();
   void *lib = device_dlopen(image("lib.nolibrary.bin").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   ASSERT_NE(lib, nullptr) << error();
   EXPECT_EQ(device_dlopen(image("app.spv").c_str(), DEVDL_NOW), nullptr);
@@ -159,13 +155,11 @@ TEST(LevelZeroProcess, DISABLED_SeedExample) {
   void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
   void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
   ASSERT_TRUE(lib && app) << error();
-  devdl_native native{};
-  native.size = sizeof native;
-  ASSERT_EQ(device_dlnative(&native), 0) << error();
-  ASSERT_EQ(native.backend, DEVDL_BACKEND_LEVEL_ZERO);
+  ze_context_handle_t context = nullptr;
+  ze_device_handle_t device = nullptr;
+  ASSERT_TRUE(devdlLevelZeroDevice(context, device)) << error();
   const std::vector<int> out =
-      runIntKernel(static_cast<ze_context_handle_t>(native.context), static_cast<ze_device_handle_t>(native.device),
-                   static_cast<ze_kernel_handle_t>(device_dlsym(app, "AppKernel")), 8);
+      runIntKernel(context, device, static_cast<ze_kernel_handle_t>(device_dlsym(app, "AppKernel")), 8);
   for (int v : out) std::printf("%d ", v);
   std::printf("\n");
 }

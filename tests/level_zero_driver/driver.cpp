@@ -607,6 +607,14 @@ ze_result_t ZE_APICALL moduleDestroy(ze_module_handle_t module) {
 
 Module *asModule(ze_module_handle_t handle) { return reinterpret_cast<Module *>(handle); }
 
+// How many modules of a link, module `importer` aside, export `name`.
+int exportersOf(const std::string &name, uint32_t importer, uint32_t count, ze_module_handle_t *handles) {
+  int exporters = 0;
+  for (uint32_t j = 0; j < count; ++j)
+    if (j != importer && asModule(handles[j])->exports(name)) ++exporters;
+  return exporters;
+}
+
 ze_result_t ZE_APICALL moduleDynamicLink(uint32_t count, ze_module_handle_t *handles, ze_module_build_log_handle_t *logOut) {
   std::string log;
   // Every import of every module still unlinked must be exported by exactly one other module.
@@ -614,9 +622,7 @@ ze_result_t ZE_APICALL moduleDynamicLink(uint32_t count, ze_module_handle_t *han
     Module *module = asModule(handles[i]);
     if (module->linked) continue;
     for (const std::string &name : module->linkage.imports) {
-      int exporters = 0;
-      for (uint32_t j = 0; j < count; ++j)
-        if (j != i && asModule(handles[j])->exports(name)) ++exporters;
+      const int exporters = exportersOf(name, i, count, handles);
       if (exporters == 0) log += "error: module " + std::to_string(i) + " imports `" + name + "`, which no module of the link exports\n";
       else if (exporters > 1) log += "error: `" + name + "` imported by module " + std::to_string(i) + " is exported by " +
                                      std::to_string(exporters) + " modules of the link (ambiguous)\n";
@@ -666,9 +672,7 @@ ze_result_t ZE_APICALL moduleInspectLinkage(ze_linkage_inspection_ext_desc_t *de
       for (const std::string &name : module->linkage.imports) log += prefix + "import " + name + "\n";
     if (desc->flags & ZE_LINKAGE_INSPECTION_EXT_FLAG_UNRESOLVABLE_IMPORTS)
       for (const std::string &name : module->linkage.imports) {
-        bool found = false;
-        for (uint32_t j = 0; j < count; ++j) found |= j != i && asModule(handles[j])->exports(name);
-        if (!found) log += prefix + "unresolvable import " + name + "\n";
+        if (exportersOf(name, i, count, handles) == 0) log += prefix + "unresolvable import " + name + "\n";
       }
     if (desc->flags & ZE_LINKAGE_INSPECTION_EXT_FLAG_EXPORTS)
       for (const auto *names : {&module->linkage.exportedFunctions, &module->linkage.exportedVariables})

@@ -89,7 +89,7 @@ TEST(DevdlNm, CudaImages) {
 // Intel native binaries from ocloc: their symbols are those of the SPIR-V they carry, their
 // target the GPU family they were built for; devdl-pack packs them as they are.
 TEST(DevdlNm, IntelNativeImages) {
-  if (!DEVDL_TEST_INTEL_IMAGES) GTEST_SKIP() << "no ocloc here (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc)";
+  DEVDL_REQUIRE_INTEL_IMAGES();
   CommandResult lib = run({DEVDL_NM, image("lib.gen12lp.bin")});
   EXPECT_EQ(lib.status, 0) << lib.err;
   EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
