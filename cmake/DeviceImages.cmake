@@ -38,10 +38,10 @@ function(devdl_require_tools)
 endfunction()
 
 # The rule that compiles one source (OpenCL C or CUDA) into `dir`, with the FORMATS, OPTIONS
-# and CUDA_ARCH of devdl_add_images, plus `ltoir` (CUDA's LTO-IR alone, NAME.ltoir). Appends
-# the images to the list `out_var`.
+# and CUDA_ARCH of devdl_add_images, plus `ltoir` (CUDA's LTO-IR alone, NAME.ltoir), and the
+# files it includes as DEPENDS. Appends the images to the list `out_var`.
 function(devdl_image_rules out_var source dir)
-  cmake_parse_arguments(PARSE_ARGV 3 arg "" "CUDA_ARCH" "FORMATS;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "CUDA_ARCH" "FORMATS;OPTIONS;DEPENDS")
   get_filename_component(source ${source} ABSOLUTE)
   get_filename_component(stem ${source} NAME_WE)
   get_filename_component(extension ${source} LAST_EXT)
@@ -111,7 +111,7 @@ function(devdl_image_rules out_var source dir)
   add_custom_command(OUTPUT ${outputs}
                      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
                      ${commands}
-                     DEPENDS ${source}
+                     DEPENDS ${source} ${arg_DEPENDS}
                      COMMENT "Compiling ${stem}${extension} to device images (${listed})"
                      VERBATIM)
   set(${out_var} ${${out_var}} ${outputs} PARENT_SCOPE)

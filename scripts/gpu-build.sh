@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 build=build/portable
 stage=$build/stage
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
-ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests bench_cuda_first_kernel bench_cache bench_threads bench_lto \
+ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests bench_cuda_first_kernel bench_cache bench_threads bench_lto \
   devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
@@ -22,12 +22,14 @@ mkdir -p "$stage/lib" "$stage/bin" "$stage/images" "$stage/samples"
 cp -P "$build"/libdevdl/libdevdl.so* "$stage/lib/"
 cp -P "$build"/samples/cuda-seed/libcudaseedlib.so "$stage/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/"  # no static Google Benchmark in Debian
-cp "$build"/tests/devdl_cuda_tests "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
+cp "$build"/tests/devdl_cuda_tests "$build"/tests/devdl_suite_tests \
+   "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
    "$build"/bench/bench_lto \
    "$build"/tools/devdl-cache/devdl-cache \
    "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"
+# The suite opens the SPIR-V seed and SPIR bitcode too (no candidates on CUDA).
 cp "$build"/tests/images/*.cubin "$build"/tests/images/*.ptx "$build"/tests/images/*.fatbin \
-   "$build"/tests/images/*.devdl "$stage/images/"
+   "$build"/tests/images/*.devdl "$build"/tests/images/lib.spv "$build"/tests/images/*.bc "$stage/images/"
 cp "$build"/bench/images/*.cubin "$build"/bench/images/*.fatbin "$stage/images/"
 cp "$build"/samples/cuda-seed/*.cubin "$build"/samples/cuda-seed/*.ptx "$stage/samples/"
 # The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot

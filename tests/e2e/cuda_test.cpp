@@ -1,6 +1,9 @@
-// The CUDA backend end to end through the C API: images built by nvcc -rdc (and -dlto), linked
-// by devdl with the driver's linker (and nvJitLink), and run on the GPU. Without a driver (CI) the tests skip, saying
-// so, and the library's own answer to "no driver" is checked instead.
+// What only the CUDA backend has, end to end through the C API: images built by nvcc -rdc (and
+// -dlto) in each of CUDA's formats, linked by devdl with the driver's linker (and nvJitLink), and
+// run on the GPU. What every backend does (the seed example, chains, interposition, scopes, the
+// disk cache across processes, ...) is the one suite in dlopen_test.cpp, which the GPU machine
+// runs on CUDA too (scripts/gpu-run.sh). Without a driver (CI) the tests skip, saying so, and the
+// library's own answer to "no driver" is checked instead.
 #include "devdl.h"
 #include "e2e/cuda_driver.h"
 #include "require_cuda_images.h"
@@ -95,8 +98,6 @@ class Cuda : public ::testing::Test {
   cuda::CUcontext context_ = nullptr;
 };
 
-TEST_F(Cuda, SeedExampleAsCubins) { EXPECT_EQ(runSeed({"lib.cubin"}, "app.cubin", "AppKernel"), times(2, 0, 8)); }
-
 TEST_F(Cuda, SeedExampleAsPtx) { EXPECT_EQ(runSeed({"lib.ptx"}, "app.ptx", "AppKernel"), times(2, 0, 8)); }
 
 TEST_F(Cuda, CubinAndPtxInOnePlan) {
@@ -126,26 +127,6 @@ TEST_F(Cuda, CubinForAnotherGenerationIsNoCandidate) {
   closeAll(libs);
 }
 
-TEST_F(Cuda, ChainAcrossThreeImages) {
-  EXPECT_EQ(runSeed({"chain_base.cubin", "chain_mid.ptx"}, "chain_top.cubin", "ChainKernel"), times(10, 1, 8));
-}
-
-TEST_F(Cuda, MissingSymbolNamesSymbolImageAndFile) {
-  const std::string expected = image("app.cubin") + ": image 0 (cubin sm_90): undefined device symbol `LibDeviceFunc`";
-  EXPECT_EQ(device_dlopen(image("app.cubin").c_str(), DEVDL_NOW), nullptr);
-  EXPECT_EQ(error(), expected);
-  void *lazy = device_dlopen(image("app.cubin").c_str(), DEVDL_LAZY);
-  ASSERT_NE(lazy, nullptr) << error();
-  EXPECT_EQ(device_dlsym(lazy, "AppKernel"), nullptr);
-  EXPECT_EQ(error(), expected);
-  device_dlclose(lazy);
-}
-
-TEST_F(Cuda, FirstDefinitionInSearchOrderWins) {
-  EXPECT_EQ(runSeed({"lib_triple.cubin", "lib.cubin"}, "app.cubin", "AppKernel"), times(3, 0, 8));
-  EXPECT_EQ(runSeed({"lib.cubin", "lib_triple.cubin"}, "app.cubin", "AppKernel"), times(2, 0, 8));
-}
-
 TEST_F(Cuda, FunctionPointerAcrossImages) {
   EXPECT_EQ(runSeed({"lib.cubin"}, "app_pointer.cubin", "PointerKernel"), times(2, 0, 8));
   // The host gets no device function pointer: CUDA has none to give.
@@ -156,6 +137,8 @@ TEST_F(Cuda, FunctionPointerAcrossImages) {
   device_dlclose(lib);
 }
 
+// The kernel writes the variable, the host reads what it wrote (the suite's
+// DeviceDlopen.VariablesHaveDeviceAddresses writes from the host).
 TEST_F(Cuda, DeviceGlobalReadAndWrittenFromBothSides) {
   auto libs = openGlobal({"lib.cubin"});
   void *app = device_dlopen(image("app_counter.cubin").c_str(), DEVDL_NOW);
@@ -183,28 +166,6 @@ TEST_F(Cuda, DeviceGlobalReadAndWrittenFromBothSides) {
   closeAll(libs);
 }
 
-TEST_F(Cuda, VariableOfADependencyIsTheInstanceTheKernelsUse) {
-  // device_dlsym(app, ...) searches what app's imports bind to, as glibc's dlsym(handle): the
-  // library's LibCounter, in the program app's kernel runs in.
-  auto libs = openGlobal({"lib.cubin"});
-  void *app = device_dlopen(image("app_counter.cubin").c_str(), DEVDL_LAZY);
-  ASSERT_NE(app, nullptr) << error();
-  void *counter = device_dlsym(app, "LibCounter");
-  ASSERT_NE(counter, nullptr) << error();
-  void *kernel = device_dlsym(app, "CounterKernel");
-  ASSERT_NE(kernel, nullptr) << error();
-  EXPECT_EQ(device_dlsym(libs[0], "LibCounter"), counter);
-  const auto address = static_cast<cuda::CUdeviceptr>(reinterpret_cast<uintptr_t>(counter));
-  int value = 20;
-  ASSERT_EQ(cu_->cuCtxPushCurrent(context_), cuda::CUDA_SUCCESS);
-  EXPECT_EQ(cu_->cuMemcpyHtoD(address, &value, sizeof value), cuda::CUDA_SUCCESS);
-  cuda::CUcontext popped;
-  cu_->cuCtxPopCurrent(&popped);
-  EXPECT_EQ(run(kernel, 4), times(1, 20, 4));
-  device_dlclose(app);
-  closeAll(libs);
-}
-
 TEST_F(Cuda, InterpositionIsBySymbolInEveryFormat) {
   // interpose_app takes Answer from interpose_first (first in search order) and needs
   // interpose_other for Other, which defines Answer too: the link sees that one local (the
@@ -223,20 +184,6 @@ TEST_F(Cuda, InterpositionIsBySymbolInEveryFormat) {
     device_dlclose(app);
     closeAll(libs);
   }
-}
-
-TEST_F(Cuda, RecordedDependenciesJoinTheLocalScope) {
-  // app-depends.devdl records that it needs module seedlib (devdl-pack --depends), as DT_NEEDED
-  // names a library: lib-module.devdl, opened LOCAL, joins its local scope.
-  void *lib = device_dlopen(image("lib-module.devdl").c_str(), DEVDL_LAZY | DEVDL_LOCAL);
-  ASSERT_NE(lib, nullptr) << error();
-  void *app = device_dlopen(image("app-depends.devdl").c_str(), DEVDL_NOW);
-  ASSERT_NE(app, nullptr) << error();
-  void *kernel = device_dlsym(app, "AppKernel");
-  ASSERT_NE(kernel, nullptr) << error();
-  EXPECT_EQ(run(kernel, 8), times(2, 0, 8));
-  EXPECT_EQ(device_dlclose(app), 0);
-  EXPECT_EQ(device_dlclose(lib), 0);
 }
 
 TEST_F(Cuda, PackedIntoOneBundle) {
@@ -288,12 +235,11 @@ TEST_F(Cuda, DriverLogOfAMissingSymbol) {
       << log;
 }
 
-// Where there is no driver, the library loads, and says so when CUDA is needed.
-// Run by Cuda.DiskCacheAcrossProcesses in a process of its own, with a cache directory of its
-// own: the seed example's cubins loaded through the disk cache, the kernel's output checked,
-// and a device global of the cached program found.
+// Run by Cuda.LtoIrLinkedByNvJitLinkAndCached in a process of its own, with a cache directory of
+// its own: the seed example (DEVDL_TEST_CACHE_FORMAT) loaded through the disk cache, the
+// kernel's output checked, and a device global of the cached program found.
 TEST_F(Cuda, CacheChildLoadsAndRuns) {
-  if (!std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "run by Cuda.DiskCacheAcrossProcesses in a process of its own";
+  if (!std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "run by Cuda.LtoIrLinkedByNvJitLinkAndCached in a process of its own";
   const std::string format = std::getenv("DEVDL_TEST_CACHE_FORMAT") ? std::getenv("DEVDL_TEST_CACHE_FORMAT") : "cubin";
   void *lib = device_dlopen(image("lib." + format).c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   ASSERT_NE(lib, nullptr) << error();
@@ -320,29 +266,6 @@ std::pair<int, std::string> runCacheChild(const std::string &dir, const std::str
   while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-TEST_F(Cuda, DiskCacheAcrossProcesses) {
-  if (std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "this is the child";
-  char dir[] = "/tmp/devdl-cuda-cache-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  auto [status, out] = runCacheChild(dir);
-  ASSERT_EQ(status, 0) << out;
-  EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << out;
-  std::tie(status, out) = runCacheChild(dir);
-  ASSERT_EQ(status, 0) << out;
-  EXPECT_NE(out.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << out;
-  EXPECT_NE(out.find("loaded from the disk cache"), std::string::npos) << out;
-  // A damaged entry is deleted and the program linked again.
-  std::string entry;
-  for (const auto &file : std::filesystem::directory_iterator(dir)) entry = file.path();
-  std::string bytes = readFile(entry);
-  bytes[bytes.size() - 8] ^= 0x20;
-  std::ofstream(entry, std::ios::binary | std::ios::trunc) << bytes;
-  std::tie(status, out) = runCacheChild(dir);
-  ASSERT_EQ(status, 0) << out;
-  EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored, 1 bad entries deleted"), std::string::npos) << out;
-  std::filesystem::remove_all(dir);
 }
 
 TEST_F(Cuda, LtoIrLinkedByNvJitLinkAndCached) {
@@ -380,6 +303,7 @@ TEST_F(Cuda, LtoIrLinkedByNvJitLinkAndCached) {
   std::filesystem::remove_all(dir);
 }
 
+// Where there is no driver, the library loads, and says so when CUDA is needed.
 TEST(CudaWithoutDriver, SaysSoCleanly) {
   std::string why;
   if (cuda::driver(&why)) GTEST_SKIP() << "a CUDA driver is here: the tests above use it";

@@ -1,15 +1,14 @@
 // devdl on Level Zero, through the real loader and the test driver (tests/level_zero_driver), for
-// what the shared suite (e2e/dlopen_test.cpp, run on Level Zero as LevelZero.*) does not cover:
-// the program's own context, and the disk cache across processes, both ways of linking.
+// what the shared suite (e2e/dlopen_test.cpp, run on Level Zero as LevelZero.* and
+// LevelZeroDynamicLink.*) does not cover: the program's own context, native Intel binaries, and
+// the driver's refusals said in devdl's words.
 #include "devdl.h"
 #include "e2e/level_zero_run.h"
 #include "test_support.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 
 namespace devdl::test {
@@ -68,36 +67,17 @@ TEST(LevelZero, AttachToTheProgramsOwnContext) {
   zeContextDestroy(other);
 }
 
-// A device variable's address, as a Level Zero program has one: written from the host, read by
-// the application's kernel. (A function's pointer, zeModuleGetFunctionPointer, is asked of the
-// driver as a variable's is; the test driver has none to give, and devdl says so.)
-TEST(LevelZero, VariablesHaveDeviceAddresses) {
+// A function's pointer is asked of the driver (zeModuleGetFunctionPointer) as a variable's address
+// is (DeviceDlopen.VariablesHaveDeviceAddresses); the test driver has none to give, and devdl
+// says so.
+TEST(LevelZero, FunctionPointersAreAskedOfTheDriver) {
   ASSERT_TRUE(kLevelZero);
   void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
-  void *app = device_dlopen(image("counter_app.spv").c_str(), DEVDL_NOW);
-  ASSERT_TRUE(lib && app) << error();
-  ze_context_handle_t context = nullptr;
-  ze_device_handle_t device = nullptr;
-  ASSERT_TRUE(devdlLevelZeroDevice(context, device)) << error();
-  void *counter = device_dlsym(app, "LibCounter");
-  ASSERT_NE(counter, nullptr) << error();
-  ze_command_queue_desc_t queueDesc = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, nullptr, 0, 0, 0,
-                                       ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
-  ze_command_list_handle_t list = nullptr;
-  ASSERT_EQ(zeCommandListCreateImmediate(context, device, &queueDesc, &list), ZE_RESULT_SUCCESS);
-  int value = 0;
-  ASSERT_EQ(zeCommandListAppendMemoryCopy(list, &value, counter, sizeof value, nullptr, 0, nullptr), ZE_RESULT_SUCCESS);
-  EXPECT_EQ(value, 7) << "LibCounter's initial value";
-  value = 40;
-  ASSERT_EQ(zeCommandListAppendMemoryCopy(list, counter, &value, sizeof value, nullptr, 0, nullptr), ZE_RESULT_SUCCESS);
-  zeCommandListDestroy(list);
-  EXPECT_EQ(runIntKernel(context, device, static_cast<ze_kernel_handle_t>(device_dlsym(app, "CounterKernel")), 4),
-            (std::vector<int>{40, 41, 42, 43}));
+  ASSERT_NE(lib, nullptr) << error();
   EXPECT_EQ(device_dlsym(lib, "LibDeviceFunc"), nullptr);
   EXPECT_NE(error().find("`LibDeviceFunc` is a device function: zeModuleGetFunctionPointer on devdl test driver"),
             std::string::npos)
       << error();
-  device_dlclose(app);
   device_dlclose(lib);
 }
 
@@ -147,50 +127,6 @@ TEST(LevelZero, ALinkTheDriverRefusesNamesTheImportAndBothImages) {
             std::string::npos)
       << refused;
   device_dlclose(lib);
-}
-
-// What a process does (run by the test below, not by itself): the seed example, its output on
-// stdout.
-TEST(LevelZeroProcess, DISABLED_SeedExample) {
-  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
-  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
-  ASSERT_TRUE(lib && app) << error();
-  ze_context_handle_t context = nullptr;
-  ze_device_handle_t device = nullptr;
-  ASSERT_TRUE(devdlLevelZeroDevice(context, device)) << error();
-  const std::vector<int> out =
-      runIntKernel(context, device, static_cast<ze_kernel_handle_t>(device_dlsym(app, "AppKernel")), 8);
-  for (int v : out) std::printf("%d ", v);
-  std::printf("\n");
-}
-
-// The disk cache keeps the modules' native binaries (zeModuleGetNativeBinary): the next process
-// creates them as native modules and links them again, both ways of linking.
-TEST(LevelZero, DiskCacheAcrossProcesses) {
-  for (const char *moduleProgram : {"1", "0"}) {
-    SCOPED_TRACE(std::string("DEVDL_TEST_ZE_MODULE_PROGRAM=") + moduleProgram);
-    const std::string cache = scratchDir() + "/ze-cache-" + moduleProgram;
-    std::filesystem::remove_all(cache);
-    setenv("DEVDL_CACHE", "1", 1);
-    setenv("DEVDL_CACHE_DIR", cache.c_str(), 1);
-    setenv("DEVDL_DEBUG", "statistics", 1);
-    setenv("DEVDL_TEST_ZE_MODULE_PROGRAM", moduleProgram, 1);
-    auto process = [] {
-      return run({"/proc/self/exe", "--gtest_also_run_disabled_tests", "--gtest_filter=LevelZeroProcess.*"});
-    };
-    const CommandResult cold = process(), hit = process();
-    unsetenv("DEVDL_CACHE");
-    unsetenv("DEVDL_CACHE_DIR");
-    unsetenv("DEVDL_DEBUG");
-    unsetenv("DEVDL_TEST_ZE_MODULE_PROGRAM");
-    ASSERT_EQ(cold.status, 0) << cold.out << cold.err;
-    ASSERT_EQ(hit.status, 0) << hit.out << hit.err;
-    EXPECT_NE(cold.out.find("0 2 4 6 8 10 12 14 \n"), std::string::npos) << cold.out;
-    EXPECT_NE(hit.out.find("0 2 4 6 8 10 12 14 \n"), std::string::npos) << hit.out;
-    EXPECT_NE(cold.err.find("0 hits, 1 misses, 1 stored"), std::string::npos) << cold.err;
-    EXPECT_NE(hit.err.find("1 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
-    EXPECT_EQ(hit.err.find("linked in"), std::string::npos) << "the second process linked again:\n" << hit.err;
-  }
 }
 
 }  // namespace

@@ -277,8 +277,9 @@ std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built
   return {};
 }
 
-// Links SPIR-V modules with SPIRV-Tools' linker (the driver's own, as Intel's has its own).
-std::string linkSpirv(const std::vector<const std::vector<uint32_t> *> &inputs, bool partial,
+// Links SPIR-V modules with SPIRV-Tools' linker (the driver's own, as Intel's has its own):
+// `partial` leaves imports nothing defines, `library` keeps the exports.
+std::string linkSpirv(const std::vector<const std::vector<uint32_t> *> &inputs, bool partial, bool library,
                       std::vector<uint32_t> *out) {
   if (inputs.size() == 1) {
     *out = *inputs.front();
@@ -305,7 +306,7 @@ std::string linkSpirv(const std::vector<const std::vector<uint32_t> *> &inputs, 
   }
   spvtools::LinkerOptions options;
   options.SetAllowPartialLinkage(partial);
-  options.SetCreateLibrary(partial);
+  options.SetCreateLibrary(partial || library);
   std::vector<uint32_t> linked;
   if (spvtools::Link(context, binaries.data(), sizes.data(), binaries.size(), &linked, options) != SPV_SUCCESS)
     return "SPIR-V link failed: " + messages;
@@ -501,7 +502,9 @@ std::string makeModule(const std::vector<std::vector<uint32_t>> &inputs, Module 
   }
   for (const std::string &name : all.exportedFunctions) all.imports.erase(name);
   for (const std::string &name : all.exportedVariables) all.imports.erase(name);
-  if (std::string why = linkSpirv(pointers, !all.imports.empty(), &module->words); !why.empty()) return why;
+  // Linked as a library: the module keeps its exports (in its native binary too, which has only
+  // the linked SPIR-V to say what the module exports).
+  if (std::string why = linkSpirv(pointers, !all.imports.empty(), true, &module->words); !why.empty()) return why;
   module->linkage = std::move(all);
   if (!module->linkage.imports.empty()) return {};  // unlinked until zeModuleDynamicLink
   module->linked = true;
@@ -641,7 +644,7 @@ ze_result_t ZE_APICALL moduleDynamicLink(uint32_t count, ze_module_handle_t *han
   if (needed) {
     std::vector<uint32_t> words;
     std::shared_ptr<Built> built;
-    log = linkSpirv(inputs, false, &words);
+    log = linkSpirv(inputs, false, false, &words);
     if (log.empty()) log = buildSpirv(words, &built);
     if (!log.empty()) {
       newLog(logOut, log);

@@ -1,1 +1,3 @@
-int ChainBase(int x) { return x + 3; }
+#include "device.h"
+
+DEVICE int ChainBase(int x) { return x + 3; }

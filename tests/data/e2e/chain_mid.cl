@@ -1,2 +1,4 @@
-int ChainBase(int x);
-int ChainMid(int x) { return ChainBase(x) * 2; }
+#include "device.h"
+
+DEVICE int ChainBase(int x);
+DEVICE int ChainMid(int x) { return ChainBase(x) * 2; }

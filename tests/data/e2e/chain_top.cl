@@ -1,3 +1,5 @@
 // A chain of images: chain_top -> chain_mid -> chain_base.
-int ChainMid(int x);
-kernel void ChainKernel(global int *out) { int i = (int)get_global_id(0); out[i] = ChainMid(i) + 1; }
+#include "device.h"
+
+DEVICE int ChainMid(int x);
+KERNEL ChainKernel(GLOBAL int *out) { int i = THREAD_ID; out[i] = ChainMid(i) + 1; }

@@ -1,3 +1,5 @@
-// An application whose kernel reads the seed library's variable LibCounter (lib.cl).
-extern global int LibCounter;
-kernel void CounterKernel(global int *out) { int i = (int)get_global_id(0); out[i] = LibCounter + i; }
+// An application whose kernel reads the seed library's variable LibCounter (lib.cl, lib.cu).
+#include "device.h"
+
+EXTERN_VARIABLE int LibCounter;
+KERNEL CounterKernel(GLOBAL int *out) { int i = THREAD_ID; out[i] = LibCounter + i; }

@@ -1,2 +1,4 @@
-int CyclePingLeaf(int x);
-int CyclePong(int x) { return CyclePingLeaf(x) + 1; }
+#include "device.h"
+
+DEVICE int CyclePingLeaf(int x);
+DEVICE int CyclePong(int x) { return CyclePingLeaf(x) + 1; }

@@ -1,1 +1,3 @@
-int DiamondBase(int x) { return 10 * x; }
+#include "device.h"
+
+DEVICE int DiamondBase(int x) { return 10 * x; }

@@ -1,2 +1,4 @@
-int DiamondBase(int x);
-int DiamondLeft(int x) { return DiamondBase(x) + 1; }
+#include "device.h"
+
+DEVICE int DiamondBase(int x);
+DEVICE int DiamondLeft(int x) { return DiamondBase(x) + 1; }

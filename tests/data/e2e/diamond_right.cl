@@ -1,2 +1,4 @@
-int DiamondBase(int x);
-int DiamondRight(int x) { return DiamondBase(x) + 2; }
+#include "device.h"
+
+DEVICE int DiamondBase(int x);
+DEVICE int DiamondRight(int x) { return DiamondBase(x) + 2; }

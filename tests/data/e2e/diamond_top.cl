@@ -1,7 +1,9 @@
 // A diamond: diamond_top imports Left and Right, which both import Base.
-int DiamondLeft(int x);
-int DiamondRight(int x);
-kernel void DiamondKernel(global int *out) {
-  int i = (int)get_global_id(0);
+#include "device.h"
+
+DEVICE int DiamondLeft(int x);
+DEVICE int DiamondRight(int x);
+KERNEL DiamondKernel(GLOBAL int *out) {
+  int i = THREAD_ID;
   out[i] = DiamondLeft(i) + DiamondRight(i);
 }

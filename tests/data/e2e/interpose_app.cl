@@ -1,4 +1,6 @@
 // Answer from interpose_first, Other from interpose_other: 2 * 100 + i + 10.
-int Answer(void);
-int Other(int x);
-kernel void InterposeKernel(global int *out) { int i = (int)get_global_id(0); out[i] = Answer() * 100 + Other(i); }
+#include "device.h"
+
+DEVICE int Answer(void);
+DEVICE int Other(int x);
+KERNEL InterposeKernel(GLOBAL int *out) { int i = THREAD_ID; out[i] = Answer() * 100 + Other(i); }

@@ -1,2 +1,4 @@
 // Interposition by symbol: the first Answer in search order, which the application uses.
-int Answer(void) { return 2; }
+#include "device.h"
+
+DEVICE int Answer(void) { return 2; }

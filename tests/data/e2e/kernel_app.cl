@@ -1,3 +1,5 @@
 // An application whose kernel calls the library's function: the library's code is in its program.
-int LibTwice(int x);
-kernel void UserKernel(global int *out) { int i = (int)get_global_id(0); out[i] = LibTwice(i) + 1; }
+#include "device.h"
+
+DEVICE int LibTwice(int x);
+KERNEL UserKernel(GLOBAL int *out) { int i = THREAD_ID; out[i] = LibTwice(i) + 1; }

@@ -1,3 +1,5 @@
 // A library with a kernel of its own and a function an application's kernel calls.
-int LibTwice(int x) { return 2 * x; }
-kernel void LibKernel(global int *out) { int i = (int)get_global_id(0); out[i] = LibTwice(i) + 100; }
+#include "device.h"
+
+DEVICE int LibTwice(int x) { return 2 * x; }
+KERNEL LibKernel(GLOBAL int *out) { int i = THREAD_ID; out[i] = LibTwice(i) + 100; }

@@ -1,2 +1,4 @@
 // Two definitions of DupValue: the first in search order wins.
-int DupValue(void) { return 1; }
+#include "device.h"
+
+DEVICE int DupValue(void) { return 1; }

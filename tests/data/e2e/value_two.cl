@@ -1,1 +1,3 @@
-int DupValue(void) { return 2; }
+#include "device.h"
+
+DEVICE int DupValue(void) { return 2; }

@@ -1,2 +1,4 @@
-int DupValue(void);
-kernel void ValueKernel(global int *out) { out[get_global_id(0)] = DupValue(); }
+#include "device.h"
+
+DEVICE int DupValue(void);
+KERNEL ValueKernel(GLOBAL int *out) { out[THREAD_ID] = DupValue(); }
