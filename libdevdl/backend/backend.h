@@ -51,6 +51,10 @@ class Device {
   virtual ~Device() = default;
   virtual int backend() const = 0;  // DEVDL_BACKEND_...
   virtual const std::string &name() const = 0;
+  /// "OpenCL device NAME": the device as messages name it.
+  virtual std::string description() const = 0;
+  /// Whether the device has an optional feature (image/aspects.h), as the driver reports it.
+  virtual bool hasAspect(uint32_t aspect) const = 0;
   /// Whether the device can take `image` (its format, and its target where it has one); when
   /// not, and `why` is given, the reason. Only such images are candidates for resolution.
   virtual bool accepts(const DeviceImage &image, std::string *why = nullptr) const = 0;

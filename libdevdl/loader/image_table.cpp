@@ -32,6 +32,7 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   loaded->owner = owner;
   loaded->host = host;
   loaded->bytesHash = loaded->hash = hash;
+  loaded->vf = virtualFunctionsOf(loaded->image);
   images_[id] = std::move(loaded);
   pointers_[id] = &images_[id]->image;
   for (const Symbol &s : images_[id]->image.symbols) {

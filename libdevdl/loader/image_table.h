@@ -6,6 +6,7 @@
 #include "bundle/loaded_bundles.h"
 #include "cache/program_cache.h"
 #include "image/device_image.h"
+#include "image/virtual_functions.h"
 
 #include <llvm/ADT/StringMap.h>
 
@@ -30,6 +31,7 @@ struct LoadedImage {
   cache::ContentHash bytesHash;  // of the bytes alone
   cache::ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
   backend::SpecConstants specConstants;
+  VirtualFunctions vf;  // its virtual-function sets (views into `image`'s strings)
   // Whether the device that links it takes it, asked when it arrived (and again on attach):
   // only such images satisfy imports. With why not, for messages.
   enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;

@@ -2,6 +2,8 @@
 // program from the program cache (in memory, else the binary store, else linked), linked with
 // the loaded images that import from it so that a library's code is built once. Builds run with
 // the loader's lock let go, one per program at a time.
+#include "image/aspects.h"
+#include "image/virtual_functions.h"
 #include "loader/loader.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -25,8 +27,15 @@ bool Loader::deviceTakes(uint32_t id) const {
 std::pair<LoadedImage::Candidacy, std::string> Loader::judgment(const DeviceImage &image) {
   std::string why;
   backend::Device *device = devices_.forImage(image, &why);
-  if (device && device->accepts(image, &why)) return {LoadedImage::Candidacy::Yes, ""};
-  return {LoadedImage::Candidacy::No, why};
+  if (!device || !device->accepts(image, &why)) return {LoadedImage::Candidacy::No, why};
+  // Optional kernel features: an image needing an aspect the device lacks is no candidate.
+  auto aspects = requiredAspects(image);
+  if (!aspects) return {LoadedImage::Candidacy::No, llvm::toString(aspects.takeError())};
+  for (uint32_t aspect : *aspects)
+    if (!device->hasAspect(aspect))
+      return {LoadedImage::Candidacy::No, "it needs " + aspectWords(aspect) + ", which " + device->description() +
+                                              " lacks"};
+  return {LoadedImage::Candidacy::Yes, ""};
 }
 
 Loader::NewImage Loader::judge(DeviceImage image, bool mayOpenDevice) {
@@ -60,16 +69,104 @@ void Loader::judgeUndecided(Lock &lock) {
   changed();
 }
 
-std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer) {
+std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t importer,
+                                        const llvm::DenseSet<uint32_t> &pulled) {
   const LoadedImage &image = images_[importer];
   // Only images of the importer's family link with it.
   return scopes_.resolve(symbol, linkFamily(image.image.format), image.owner ? &image.owner->local : nullptr,
-                         [&](uint32_t id) { return deviceTakes(id); });
+                         [&](uint32_t id) { return deviceTakes(id) && (images_[id].vf.set.empty() || pulled.contains(id)); });
 }
 
 LinkPlan Loader::planFor(std::span<const uint32_t> roots) {
-  return computeLinkPlan(roots, images_.pointers(),
-                         [&](std::string_view symbol, uint32_t importer) { return resolve(symbol, importer); });
+  llvm::DenseSet<uint32_t> pulled(roots.begin(), roots.end());
+  std::vector<uint32_t> all(roots.begin(), roots.end());
+  // The virtual-function sets' images in the first root's scope, in search order (the global
+  // scope's, then its handle's own): indexed once a plan's image asks for a set.
+  std::optional<llvm::StringMap<std::vector<uint32_t>>> members;
+  auto index = [&] {
+    members.emplace();
+    auto add = [&](uint32_t id) {
+      const VirtualFunctions &vf = images_[id].vf;
+      if (!vf.set.empty()) (*members)[llvm::StringRef(vf.set.data(), vf.set.size())].push_back(id);
+    };
+    for (uint32_t id : scopes_.globalOrder()) add(id);
+    if (const Handle *owner = roots.empty() ? nullptr : images_[roots.front()].owner)
+      for (uint32_t id : owner->local.images)
+        if (!scopes_.isGlobal(id)) add(id);
+  };
+  LinkPlan plan;
+  for (;;) {
+    LinkPlan next = computeLinkPlan(all, images_.pointers(), [&](std::string_view symbol, uint32_t importer) {
+      return resolve(symbol, importer, pulled);
+    });
+    next.joined = std::move(plan.joined);
+    plan = std::move(next);
+    // The sets of the plan's images, until what they pull in asks for nothing more.
+    const size_t before = all.size();
+    for (uint32_t id : plan.images) {
+      if (images_[id].vf.calls.empty() && images_[id].vf.creates.empty()) continue;
+      if (!members) index();
+      pullSets(id, *members, pulled, all, plan);
+    }
+    if (all.size() == before) return plan;
+    plan.setProblems.clear();  // found again with what joined
+  }
+}
+
+void Loader::pullSets(uint32_t image, const llvm::StringMap<std::vector<uint32_t>> &members,
+                      llvm::DenseSet<uint32_t> &pulled, std::vector<uint32_t> &into, LinkPlan &plan) {
+  const VirtualFunctions &vf = images_[image].vf;
+  auto join = [&](uint32_t id, std::string why) {
+    if (!pulled.insert(id).second) return;
+    into.push_back(id);
+    plan.joined.push_back({id, std::move(why)});
+  };
+  auto of = [&](std::string_view set) -> std::span<const uint32_t> {
+    auto it = members.find(llvm::StringRef(set.data(), set.size()));
+    return it == members.end() ? std::span<const uint32_t>() : std::span<const uint32_t>(it->second);
+  };
+  const std::string &label = images_[image].label;
+  // Calls: every image of the set (not its dummies); each must be one the device takes.
+  for (std::string_view set : vf.calls) {
+    bool any = false;
+    for (uint32_t id : of(set)) {
+      if (images_[id].vf.dummy) continue;
+      any = true;
+      if (deviceTakes(id))
+        join(id, "calls set " + std::string(set));
+      else
+        plan.setProblems.push_back(label + " calls virtual functions set " + std::string(set) + ", but " +
+                                   images_[id].label + " cannot be linked here: " + images_[id].whyNot);
+    }
+    if (!any)
+      plan.setProblems.push_back(label + " calls virtual functions set " + std::string(set) +
+                                 ", which no image in its scope holds");
+  }
+  // Creates: each image of the set the device takes, else the set's dummy (the one from the same
+  // file where there is one): objects can be made whatever the device lacks.
+  for (std::string_view set : vf.creates) {
+    for (uint32_t id : of(set)) {
+      const LoadedImage &real = images_[id];
+      if (real.vf.dummy) continue;
+      if (deviceTakes(id)) {
+        join(id, "creates set " + std::string(set));
+        continue;
+      }
+      std::optional<uint32_t> dummy;
+      for (uint32_t other : of(set)) {
+        const LoadedImage &d = images_[other];
+        if (!d.vf.dummy || !deviceTakes(other)) continue;
+        if (!dummy || (d.file == real.file && images_[*dummy].file != real.file)) dummy = other;
+      }
+      if (dummy)
+        join(*dummy, "creates set " + std::string(set) + ": dummy, as " + real.label + " cannot be linked here: " +
+                         real.whyNot);
+      else
+        plan.setProblems.push_back(label + " creates virtual functions set " + std::string(set) + ", but " +
+                                   real.label + " cannot be linked here (" + real.whyNot +
+                                   ") and no dummy image of the set is in its scope");
+    }
+  }
 }
 
 std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
@@ -83,6 +180,9 @@ std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
     for (const Definition &d : scope->definitions(symbol)) {
       if (d.family != family) continue;
       const LoadedImage &definer = images_[d.image];
+      if (definer.candidacy == LoadedImage::Candidacy::Yes && !definer.vf.set.empty())
+        return " (" + definer.label + " defines it, in virtual functions set " + std::string(definer.vf.set) +
+               ", which no image of the program calls or creates)";
       return " (" + definer.label + " defines it, but " + definer.whyNot + ")";
     }
   }
@@ -90,11 +190,12 @@ std::string Loader::whyUnresolved(std::string_view symbol, uint32_t importer) {
 }
 
 llvm::Error Loader::unresolvedError(const LinkPlan &plan) {
-  if (plan.unresolved.empty()) return llvm::Error::success();
+  if (plan.unresolved.empty() && plan.setProblems.empty()) return llvm::Error::success();
   std::string message;
   for (const auto &u : plan.unresolved)
     message += (message.empty() ? "" : "\n") + images_[u.importer].label + ": undefined device symbol `" +
                std::string(u.symbol) + "`" + whyUnresolved(u.symbol, u.importer);
+  for (const std::string &problem : plan.setProblems) message += (message.empty() ? "" : "\n") + problem;
   return fail(ErrorCode::Unresolved, message);
 }
 
@@ -345,6 +446,7 @@ std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device 
                                           std::vector<cache::LinkedProgram::Use> &uses) {
   std::vector<uint32_t> found;
   std::set<uint32_t> inPlan(plan.images.begin(), plan.images.end()), seen;
+  const llvm::DenseSet<uint32_t> pulledIn(plan.images.begin(), plan.images.end());  // sets' images the plan has
   // A worklist over the exports of what the program holds: the cost follows the imports of
   // those names, never the number of loaded images.
   std::vector<uint32_t> work(plan.images.begin(), plan.images.end());
@@ -357,10 +459,11 @@ std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device 
         if (inPlan.count(importer) || !seen.insert(importer).second) continue;
         // Of this device's family, and an image the device takes.
         if (!deviceTakes(importer) || devices_.forImage(images_[importer].image) != dev) continue;
-        if (resolve(s.name, importer) != id) continue;  // its import binds elsewhere
+        if (resolve(s.name, importer, pulledIn) != id) continue;  // its import binds elsewhere
         const uint32_t roots[] = {importer};
         LinkPlan own = planFor(roots);
-        if (!own.unresolved.empty() || !own.conflicts.empty()) continue;  // LAZY: its own business
+        if (!own.unresolved.empty() || !own.conflicts.empty() || !own.setProblems.empty())
+          continue;  // LAZY: its own business
         found.push_back(importer);
         uses.push_back({importer, own.images, {}});
         for (uint32_t member : own.images)

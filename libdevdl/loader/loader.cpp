@@ -433,7 +433,9 @@ llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view n
     text += "  " + std::string(b.symbol) + " (" + images_[b.importer].label + ") -> " + images_[b.definer].label + "\n";
   for (const auto &u : plan.unresolved)
     text += "  " + std::string(u.symbol) + " (" + images_[u.importer].label + ") -> undefined\n";
-  if (!plan.unresolved.empty()) return fail(ErrorCode::Unresolved, text);
+  for (const LinkPlan::Joined &j : plan.joined) text += "  " + images_[j.image].label + ": " + j.why + "\n";
+  for (const std::string &problem : plan.setProblems) text += "  " + problem + "\n";
+  if (!plan.unresolved.empty() || !plan.setProblems.empty()) return fail(ErrorCode::Unresolved, text);
   return text;
 }
 

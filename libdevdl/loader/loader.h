@@ -32,7 +32,9 @@
 #include "resolve/link_plan.h"
 #include "resolve/scopes.h"
 
+#include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/STLFunctionalExtras.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Error.h>
 
 #include <atomic>
@@ -240,8 +242,15 @@ class Loader {
   /// Judges the loaded images left Unknown (undecided_), with the lock let go: opening their
   /// devices where needed. Called before anything resolves.
   void judgeUndecided(Lock &lock);
-  std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer);
+  /// The definition an import binds to; an image of a virtual-function set only where `pulled`
+  /// has it (the set's images join a program by the sets its images call or create).
+  std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer, const llvm::DenseSet<uint32_t> &pulled);
+  /// The images `roots` need: their imports' closure, and the images of the virtual-function sets
+  /// its images call or create (seed 003's discovery), found in the first root's scope.
   LinkPlan planFor(std::span<const uint32_t> roots);
+  /// Adds to `into` the images of the sets `image` calls or creates that are not in `pulled`.
+  void pullSets(uint32_t image, const llvm::StringMap<std::vector<uint32_t>> &members,
+                llvm::DenseSet<uint32_t> &pulled, std::vector<uint32_t> &into, LinkPlan &plan);
   /// The plan's unresolved imports as one error naming each symbol and image; success when none.
   llvm::Error unresolvedError(const LinkPlan &plan);
   /// A name the plan binds to two definitions, as an error naming both; success when none.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,15 @@ struct LinkPlan {
     Binding first, second;
   };
   std::vector<Conflict> conflicts;
+  /// Images that joined as the seed's virtual-function sets have them join (not by an import),
+  /// with why: "calls set A"; and what a set asked for that cannot be had, in words. Filled by
+  /// the loader, which knows the sets and the device.
+  struct Joined {
+    uint32_t image;
+    std::string why;
+  };
+  std::vector<Joined> joined;
+  std::vector<std::string> setProblems;
 };
 
 /// Looks up the definition an import of `importer` binds to (its scopes, in its order): the

@@ -58,11 +58,18 @@ class DeviceDlopen : public ::testing::Test {
       (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
       deviceName_ = name;
       deviceWords_ = "OpenCL device " + deviceName_;
+      cl_device_type type = 0;
+      (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+      cpu_ = type & CL_DEVICE_TYPE_CPU;
     } else if (backend_ == DEVDL_BACKEND_LEVEL_ZERO) {
       zeContext_ = static_cast<ze_context_handle_t>(native.context);
       zeDevice_ = static_cast<ze_device_handle_t>(native.device);
       deviceName_ = levelZeroDeviceName(zeDevice_);
       deviceWords_ = "Level Zero device " + deviceName_;
+      ze_device_properties_t properties{};
+      properties.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+      ze::api().zeDeviceGetProperties(zeDevice_, &properties);
+      cpu_ = properties.type == ZE_DEVICE_TYPE_CPU;
     } else if (backend_ == DEVDL_BACKEND_CUDA) {
       DEVDL_REQUIRE_CUDA_IMAGES();
       std::string why;
@@ -180,6 +187,7 @@ class DeviceDlopen : public ::testing::Test {
   cuda::CUcontext cuContext_ = nullptr;
   std::string deviceName_;
   std::string deviceWords_;  // "OpenCL device NAME", as devdl's errors name it
+  bool cpu_ = false;         // a CPU (aspect cpu), else a GPU (aspect gpu)
 };
 
 TEST_F(DeviceDlopen, SeedExampleLinksAcrossHandlesAndRuns) {
@@ -1025,6 +1033,90 @@ TEST_F(DeviceDlopen, BackendAndDeviceFromTheEnvironment) {
   CommandResult cuda = probe("DEVDL_BACKEND", "cuda");
   EXPECT_EQ(cuda.status, 1);
   EXPECT_NE(cuda.err.find("the opencl backend is not used: DEVDL_BACKEND=cuda"), std::string::npos) << cuda.err;
+}
+
+// Optional kernel features: an image needing an aspect the device lacks (gpu on a CPU, cpu on a
+// GPU: SYCL's device types) is no candidate, and the error names the aspect and the device.
+TEST_F(DeviceDlopen, AnImageNeedingAnAspectTheDeviceLacksIsNoCandidate) {
+  const std::string lacking = cpu_ ? "gpu" : "cpu";
+  const std::string bundle = image("lib-needs-" + lacking + extension_ + ".devdl");
+  void *lib = device_dlopen(bundle.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(device_dlopen(deviceImage("app").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_EQ(error(), where("app") + ": undefined device symbol `LibDeviceFunc` (" + bundle + ": image 0 (" +
+                         imageWords_ + ") defines it, but it needs aspect " + lacking + ", which " + deviceWords_ +
+                         " lacks)");
+  device_dlclose(lib);
+  // The aspects the device has (the GPU's: gpu and fp64): the same library links.
+  const std::string having = image("lib-needs-" + std::string(cpu_ ? "cpu" : "gpu") + extension_ + ".devdl");
+  lib = device_dlopen(having.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 4), (std::vector<int>{0, 2, 4, 6}));
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
+// Virtual functions (seed 003): a kernel's image that calls set A gets every image of set A in
+// its scope, here from two files; without the set, their functions bind to nothing.
+TEST_F(DeviceDlopen, AVirtualFunctionSetComesFromEveryFileThatHoldsIt) {
+  void *a1 = device_dlopen(image("vf-a1" + extension_ + ".devdl").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *a2 = device_dlopen(image("vf-a2" + extension_ + ".devdl").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_TRUE(a1 && a2) << error();
+  EXPECT_EQ(device_dlopen(deviceImage("vf_user").c_str(), DEVDL_NOW), nullptr) << "no set called";
+  auto unset = [&](const char *symbol, const char *file) {
+    return where("vf_user") + ": undefined device symbol `" + symbol + "` (" + image(file + extension_ + ".devdl") +
+           ": image 0 (" + imageWords_ + ") defines it, in virtual functions set A, which no image of the program "
+           "calls or creates)";
+  };
+  EXPECT_EQ(error(), unset("VfTwice", "vf-a1") + "\n" + unset("VfPlusTen", "vf-a2"));
+  const std::string user = image("vf-user" + extension_ + ".devdl");
+  void *app = device_dlopen(user.c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(app, "VfCallKernel"), 4), (std::vector<int>{10, 13, 16, 19}));
+  const char *plan = device_dlplan(app, "VfCallKernel");
+  ASSERT_NE(plan, nullptr) << error();
+  EXPECT_NE(std::string(plan).find(image("vf-a1" + extension_ + ".devdl") + ": image 0 (" + imageWords_ +
+                                   "): calls set A\n"),
+            std::string::npos)
+      << plan;
+  EXPECT_NE(std::string(plan).find(image("vf-a2" + extension_ + ".devdl") + ": image 0 (" + imageWords_ +
+                                   "): calls set A\n"),
+            std::string::npos)
+      << plan;
+  device_dlclose(app);
+  // Without set A's images, the call is an error naming the set.
+  device_dlclose(a2);
+  device_dlclose(a1);
+  EXPECT_EQ(device_dlopen(user.c_str(), DEVDL_NOW), nullptr);
+  EXPECT_NE(error().find(user + ": image 0 (" + imageWords_ + ") calls virtual functions set A, which no image in "
+                         "its scope holds"),
+            std::string::npos)
+      << error();
+}
+
+// A kernel's image that creates objects of set B gets B's image where the device has the aspect
+// it needs, else B's dummy (its functions emptied), and the plan says why.
+TEST_F(DeviceDlopen, CreatingObjectsOfASetTakesItsDummyWhereTheDeviceLacksAnAspect) {
+  for (const std::string variant : {"cpu", "gpu"}) {
+    SCOPED_TRACE(variant);
+    const bool real = variant == (cpu_ ? "cpu" : "gpu");
+    const std::string set = image("vf-b-" + variant + extension_ + ".devdl");
+    void *b = device_dlopen(set.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+    void *maker = device_dlopen(image("vf-maker" + extension_ + ".devdl").c_str(), DEVDL_NOW);
+    ASSERT_TRUE(b && maker) << error();
+    EXPECT_EQ(run(device_dlsym(maker, "VfMakeKernel"), 3),
+              real ? (std::vector<int>{100, 101, 102}) : (std::vector<int>{0, 0, 0}));
+    const char *plan = device_dlplan(maker, "VfMakeKernel");
+    ASSERT_NE(plan, nullptr) << error();
+    const std::string why = real ? set + ": image 0 (" + imageWords_ + "): creates set B\n"
+                                 : set + ": image 1 (" + imageWords_ + "): creates set B: dummy, as " + set +
+                                       ": image 0 (" + imageWords_ + ") cannot be linked here: it needs aspect " +
+                                       variant + ", which " + deviceWords_ + " lacks\n";
+    EXPECT_NE(std::string(plan).find(why), std::string::npos) << plan;
+    device_dlclose(maker);
+    device_dlclose(b);
+  }
 }
 
 // Run by DeviceDlopen.DiskCacheAcrossProcesses, each time in a process of its own.

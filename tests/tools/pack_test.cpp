@@ -26,7 +26,7 @@ TEST(DevdlPack, ImageOptionsApplyToTheFollowingFile) {
   const std::string dir = scratchDir();
   const std::string out = dir + "/props.devdl";
   CommandResult pack = run({DEVDL_PACK, "-o", out, "--module-id", "libseed", "--depends", "liba,libb",
-                            "--vf-set", "Base", "--dummy-image", "--aspects", "6,2",
+                            "--vf-set", "Base", "--dummy-image", "--aspects", "fp64,2",
                             "--property", "vendor/x:tag=str:hello", image("lib.spv"), "--calls-vf",
                             "Base", "--creates-vf", "Base", image("app.spv")});
   ASSERT_EQ(pack.status, 0) << pack.err;
@@ -36,7 +36,7 @@ TEST(DevdlPack, ImageOptionsApplyToTheFollowingFile) {
   const std::string app = nm.out.substr(nm.out.find("(image 1"));
   for (const char *expected : {"[devdl/module]\n  id = \"libseed\"\n  depends = \"liba,libb\"\n",
                                "  virtual-functions-set = \"Base\"\n", "  dummy-image = 1\n",
-                               "[SYCL/device requirements]\n  aspects = 0x0600000002000000\n",
+                               "[SYCL/device requirements]\n  aspects = 0x0600000002000000 (fp64, gpu)\n",
                                "[vendor/x]\n  tag = \"hello\"\n",
                                "[SYCL/exported symbols]\n  LibCounter = 1\n"})
     EXPECT_NE(lib.find(expected), std::string::npos) << expected << "\n" << lib;
@@ -57,7 +57,7 @@ TEST(DevdlPack, BadOptionsAreRefused) {
       {{"--property", "broken", image("lib.spv")}, "expected SET:NAME=TYPE:VALUE"},
       {{"--property", "s:n=u32:lots", image("lib.spv")}, "bad u32 value"},
       {{"--property", "s:n=bytes:abc", image("lib.spv")}, "bad hex value"},
-      {{"--aspects", "fp64", image("lib.spv")}, "`fp64` is not an aspect number"},
+      {{"--aspects", "fp64,warp", image("lib.spv")}, "`warp` is neither an aspect's name nor a number"},
       {{"--object", image("lib.spv")}, "-o FILE is required"},
       {{"-o", dir + "/x", "/nonexistent.spv"}, "/nonexistent.spv: No such file or directory"},
       {{}, "no input files"},
@@ -114,6 +114,25 @@ TEST(DevdlPack, CheckNamesTheUnresolvedSymbolWhenTheLibraryIsLeftOut) {
   // The SPIR bitcode app is not satisfied by a SPIR-V library? Both are SPIR: they link.
   CommandResult bc = run({DEVDL_PACK, "--check", image("app.bc"), image("lib.spv")});
   EXPECT_EQ(bc.status, 0) << bc.err;
+}
+
+// Virtual-function sets (seed 003): --check reports a set that images call and no image holds,
+// and takes a set's images defining the same names (its dummy) as meant.
+TEST(DevdlPack, CheckKnowsVirtualFunctionSets) {
+  auto bundle = [](const char *name) { return image(std::string(name) + ".spv.devdl"); };
+  CommandResult alone = run({DEVDL_PACK, "--check", bundle("vf-user"), bundle("vf-maker")});
+  EXPECT_EQ(alone.status, 1);
+  EXPECT_NE(alone.err.find(bundle("vf-user") + ": image 0 (spirv): calls virtual functions set A, which no image holds"),
+            std::string::npos)
+      << alone.err;
+  EXPECT_NE(alone.err.find("warning: " + bundle("vf-maker") +
+                           ": image 0 (spirv): creates objects of virtual functions set B, which no image holds"),
+            std::string::npos)
+      << alone.err;
+  CommandResult whole = run({DEVDL_PACK, "--check", bundle("vf-a1"), bundle("vf-a2"), bundle("vf-user"),
+                             bundle("vf-b-gpu"), bundle("vf-maker")});
+  EXPECT_EQ(whole.status, 0) << whole.err;
+  EXPECT_EQ(whole.err, "") << "a set's dummy is no duplicate definition";
 }
 
 TEST(DevdlPack, CheckOverHostLibraries) {

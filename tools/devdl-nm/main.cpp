@@ -5,12 +5,14 @@
 // Exit status as nm's: 0 when every file was read, 1 when any could not be (each is reported,
 // the others are still listed).
 #include "backend/backend.h"
+#include "image/aspects.h"
 #include "image/read_image.h"
 #include "support/demangle.h"
 #include "support/error.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/ConvertUTF.h>
+#include <llvm/Support/Endian.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -119,6 +121,15 @@ std::string target(const DeviceImage &image) {
   return t;
 }
 
+// " (fp64, gpu)" after the aspects an image requires; "" for any other property.
+std::string aspectsNamed(const PropertySet &set, const Property &p) {
+  if (set.name != kDeviceRequirementsSet || p.name != "aspects" || p.data.size() % 4 != 0) return "";
+  std::string names;
+  for (size_t i = 0; i < p.data.size(); i += 4)
+    names += (names.empty() ? "" : ", ") + aspectText(llvm::support::endian::read32le(p.data.data() + i));
+  return " (" + names + ")";
+}
+
 void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
   const bool manyImages = file.images.size() > 1;
   for (size_t i = 0; i < file.images.size(); ++i) {
@@ -139,7 +150,7 @@ void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
         os << "  " << printable(displayName(p.name)) << " = ";
         if (p.type == PropertyType::UInt32) os << p.u32 << '\n';
         else if (p.type == PropertyType::String) os << '"' << printable(p.data) << "\"\n";
-        else os << "0x" << hex(p.data) << '\n';
+        else os << "0x" << hex(p.data) << aspectsNamed(set, p) << '\n';
       }
     }
   }

@@ -7,7 +7,9 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/registry.h"
 #include "bundle/host_elf.h"
+#include "image/aspects.h"
 #include "image/read_image.h"
+#include "image/virtual_functions.h"
 #include "resolve/symbol_index.h"
 #include "support/error.h"
 
@@ -20,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,7 +54,7 @@ Image options (for the next FILE):
   --calls-vf A[,B...]       SYCL/virtual functions calls-virtual-functions-set
   --creates-vf A[,B...]     SYCL/virtual functions creates-virtual-functions-set
   --dummy-image             SYCL/virtual functions dummy-image=1
-  --aspects N[,N...]        SYCL/device requirements aspects (SYCL aspect numbers)
+  --aspects A[,B...]        SYCL/device requirements aspects (names: fp64, gpu, ...; or numbers)
   --property SET:NAME=TYPE:VALUE
                             any property; TYPE is u32, str or bytes (hex)
   --opencl-binary-of IMAGE  FILE is a native OpenCL binary (CL_PROGRAM_BINARIES of a program
@@ -151,14 +154,16 @@ llvm::Expected<Edit> parseProperty(std::string_view spec) {
               "--property " + llvm::Twine(spec) + ": type must be u32, str or bytes");
 }
 
-// Aspects as the seed stores them: a byte array of little-endian uint32 values.
+// Aspects as the seed stores them: a byte array of little-endian uint32 values; each given by
+// name (fp64) or number (6).
 llvm::Expected<Edit> parseAspects(std::string_view list) {
   std::string bytes;
   for (llvm::StringRef item : llvm::split(llvm::StringRef(list.data(), list.size()), ',')) {
-    unsigned v;
-    if (item.trim().getAsInteger(0, v))
+    const std::optional<uint32_t> number = aspectNumber(std::string_view(item.data(), item.size()));
+    if (!number)
       return fail(ErrorCode::InvalidArgument,
-                  "--aspects " + llvm::Twine(list) + ": `" + item + "` is not an aspect number");
+                  "--aspects " + llvm::Twine(list) + ": `" + item + "` is neither an aspect's name nor a number");
+    const uint32_t v = *number;
     for (int shift = 0; shift < 32; shift += 8) bytes += static_cast<char>((v >> shift) & 0xff);
   }
   return Edit([=](DeviceImage &image) {
@@ -257,13 +262,36 @@ int check(std::vector<std::string> args) {
     if (!taken.back()) llvm::errs() << "devdl-pack: note: " << where(i) << ": left out: " << why << "\n";
   }
   const LinkCheck result = checkLinks(images, [&](uint32_t i) { return taken[i]; });
+  // Virtual-function sets (seed 003): a set's images define the same names on purpose (its
+  // dummy, or the set held in several files); the loader takes them by set, not by search order.
+  std::vector<VirtualFunctions> sets;
+  std::set<std::string_view> held;
+  for (uint32_t i = 0; i < images.size(); ++i) {
+    sets.push_back(virtualFunctionsOf(*images[i]));
+    if (taken[i] && !sets.back().set.empty() && !sets.back().dummy) held.insert(sets.back().set);
+  }
   for (const auto &d : result.duplicates)
-    llvm::errs() << "devdl-pack: warning: " << where(d.second) << ": duplicate definition of `"
-                 << d.symbol << "` (the one in " << where(d.first) << " is used)\n";
+    if (sets[d.first].set.empty() || sets[d.second].set.empty())
+      llvm::errs() << "devdl-pack: warning: " << where(d.second) << ": duplicate definition of `"
+                   << d.symbol << "` (the one in " << where(d.first) << " is used)\n";
   for (const auto &u : result.unresolved)
     llvm::errs() << "devdl-pack: " << where(u.image) << ": undefined device symbol `" << u.symbol
                  << "`\n";
-  if (!result.unresolved.empty()) return 1;
+  bool setMissing = false;
+  for (uint32_t i = 0; i < images.size(); ++i) {
+    if (!taken[i]) continue;
+    for (std::string_view set : sets[i].calls)
+      if (!held.count(set)) {
+        llvm::errs() << "devdl-pack: " << where(i) << ": calls virtual functions set " << set
+                     << ", which no image holds\n";
+        setMissing = true;
+      }
+    for (std::string_view set : sets[i].creates)
+      if (!held.count(set))
+        llvm::errs() << "devdl-pack: warning: " << where(i) << ": creates objects of virtual functions set " << set
+                     << ", which no image holds\n";
+  }
+  if (!result.unresolved.empty() || setMissing) return 1;
   size_t imports = 0, checked = 0;
   for (uint32_t i = 0; i < images.size(); ++i) {
     if (!taken[i]) continue;

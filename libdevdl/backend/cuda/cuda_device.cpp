@@ -1,4 +1,5 @@
 #include "backend/cuda/cuda_device.h"
+#include "image/aspects.h"
 #include "image/local_definitions.h"
 #include "image/readers.h"
 #include "support/debug.h"
@@ -266,6 +267,19 @@ void Device::native(devdl_native &out) const {
   out.platform = nullptr;
   out.device = reinterpret_cast<void *>(static_cast<intptr_t>(device_));
   out.context = context_;
+}
+
+bool Device::hasAspect(uint32_t which) const {
+  switch (which) {
+    case aspect::gpu: case aspect::fp64: case aspect::int64_base_atomics: case aspect::int64_extended_atomics:
+    case aspect::atomic64: case aspect::image: case aspect::online_linker: case aspect::queue_profiling:
+    case aspect::usm_device_allocations: case aspect::usm_host_allocations: case aspect::usm_shared_allocations:
+      return true;
+    case aspect::fp16:
+      return sm_ >= 53;
+    default:
+      return false;
+  }
 }
 
 bool Device::accepts(const DeviceImage &image, std::string *why) const {

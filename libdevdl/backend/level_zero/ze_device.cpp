@@ -104,6 +104,19 @@ Device::Device(const Api &api, ze_driver_handle_t driver, ze_device_handle_t dev
   ze_device_module_properties_t module{};
   module.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
   if (api.zeDeviceGetModuleProperties(device, &module) == ZE_RESULT_SUCCESS) spirvVersion_ = module.spirvVersionSupported;
+  // The aspects as SYCL's Level Zero backend derives them from the device's properties.
+  aspects_[aspect::gpu] = properties.type == ZE_DEVICE_TYPE_GPU;
+  aspects_[aspect::cpu] = properties.type == ZE_DEVICE_TYPE_CPU;
+  aspects_[aspect::accelerator] = properties.type == ZE_DEVICE_TYPE_FPGA || properties.type == ZE_DEVICE_TYPE_MCA;
+  aspects_[aspect::fp16] = module.flags & ZE_DEVICE_MODULE_FLAG_FP16;
+  aspects_[aspect::fp64] = module.flags & ZE_DEVICE_MODULE_FLAG_FP64;
+  aspects_[aspect::int64_base_atomics] = module.flags & ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS;
+  aspects_[aspect::int64_extended_atomics] = aspects_[aspect::int64_base_atomics];
+  aspects_[aspect::atomic64] = aspects_[aspect::int64_base_atomics];
+  aspects_[aspect::online_compiler] = aspects_[aspect::online_linker] = true;  // zeModuleCreate, zeModuleDynamicLink
+  aspects_[aspect::queue_profiling] = true;
+  aspects_[aspect::usm_device_allocations] = aspects_[aspect::usm_host_allocations] = true;
+  aspects_[aspect::usm_shared_allocations] = true;
   uint32_t count = 0;
   if (api.zeDriverGetExtensionProperties(driver, &count, nullptr) == ZE_RESULT_SUCCESS && count > 0) {
     std::vector<ze_driver_extension_properties_t> extensions(count);

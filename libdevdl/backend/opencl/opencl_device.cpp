@@ -129,6 +129,25 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.spirvIl = deviceString(api, device, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
+  // The aspects as SYCL's OpenCL backend derives them from the device's answers.
+  const auto type = deviceValue<cl_device_type>(api, device, CL_DEVICE_TYPE);
+  aspects_[aspect::cpu] = type & CL_DEVICE_TYPE_CPU;
+  aspects_[aspect::gpu] = type & CL_DEVICE_TYPE_GPU;
+  aspects_[aspect::accelerator] = type & CL_DEVICE_TYPE_ACCELERATOR;
+  aspects_[aspect::custom] = type & CL_DEVICE_TYPE_CUSTOM;
+  aspects_[aspect::fp16] = hasWord(extensions, "cl_khr_fp16");
+  aspects_[aspect::fp64] = deviceValue<cl_device_fp_config>(api, device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+  aspects_[aspect::int64_base_atomics] = hasWord(extensions, "cl_khr_int64_base_atomics");
+  aspects_[aspect::int64_extended_atomics] = hasWord(extensions, "cl_khr_int64_extended_atomics");
+  aspects_[aspect::atomic64] = aspects_[aspect::int64_base_atomics] && aspects_[aspect::int64_extended_atomics];
+  aspects_[aspect::image] = deviceValue<cl_bool>(api, device, CL_DEVICE_IMAGE_SUPPORT);
+  aspects_[aspect::online_compiler] = deviceValue<cl_bool>(api, device, CL_DEVICE_COMPILER_AVAILABLE);
+  aspects_[aspect::online_linker] = caps_.linker;
+  aspects_[aspect::queue_profiling] = true;  // every OpenCL device profiles its queues
+  const bool usm = hasWord(extensions, "cl_intel_unified_shared_memory");
+  aspects_[aspect::usm_device_allocations] = usm;
+  aspects_[aspect::usm_host_allocations] = usm;
+  aspects_[aspect::usm_shared_allocations] = usm;
   if (const char *options = devdlVariable("DEVDL_BUILD_OPTIONS")) options_ = options;
   const char *lto = devdlVariable("DEVDL_LTO");
   lto_ = !(lto && std::string_view(lto) == "0") && canTranslateToSpir();  // LLVM does it, through the translator

@@ -1,0 +1,4 @@
+// A function of virtual-function set A.
+#include "device.h"
+
+DEVICE int VfTwice(int x) { return 2 * x; }
