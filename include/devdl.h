@@ -92,6 +92,35 @@ DEVDL_API int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info
  * an error for device_dlerror (no image of the handle declares the constant, a bad size). */
 DEVDL_API int device_dlspecialize(void *handle, unsigned spec_id, const void *value, size_t size);
 
+/* Copies `size` bytes between host memory and the device variable `name` in the scope of
+ * `handle` (the instance device_dlsym would give: the one its kernels use), from byte `offset`
+ * of the variable on: device_dlread into `dst`, device_dlwrite from `src`. Done when it returns.
+ * Returns 0, or non-zero with an error for device_dlerror (no such variable, bytes outside it, a
+ * backend that cannot). */
+DEVDL_API int device_dlread(void *handle, const char *name, size_t offset, void *dst, size_t size);
+DEVDL_API int device_dlwrite(void *handle, const char *name, size_t offset, const void *src, size_t size);
+
+/* Host objects that device images know by a unique id (SYCL's device_global and
+ * specialization_id): the host registers each object's address with its id and kind, before
+ * main and from host libraries' constructors, as SYCL compilers generate; the registrations of a
+ * host library leave with it. __register_uniquely_identifiable_object is the name SYCL compilers
+ * call; device_dlregister is devdl's for the same. */
+DEVDL_API void device_dlregister(const void *address, const char *unique_id, const char *kind);
+DEVDL_API void __register_uniquely_identifiable_object(void *address, const char *unique_id, const char *kind);
+
+/* device_dlread and device_dlwrite for the device global (kind "device_global") registered at host
+ * address `object`: the variable that an image of the handle's scope (its images, then the global
+ * scope) names for the object's unique id (`SYCL/device globals`). Errors name the id and say
+ * whether the object is unregistered or defined by no image in scope. */
+DEVDL_API int device_dlread_object(void *handle, const void *object, size_t offset, void *dst, size_t size);
+DEVDL_API int device_dlwrite_object(void *handle, const void *object, size_t offset, const void *src, size_t size);
+
+/* Sets the specialization constant (kind "specialization_id") registered at host address
+ * `object` to the `size` bytes at `value` (a value of the host object's type): each SpecId the
+ * handle's images map its unique id to (`SYCL/specialization constants`: SpecId, offset, size),
+ * as device_dlspecialize does. */
+DEVDL_API int device_dlspecialize_object(void *handle, const void *object, const void *value, size_t size);
+
 /* The link plan of kernel `name` in the scope of `handle`, as text: the kernel's image, then
  * one line per import and the image it binds to. NULL with an error for device_dlerror when
  * an import does not resolve. The text is valid until this thread's next call. */

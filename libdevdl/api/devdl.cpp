@@ -3,6 +3,7 @@
 #include "devdl.h"
 
 #include "loader/loader.h"
+#include "loader/object_registry.h"
 
 #include <string>
 
@@ -76,6 +77,56 @@ int device_dlspecialize(void *handle, unsigned spec_id, const void *value, size_
   }
   return status(devdl::Loader::instance().specialize(
       handle, spec_id, std::string_view(static_cast<const char *>(value), size)));
+}
+
+int device_dlread(void *handle, const char *name, size_t offset, void *dst, size_t size) {
+  if (!name || (!dst && size)) {
+    lastError = {"device_dlread: name or dst is NULL", true};
+    return -1;
+  }
+  return status(devdl::Loader::instance().copy(handle, name, offset, dst, size, /*toDevice=*/false));
+}
+
+int device_dlwrite(void *handle, const char *name, size_t offset, const void *src, size_t size) {
+  if (!name || (!src && size)) {
+    lastError = {"device_dlwrite: name or src is NULL", true};
+    return -1;
+  }
+  return status(devdl::Loader::instance().copy(handle, name, offset, const_cast<void *>(src), size, /*toDevice=*/true));
+}
+
+void device_dlregister(const void *address, const char *unique_id, const char *kind) {
+  devdl::ObjectRegistry::instance().add(address, unique_id, kind);
+}
+
+void __register_uniquely_identifiable_object(void *address, const char *unique_id, const char *kind) {
+  devdl::ObjectRegistry::instance().add(address, unique_id, kind);
+}
+
+int device_dlread_object(void *handle, const void *object, size_t offset, void *dst, size_t size) {
+  if (!dst && size) {
+    lastError = {"device_dlread_object: dst is NULL", true};
+    return -1;
+  }
+  return status(devdl::Loader::instance().copyObject(handle, object, offset, dst, size, /*toDevice=*/false));
+}
+
+int device_dlwrite_object(void *handle, const void *object, size_t offset, const void *src, size_t size) {
+  if (!src && size) {
+    lastError = {"device_dlwrite_object: src is NULL", true};
+    return -1;
+  }
+  return status(
+      devdl::Loader::instance().copyObject(handle, object, offset, const_cast<void *>(src), size, /*toDevice=*/true));
+}
+
+int device_dlspecialize_object(void *handle, const void *object, const void *value, size_t size) {
+  if (!value) {
+    lastError = {"device_dlspecialize_object: value is NULL", true};
+    return -1;
+  }
+  return status(devdl::Loader::instance().specializeObject(
+      handle, object, std::string_view(static_cast<const char *>(value), size)));
 }
 
 int device_dlattach(const devdl_native *native) {

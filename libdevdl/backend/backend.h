@@ -42,6 +42,10 @@ class Program {
   virtual llvm::Expected<void *> variable(std::string_view name) = 0;
   /// The device address of a function, where the backend has one; else an error saying why.
   virtual llvm::Expected<void *> function(std::string_view name) = 0;
+  /// Copies `size` bytes between `host` and the variable `name` from `offset` on: into the
+  /// variable with `toDevice`, else out of it. Done when it returns; an error where the bytes are
+  /// outside the variable or the backend cannot.
+  virtual llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) = 0;
 };
 
 /// A device, once opened, is used from many threads at once: link, load and accepts may be

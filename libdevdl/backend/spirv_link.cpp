@@ -4,6 +4,7 @@
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #endif
@@ -320,6 +321,67 @@ llvm::Expected<std::unique_ptr<llvm::Module>> readModule(llvm::LLVMContext &cont
   return owned;
 }
 
+// For each of `variables` the module defines in the global address space, a kernel of devdl's
+// through which the host reads and writes it where the driver gives no variable addresses:
+// copyKernelName(v)(uchar *buffer, ulong offset, ulong size, int toDevice) stores the variable's
+// size in the buffer's first 8 bytes and, where [offset, offset + size) is inside the variable,
+// copies between it and the buffer's bytes after those 8. Added before the optimizer runs, so that
+// it keeps the variables as variables (written, they are folded into no constant).
+void addCopyKernels(llvm::Module &module, std::span<const std::string> variables) {
+  llvm::LLVMContext &context = module.getContext();
+  const llvm::DataLayout &layout = module.getDataLayout();
+  llvm::IRBuilder<> builder(context);
+  llvm::Type *i8 = builder.getInt8Ty(), *i32 = builder.getInt32Ty(), *i64 = builder.getInt64Ty();
+  llvm::Type *bytes = llvm::PointerType::get(i8, 1);
+  auto strings = [&](std::initializer_list<const char *> values) {
+    std::vector<llvm::Metadata *> list;
+    for (const char *v : values) list.push_back(llvm::MDString::get(context, v));
+    return llvm::MDNode::get(context, list);
+  };
+  for (const std::string &name : variables) {
+    llvm::GlobalVariable *variable = module.getGlobalVariable(name, /*AllowInternal=*/true);
+    if (!variable || variable->isDeclaration() || variable->getAddressSpace() != 1) continue;
+    auto *type = llvm::FunctionType::get(builder.getVoidTy(), {bytes, i64, i64, i32}, false);
+    auto *kernel = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, copyKernelName(name), module);
+    kernel->setCallingConv(llvm::CallingConv::SPIR_KERNEL);
+    kernel->addFnAttr(llvm::Attribute::NoUnwind);
+    auto *one = llvm::ConstantAsMetadata::get(builder.getInt32(1));
+    auto *zero = llvm::ConstantAsMetadata::get(builder.getInt32(0));
+    kernel->setMetadata("kernel_arg_addr_space", llvm::MDNode::get(context, {one, zero, zero, zero}));
+    kernel->setMetadata("kernel_arg_access_qual", strings({"none", "none", "none", "none"}));
+    kernel->setMetadata("kernel_arg_type", strings({"uchar*", "ulong", "ulong", "int"}));
+    kernel->setMetadata("kernel_arg_base_type", strings({"uchar*", "ulong", "ulong", "int"}));
+    kernel->setMetadata("kernel_arg_type_qual", strings({"", "", "", ""}));
+    llvm::Argument *buffer = kernel->getArg(0), *offset = kernel->getArg(1), *size = kernel->getArg(2),
+                   *toDevice = kernel->getArg(3);
+    auto *entry = llvm::BasicBlock::Create(context, "entry", kernel);
+    auto *inside = llvm::BasicBlock::Create(context, "inside", kernel);
+    auto *in = llvm::BasicBlock::Create(context, "in", kernel);
+    auto *out = llvm::BasicBlock::Create(context, "out", kernel);
+    auto *done = llvm::BasicBlock::Create(context, "done", kernel);
+    builder.SetInsertPoint(entry);
+    const uint64_t length = layout.getTypeAllocSize(variable->getValueType());
+    llvm::Value *total = builder.getInt64(length);
+    builder.CreateAlignedStore(total, builder.CreatePointerCast(buffer, llvm::PointerType::get(i64, 1)),
+                               llvm::MaybeAlign(1));
+    llvm::Value *fits = builder.CreateAnd(builder.CreateICmpULE(offset, total),
+                                          builder.CreateICmpULE(size, builder.CreateSub(total, offset)));
+    builder.CreateCondBr(fits, inside, done);
+    builder.SetInsertPoint(inside);
+    llvm::Value *there = builder.CreateInBoundsGEP(i8, builder.CreatePointerCast(variable, bytes), offset);
+    llvm::Value *here = builder.CreateInBoundsGEP(i8, buffer, builder.getInt64(8));
+    builder.CreateCondBr(builder.CreateICmpNE(toDevice, builder.getInt32(0)), in, out);
+    builder.SetInsertPoint(in);
+    builder.CreateMemCpy(there, llvm::MaybeAlign(1), here, llvm::MaybeAlign(1), size);
+    builder.CreateBr(done);
+    builder.SetInsertPoint(out);
+    builder.CreateMemCpy(here, llvm::MaybeAlign(1), there, llvm::MaybeAlign(1), size);
+    builder.CreateBr(done);
+    builder.SetInsertPoint(done);
+    builder.CreateRetVoid();
+  }
+}
+
 // What the images exported to each other is the program's own once they are linked: every
 // function but the kernels becomes internal, and LLVM's -O2 pipeline inlines across the former
 // image boundaries and drops what no kernel reaches.
@@ -361,8 +423,10 @@ SPIRV::TranslatorOpts::ExtensionsStatusMap declaredExtensions(std::span<const ui
 }  // namespace
 #endif
 
+std::string copyKernelName(std::string_view variable) { return "__devdl_copy_" + std::string(variable); }
+
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::span<const SpecConstant> specConstants,
-                                        bool optimize) {
+                                        bool optimize, std::span<const std::string> variables) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
                                       "device must take SPIR-V itself");
@@ -371,6 +435,7 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
   llvm::LLVMContext context;
   auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::OpenCL12);
   if (!module) return module.takeError();
+  addCopyKernels(**module, variables);
   if (optimize) optimizeAcrossImages(**module);
   std::string bitcode;
   llvm::raw_string_ostream os(bitcode);
@@ -381,7 +446,8 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
 }
 
 llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
-                                                    std::span<const SpecConstant> specConstants) {
+                                                    std::span<const SpecConstant> specConstants,
+                                                    std::span<const std::string> variables) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE)");
 #else
@@ -391,6 +457,7 @@ llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> wo
     llvm::LLVMContext context;
     auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::SPIRVFriendlyIR);
     if (!module) return module.takeError();
+    addCopyKernels(**module, variables);
     optimizeAcrossImages(**module);
     // Written back within what the module had: its version and the extensions it declared.
     const auto version = static_cast<SPIRV::VersionNumber>(

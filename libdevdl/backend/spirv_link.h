@@ -44,12 +44,20 @@ bool canTranslateToSpir();
 /// than OpenCL's; tests/data/fuzz-regressions has each). An error says which.
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
 
+/// The kernel of devdl's that spirvToSpir and optimizeSpirv add to copy `variable` between the
+/// host and the device: (uchar *buffer, ulong offset, ulong size, int toDevice) stores the
+/// variable's size (a ulong) in buffer[0, 8) and, where [offset, offset + size) lies inside it,
+/// copies those bytes between the variable and buffer[8, 8 + size): into it when toDevice.
+std::string copyKernelName(std::string_view variable);
+
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;
 /// refused first where checkTranslatable refuses it. With `optimize` (load-time LTO of a linked
 /// program), every function but the kernels is made internal and LLVM's -O2 pipeline runs over
-/// the module: what the images call of each other is inlined.
+/// the module: what the images call of each other is inlined. Each of `variables` the module
+/// defines gets its copy kernel (copyKernelName).
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
-                                        std::span<const SpecConstant> specConstants = {}, bool optimize = false);
+                                        std::span<const SpecConstant> specConstants = {}, bool optimize = false,
+                                        std::span<const std::string> variables = {});
 
 /// The linked module optimized across its former images for a device that takes SPIR-V IL, as
 /// spirvToSpir optimizes it, through LLVM: SPIRV-Tools' optimizer does not inline in OpenCL
@@ -57,6 +65,7 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
 /// back within the module's SPIR-V version and extensions, and validated. Fails, leaving the
 /// module to be used as linked, where the translator cannot write back what LLVM made.
 llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
-                                                    std::span<const SpecConstant> specConstants = {});
+                                                    std::span<const SpecConstant> specConstants = {},
+                                                    std::span<const std::string> variables = {});
 
 }  // namespace devdl::backend

@@ -1,6 +1,8 @@
 // The entry points and handles: opening files and memory as handles, references, flags, the
 // lookups device_dlsym and friends make, closing.
 #include "loader/loader.h"
+#include "image/host_objects.h"
+#include "loader/object_registry.h"
 #include "support/environment.h"
 #include "loader/files.h"
 #include "cache/remote_store.h"
@@ -370,6 +372,19 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
     return slot.address;
 
   Lock lock(*this);
+  auto bound = bind(lock, handlePtr, name);
+  if (!bound) return bound.takeError();
+  // The native object is made by the backend with the lock let go.
+  const Definition &definition = bound->definition;
+  auto address = definition.kind == SymbolKind::Kernel     ? bound->program->kernel(name)
+                 : definition.kind == SymbolKind::Variable ? bound->program->variable(name)
+                                                           : bound->program->function(name);
+  if (!address) return inImage(address.takeError(), bound->label);
+  slot = {this, handlePtr, std::string(name), *address, now, bound->hostGeneration};
+  return *address;
+}
+
+llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::string_view name) {
   auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition definition = found->definition;
@@ -387,19 +402,93 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   if (program && !*program) program = programFor(lock, definition.image);
   if (!program) return program.takeError();
   // The program holds the image: its label is there, whatever was unloaded meanwhile.
-  const std::string label = images_[definition.image].label;
-  const bool fromHost = handlePtr == globalHandle() && images_[definition.image].host;
-  const std::optional<uint64_t> hostGeneration = fromHost ? std::optional(scannedGeneration_) : std::nullopt;
-  std::shared_ptr<backend::Program> native = (*program)->program;
+  Bound bound{(*program)->program, definition, images_[definition.image].label, std::nullopt};
+  if (handlePtr == globalHandle() && images_[definition.image].host) bound.hostGeneration = scannedGeneration_;
   lock.release();
+  return bound;
+}
 
-  // The native object is made by the backend with the lock let go.
-  auto address = definition.kind == SymbolKind::Kernel     ? native->kernel(name)
-                 : definition.kind == SymbolKind::Variable ? native->variable(name)
-                                                           : native->function(name);
-  if (!address) return inImage(address.takeError(), label);
-  slot = {this, handlePtr, std::string(name), *address, now, hostGeneration};
-  return *address;
+llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, void *host, size_t size,
+                         bool toDevice) {
+  Lock lock(*this);
+  auto bound = bind(lock, handlePtr, name);
+  if (!bound) return bound.takeError();
+  if (bound->definition.kind != SymbolKind::Variable)
+    return fail(ErrorCode::InvalidArgument, bound->label + ": `" + std::string(name) + "` is a " +
+                                                std::string(symbolKindName(bound->definition.kind)) +
+                                                ", not a device variable");
+  return inImage(bound->program->copyVariable(name, offset, host, size, toDevice), bound->label);
+}
+
+llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
+    Lock &lock, void *handlePtr, const void *object, std::string_view kind, std::string_view what,
+    llvm::function_ref<bool(const DeviceImage &, std::string_view)> has) {
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", object);
+  const std::optional<ObjectRegistry::Entry> entry = ObjectRegistry::instance().find(object);
+  if (!entry)
+    return fail(ErrorCode::NotFound, std::string(what) + ": no host object is registered at " + address +
+                                         " (__register_uniquely_identifiable_object, device_dlregister)");
+  if (entry->kind != kind)
+    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the object at " + address + ", `" + entry->uniqueId +
+                                                "`, is a " + entry->kind + ", not a " + std::string(kind));
+  const Handle *handle = handlePtr == globalHandle() ? nullptr : findHandle(handlePtr);
+  if (!handle && handlePtr != globalHandle()) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
+  scanProcess(lock);
+  std::vector<uint32_t> scope;
+  if (handle) scope = handle->local.images;
+  for (uint32_t id : scopes_.globalOrder()) scope.push_back(id);
+  for (uint32_t id : scope)
+    if (images_.contains(id) && images_[id].loaded && has(images_[id].image, entry->uniqueId))
+      return std::pair{entry->uniqueId, id};
+  return fail(ErrorCode::NotFound, std::string(what) + ": the " + std::string(kind) + " `" + entry->uniqueId +
+                                       "` registered at " + address + " is defined by no image in the scope of " +
+                                       (handle ? handle->path : std::string("the global scope")));
+}
+
+llvm::Error Loader::copyObject(void *handlePtr, const void *object, size_t offset, void *host, size_t size,
+                               bool toDevice) {
+  const char *what = toDevice ? "device_dlwrite_object" : "device_dlread_object";
+  std::string variable;
+  uint32_t bytes = 0;
+  {
+    Lock lock(*this);
+    auto found = objectIn(lock, handlePtr, object, "device_global", what, [](const DeviceImage &image,
+                                                                             std::string_view id) {
+      return deviceGlobalOf(image, id).has_value();
+    });
+    if (!found) return found.takeError();
+    const DeviceGlobal global = *deviceGlobalOf(images_[found->second].image, found->first);
+    variable = std::string(global.variable);
+    bytes = global.size;
+  }
+  if (offset > bytes || size > bytes - offset)
+    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the device global `" + variable + "` has " +
+                                                std::to_string(bytes) + " bytes: " + std::to_string(size) +
+                                                " at offset " + std::to_string(offset) + " are outside it");
+  return copy(handlePtr, variable, offset, host, size, toDevice);
+}
+
+llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::string_view value) {
+  std::vector<SpecConstantPart> parts;
+  {
+    Lock lock(*this);
+    auto found = objectIn(lock, handlePtr, object, "specialization_id", "device_dlspecialize_object",
+                          [](const DeviceImage &image, std::string_view id) {
+                            return !specConstantPartsOf(image, id).empty();
+                          });
+    if (!found) return found.takeError();
+    parts = specConstantPartsOf(images_[found->second].image, found->first);
+  }
+  for (const SpecConstantPart &part : parts) {
+    if (part.offset > value.size() || part.size > value.size() - part.offset)
+      return fail(ErrorCode::InvalidArgument, "device_dlspecialize_object: a value of " + std::to_string(value.size()) +
+                                                  " bytes: SpecId " + std::to_string(part.specId) + " takes " +
+                                                  std::to_string(part.size) + " at offset " +
+                                                  std::to_string(part.offset));
+    if (llvm::Error err = specialize(handlePtr, part.specId, value.substr(part.offset, part.size))) return err;
+  }
+  return llvm::Error::success();
 }
 
 llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
@@ -509,7 +598,7 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
   for (uint32_t id : handle->images) {
     LoadedImage &loaded = images_[id];
     const PropertySet *set = loaded.image.findSet(kSpecConstantsSet);
-    if (!set || !llvm::any_of(set->properties, [&](const Property &p) { return p.type == PropertyType::UInt32 && p.u32 == specId; })) continue;
+    if (!set || !llvm::any_of(set->properties, [&](const Property &p) { return declaresSpecId(p, specId); })) continue;
     declared = true;
     specialized.push_back(id);
     loaded.specConstants[specId] = std::string(value);

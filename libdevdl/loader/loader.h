@@ -104,6 +104,16 @@ class Loader {
   llvm::Error native(devdl_native &out);
   llvm::Error attach(const devdl_native &native);
   llvm::Error specialize(void *handle, unsigned specId, std::string_view value);
+  /// Copies between `host` and the device variable `name` of the handle's scope (the instance
+  /// device_dlsym would give), from `offset` on: into it with `toDevice`, else out of it.
+  llvm::Error copy(void *handle, std::string_view name, size_t offset, void *host, size_t size, bool toDevice);
+  /// The same for the device global registered at host address `object` (seed 002): its unique
+  /// id, defined by an image of the handle's scope (`SYCL/device globals`).
+  llvm::Error copyObject(void *handle, const void *object, size_t offset, void *host, size_t size, bool toDevice);
+  /// Sets the specialization constant registered at host address `object` from `value` (the host
+  /// object's bytes): each SpecId its unique id maps to in the handle's images, from its part of
+  /// `value`.
+  llvm::Error specializeObject(void *handle, const void *object, std::string_view value);
   llvm::Error symbolInfo(void *handle, std::string_view name, devdl_symbol_info &out);
   llvm::Expected<std::string> planText(void *handle, std::string_view name);
 
@@ -176,6 +186,21 @@ class Loader {
     std::optional<uint32_t> through;
   };
   llvm::Expected<Found> lookup(Lock &lock, void *handle, std::string_view name);
+  /// The program a name found in a handle's scope is taken from (linked now if need be), with
+  /// the definition and its image's label; the lock is let go when it returns.
+  struct Bound {
+    std::shared_ptr<backend::Program> program;
+    Definition definition;
+    std::string label;
+    std::optional<uint64_t> hostGeneration;  // for the global scope's lookups of the host's images
+  };
+  llvm::Expected<Bound> bind(Lock &lock, void *handle, std::string_view name);
+  /// The registered object at `object` of `kind`, and the first image of the handle's scope
+  /// (its images, then the global scope) that `has` it: its unique id and the image's id.
+  llvm::Expected<std::pair<std::string, uint32_t>> objectIn(Lock &lock, void *handle, const void *object,
+                                                            std::string_view kind, std::string_view what,
+                                                            llvm::function_ref<bool(const DeviceImage &,
+                                                                                    std::string_view)> has);
   /// The first definition of `name` among the images the handle's images depend on, with the
   /// handle's image that reaches it; nullopt when none of them defines it.
   std::optional<Found> inDependencies(const Handle &handle, std::string_view name);

@@ -71,6 +71,8 @@ def _load():
             ("device_dlerror", char_p, []),
             ("device_dlsyminfo", ctypes.c_int, [void_p, char_p, ctypes.POINTER(_SymbolInfo)]),
             ("device_dlspecialize", ctypes.c_int, [void_p, ctypes.c_uint, void_p, ctypes.c_size_t]),
+            ("device_dlread", ctypes.c_int, [void_p, char_p, ctypes.c_size_t, void_p, ctypes.c_size_t]),
+            ("device_dlwrite", ctypes.c_int, [void_p, char_p, ctypes.c_size_t, void_p, ctypes.c_size_t]),
             ("device_dlplan", char_p, [void_p, char_p]),
             ("device_dlnative", ctypes.c_int, [ctypes.POINTER(_Native)])]:
         function = getattr(lib, name)
@@ -159,6 +161,19 @@ class Handle:
         data = bytes(value)
         if _lib.device_dlspecialize(self._pointer, spec_id, data, len(data)) != 0:
             _fail("device_dlspecialize(%d) failed" % spec_id)
+
+    def read(self, name, size, offset=0):
+        """device_dlread: `size` bytes of device variable `name` from `offset` on, as bytes."""
+        data = ctypes.create_string_buffer(size)
+        if _lib.device_dlread(self._pointer, _bytes(name), offset, data, size) != 0:
+            _fail("device_dlread(%s) failed" % name)
+        return data.raw
+
+    def write(self, name, value, offset=0):
+        """device_dlwrite: writes `value` (bytes, or a ctypes value) into device variable `name`."""
+        data = bytes(value)
+        if _lib.device_dlwrite(self._pointer, _bytes(name), offset, data, len(data)) != 0:
+            _fail("device_dlwrite(%s) failed" % name)
 
     def close(self):
         """device_dlclose: drops this handle's reference."""

@@ -18,8 +18,6 @@ using CUstream = struct CUstream_st *;
 #define DEVDL_TEST_CUDA_FUNCTIONS(X)                                                   \
   X(cuMemAlloc, (CUdeviceptr *, size_t), "cuMemAlloc_v2")                              \
   X(cuMemFree, (CUdeviceptr), "cuMemFree_v2")                                          \
-  X(cuMemcpyHtoD, (CUdeviceptr, const void *, size_t), "cuMemcpyHtoD_v2")              \
-  X(cuMemcpyDtoH, (void *, CUdeviceptr, size_t), "cuMemcpyDtoH_v2")                    \
   X(cuLaunchKernel,                                                                    \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
      CUstream, void **, void **),                                                      \

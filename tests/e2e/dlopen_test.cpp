@@ -99,6 +99,36 @@ class DeviceDlopen : public ::testing::Test {
 
   bool onOpenCl() const { return backend_ == DEVDL_BACKEND_OPENCL; }
 
+  // Whether one kernel of an OpenCL program reads what another wrote to a program-scope variable
+  // (OpenCL 2.0 says it does; PoCL 3.1 gives each kernel a copy of its own): asked of the driver
+  // with a program built from source.
+  bool openClKernelsShareProgramVariables() {
+    const auto &cl = *backend::opencl::api();
+    const char *source = "global int G = 3;\n"
+                         "kernel void set(global int *v) { G = v[0]; }\n"
+                         "kernel void get(global int *v) { v[0] = G; }\n";
+    cl_int err = CL_SUCCESS;
+    cl_program program = cl.clCreateProgramWithSource(context_, 1, &source, nullptr, &err);
+    EXPECT_EQ(cl.clBuildProgram(program, 1, &device_, "-cl-std=CL2.0", nullptr, nullptr), CL_SUCCESS);
+    cl_kernel set = cl.clCreateKernel(program, "set", &err), get = cl.clCreateKernel(program, "get", &err);
+    int value = 40;
+    cl_mem buffer = cl.clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof value, &value, &err);
+    cl_command_queue queue = cl.clCreateCommandQueueWithProperties(context_, device_, nullptr, &err);
+    const size_t one = 1;
+    for (cl_kernel kernel : {set, get}) {
+      cl.clSetKernelArg(kernel, 0, sizeof buffer, &buffer);
+      cl.clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr);
+    }
+    value = 0;
+    EXPECT_EQ(cl.clEnqueueReadBuffer(queue, buffer, CL_TRUE, 0, sizeof value, &value, 0, nullptr, nullptr), CL_SUCCESS);
+    cl.clReleaseCommandQueue(queue);
+    cl.clReleaseMemObject(buffer);
+    cl.clReleaseKernel(set);
+    cl.clReleaseKernel(get);
+    cl.clReleaseProgram(program);
+    return value == 40;
+  }
+
   // An int at a device address devdl gave (Level Zero, CUDA), read and written as an application
   // does; -1 where a call failed.
   int readInt(void *address) {
@@ -1117,6 +1147,102 @@ TEST_F(DeviceDlopen, CreatingObjectsOfASetTakesItsDummyWhereTheDeviceLacksAnAspe
     device_dlclose(maker);
     device_dlclose(b);
   }
+}
+
+// Device globals by name and by the host address registered for them (seed 002): written from
+// the host, read by the library's kernel and by the application's, which share the program, and
+// read back. The errors name the object and say what is missing.
+TEST_F(DeviceDlopen, DeviceGlobalsReadAndWrittenByNameAndByHostAddress) {
+  static int counter;  // the host object, registered as uid_counter (SharedCounter's in counter-global)
+  device_dlregister(&counter, "uid_counter", "device_global");
+  const std::string global = image("counter-global" + extension_ + ".devdl");
+  void *lib = device_dlopen(global.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *user = device_dlopen(deviceImage("counter_user").c_str(), DEVDL_LAZY);
+  ASSERT_TRUE(lib && user) << error();
+  void *userKernel = device_dlsym(user, "UserCounterKernel");
+  void *libKernel = device_dlsym(lib, "LibCounterKernel");
+  ASSERT_TRUE(userKernel && libKernel) << error();
+  int value = 0;
+  ASSERT_EQ(device_dlread_object(user, &counter, 0, &value, sizeof value), 0) << error();
+  EXPECT_EQ(value, 3) << "SharedCounter's initial value";
+  value = 40;
+  ASSERT_EQ(device_dlwrite_object(user, &counter, 0, &value, sizeof value), 0) << error();
+  value = 0;
+  ASSERT_EQ(device_dlread(lib, "SharedCounter", 0, &value, sizeof value), 0) << error();
+  EXPECT_EQ(value, 40);
+  // What the kernels see of it, where the driver gives a program's kernels one instance.
+  const bool shared = !onOpenCl() || openClKernelsShareProgramVariables();
+  if (shared) {
+    EXPECT_EQ(run(userKernel, 3), (std::vector<int>{80, 81, 82}));
+    EXPECT_EQ(run(libKernel, 3), (std::vector<int>{40, 41, 42})) << "one instance: the library's kernel sees it too";
+    value = 7;
+    ASSERT_EQ(device_dlwrite(user, "SharedCounter", 0, &value, sizeof value), 0) << error();
+    EXPECT_EQ(run(libKernel, 2), (std::vector<int>{7, 8}));
+  }
+
+  char at[32];
+  int other = 0;
+  std::snprintf(at, sizeof at, "%p", static_cast<void *>(&other));
+  EXPECT_NE(device_dlread_object(user, &other, 0, &value, sizeof value), 0);
+  EXPECT_EQ(error(), "device_dlread_object: no host object is registered at " + std::string(at) +
+                         " (__register_uniquely_identifiable_object, device_dlregister)");
+  device_dlregister(&other, "uid_nowhere", "device_global");
+  EXPECT_NE(device_dlwrite_object(user, &other, 0, &value, sizeof value), 0);
+  EXPECT_EQ(error(), "device_dlwrite_object: the device_global `uid_nowhere` registered at " + std::string(at) +
+                         " is defined by no image in the scope of " + deviceImage("counter_user"));
+  device_dlregister(&other, "uid_counter", "specialization_id");
+  EXPECT_NE(device_dlread_object(user, &other, 0, &value, sizeof value), 0);
+  EXPECT_EQ(error(), "device_dlread_object: the object at " + std::string(at) +
+                         ", `uid_counter`, is a specialization_id, not a device_global");
+  EXPECT_NE(device_dlread_object(user, &counter, 2, &value, sizeof value), 0);
+  EXPECT_EQ(error(), "device_dlread_object: the device global `SharedCounter` has 4 bytes: 4 at offset 2 are "
+                     "outside it");
+  device_dlclose(user);
+  device_dlclose(lib);
+  if (!shared)
+    GTEST_SKIP() << "the copies are checked, not what the kernels see: " << deviceWords_
+                 << " gives each kernel a copy of its own of a program's variables (an OpenCL C program built from "
+                    "source shows it: one kernel's write is not what another reads)";
+}
+
+// Registrations a host library's constructor makes are found, and leave with the library.
+TEST_F(DeviceDlopen, HostObjectsRegisteredByAHostLibraryLeaveWithIt) {
+  DEVDL_ONLY_ON_SPIRV("the host library registering objects is not on the GPU machine");
+  void *objects = dlopen(DEVDL_TEST_OBJECTS, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(objects, nullptr) << dlerror();
+  void *counter = dlsym(objects, "devdl_test_counter");
+  ASSERT_NE(counter, nullptr) << dlerror();
+  void *lib = device_dlopen(image("counter-global" + extension_ + ".devdl").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  int value = 12;
+  ASSERT_EQ(device_dlwrite_object(lib, counter, 0, &value, sizeof value), 0) << error();
+  value = 0;
+  ASSERT_EQ(device_dlread_object(lib, counter, 0, &value, sizeof value), 0) << error();
+  EXPECT_EQ(value, 12);
+  ASSERT_EQ(dlclose(objects), 0);
+  ASSERT_EQ(dlopen(DEVDL_TEST_OBJECTS, RTLD_NOW | RTLD_NOLOAD), nullptr) << "the library is unloaded";
+  EXPECT_NE(device_dlread_object(lib, counter, 0, &value, sizeof value), 0);
+  EXPECT_NE(error().find("no host object is registered at"), std::string::npos) << "left with the library";
+  device_dlclose(lib);
+}
+
+// A specialization constant set by the host address registered for it (seed 002): its unique id
+// maps to SpecIds 3 and 7 (scale and offset) at their places in the host object's value.
+TEST_F(DeviceDlopen, SpecializationConstantsSetByHostAddress) {
+  DEVDL_ONLY_ON_SPIRV("CUDA has no specialization constants");
+  static struct {
+    uint32_t scale, offset;
+  } constants;
+  device_dlregister(&constants, "uid_constants", "specialization_id");
+  void *handle = device_dlopen(image("spec-object.spv.devdl").c_str(), DEVDL_LAZY);
+  ASSERT_NE(handle, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(handle, "SpecKernel"), 4), (std::vector<int>{5, 8, 11, 14}));  // i * 3 + 5
+  const decltype(constants) value{10, 1};
+  ASSERT_EQ(device_dlspecialize_object(handle, &constants, &value, sizeof value), 0) << error();
+  EXPECT_EQ(run(device_dlsym(handle, "SpecKernel"), 4), (std::vector<int>{1, 11, 21, 31}));
+  EXPECT_NE(device_dlspecialize_object(handle, &constants, &value, 4), 0);
+  EXPECT_EQ(error(), "device_dlspecialize_object: a value of 4 bytes: SpecId 7 takes 4 at offset 4");
+  device_dlclose(handle);
 }
 
 // Run by DeviceDlopen.DiskCacheAcrossProcesses, each time in a process of its own.

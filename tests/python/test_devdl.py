@@ -65,6 +65,15 @@ class Module(unittest.TestCase):
             with self.assertRaisesRegex(devdl.error, "99"):
                 spec.specialize(99, ctypes.c_uint32(1))
 
+    def test_variables_are_read_and_written(self):
+        import ctypes
+        with devdl.open(image("lib.spv"), devdl.LAZY) as lib:
+            self.assertEqual(lib.read("LibCounter", 4), bytes(ctypes.c_int32(7)))
+            lib.write("LibCounter", ctypes.c_int32(42))
+            self.assertEqual(int.from_bytes(lib.read("LibCounter", 4), "little"), 42)
+            with self.assertRaisesRegex(devdl.error, "4 at offset 2 are outside it"):
+                lib.read("LibCounter", 4, offset=2)
+
     def test_open_memory(self):
         with open(image("lib.spv"), "rb") as f:
             lib = devdl.open_memory(f.read(), "lib-in-memory", devdl.NOW | devdl.GLOBAL)

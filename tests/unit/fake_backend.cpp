@@ -26,6 +26,9 @@ class Program final : public backend::Program {
   llvm::Expected<void *> kernel(std::string_view name) override { return address(name, SymbolKind::Kernel); }
   llvm::Expected<void *> variable(std::string_view name) override { return address(name, SymbolKind::Variable); }
   llvm::Expected<void *> function(std::string_view name) override { return address(name, SymbolKind::Function); }
+  llvm::Error copyVariable(std::string_view name, size_t, void *, size_t, bool) override {
+    return fail(ErrorCode::Unsupported, "fake program: no copies of `" + std::string(name) + "`");
+  }
 
  private:
   // The address of the symbol's entry: distinct for each symbol and program, stable while the

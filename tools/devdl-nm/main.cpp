@@ -6,6 +6,7 @@
 // the others are still listed).
 #include "backend/backend.h"
 #include "image/aspects.h"
+#include "image/host_objects.h"
 #include "image/read_image.h"
 #include "support/demangle.h"
 #include "support/error.h"
@@ -121,13 +122,23 @@ std::string target(const DeviceImage &image) {
   return t;
 }
 
-// " (fp64, gpu)" after the aspects an image requires; "" for any other property.
-std::string aspectsNamed(const PropertySet &set, const Property &p) {
-  if (set.name != kDeviceRequirementsSet || p.name != "aspects" || p.data.size() % 4 != 0) return "";
-  std::string names;
-  for (size_t i = 0; i < p.data.size(); i += 4)
-    names += (names.empty() ? "" : ", ") + aspectText(llvm::support::endian::read32le(p.data.data() + i));
-  return " (" + names + ")";
+// What a byte array of the seed's property sets says, in words: " (fp64, gpu)" after the aspects
+// an image requires, " (LibCounter, 4 bytes)" after a device global, " (SpecId 3 at 0, 4 bytes)"
+// after a specialization constant's parts; "" for any other property.
+std::string decoded(const DeviceImage &image, const PropertySet &set, const Property &p) {
+  auto word = [&](size_t i) { return llvm::support::endian::read32le(p.data.data() + 4 * i); };
+  std::string text;
+  if (set.name == kDeviceRequirementsSet && p.name == "aspects" && p.data.size() % 4 == 0) {
+    for (size_t i = 0; i < p.data.size() / 4; ++i) text += (text.empty() ? "" : ", ") + aspectText(word(i));
+  } else if (set.name == kDeviceGlobalsSet) {
+    if (auto global = deviceGlobalOf(image, p.name))
+      text = std::string(global->variable) + ", " + std::to_string(global->size) + " bytes";
+  } else if (set.name == kSpecConstantsSet && p.type == PropertyType::ByteArray) {
+    for (const SpecConstantPart &part : specConstantPartsOf(image, p.name))
+      text += (text.empty() ? "" : "; ") + ("SpecId " + std::to_string(part.specId) + " at " +
+                                            std::to_string(part.offset) + ", " + std::to_string(part.size) + " bytes");
+  }
+  return text.empty() ? "" : " (" + text + ")";
 }
 
 void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
@@ -150,7 +161,7 @@ void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
         os << "  " << printable(displayName(p.name)) << " = ";
         if (p.type == PropertyType::UInt32) os << p.u32 << '\n';
         else if (p.type == PropertyType::String) os << '"' << printable(p.data) << "\"\n";
-        else os << "0x" << hex(p.data) << aspectsNamed(set, p) << '\n';
+        else os << "0x" << hex(p.data) << decoded(image, set, p) << '\n';
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "backend/registry.h"
 #include "bundle/host_elf.h"
 #include "image/aspects.h"
+#include "image/host_objects.h"
 #include "image/read_image.h"
 #include "image/virtual_functions.h"
 #include "resolve/symbol_index.h"
@@ -55,6 +56,11 @@ Image options (for the next FILE):
   --creates-vf A[,B...]     SYCL/virtual functions creates-virtual-functions-set
   --dummy-image             SYCL/virtual functions dummy-image=1
   --aspects A[,B...]        SYCL/device requirements aspects (names: fp64, gpu, ...; or numbers)
+  --device-global ID=VARIABLE:SIZE
+                            SYCL/device globals: the host object registered as ID is VARIABLE
+  --spec-constant ID=SPECID:OFFSET:SIZE[,...]
+                            SYCL/specialization constants: the host object registered as ID sets
+                            these SpecIds from its bytes
   --property SET:NAME=TYPE:VALUE
                             any property; TYPE is u32, str or bytes (hex)
   --opencl-binary-of IMAGE  FILE is a native OpenCL binary (CL_PROGRAM_BINARIES of a program
@@ -168,6 +174,50 @@ llvm::Expected<Edit> parseAspects(std::string_view list) {
   }
   return Edit([=](DeviceImage &image) {
     image.setProperty(kDeviceRequirementsSet, "aspects", PropertyType::ByteArray, bytes);
+    return llvm::Error::success();
+  });
+}
+
+// Little-endian uint32 values, as the seed's byte arrays hold them.
+std::string words(std::initializer_list<uint32_t> values) {
+  std::string bytes;
+  for (uint32_t v : values)
+    for (int shift = 0; shift < 32; shift += 8) bytes += static_cast<char>((v >> shift) & 0xff);
+  return bytes;
+}
+
+// --device-global ID=VARIABLE:SIZE: SYCL/device globals, property ID: size, device_image_scope 0,
+// then the variable's name (devdl's: DPC++ names the variable by the id).
+llvm::Expected<Edit> parseDeviceGlobal(std::string_view spec) {
+  const auto [id, rest] = llvm::StringRef(spec.data(), spec.size()).split('=');
+  const auto [variable, sizeText] = rest.rsplit(':');
+  unsigned size = 0;
+  if (id.empty() || variable.empty() || sizeText.getAsInteger(0, size))
+    return fail(ErrorCode::InvalidArgument, "--device-global " + llvm::Twine(spec) + ": expected ID=VARIABLE:SIZE");
+  const std::string bytes = words({size, 0}) + variable.str();
+  return Edit([=, id = id.str()](DeviceImage &image) {
+    image.setProperty(kDeviceGlobalsSet, id, PropertyType::ByteArray, bytes);
+    return llvm::Error::success();
+  });
+}
+
+// --spec-constant ID=SPECID:OFFSET:SIZE[,...]: SYCL/specialization constants, property ID: the
+// triples, one for each scalar of the host object's value.
+llvm::Expected<Edit> parseSpecConstant(std::string_view spec) {
+  const auto [id, list] = llvm::StringRef(spec.data(), spec.size()).split('=');
+  std::string bytes;
+  for (llvm::StringRef triple : llvm::split(list, ',')) {
+    llvm::SmallVector<llvm::StringRef, 3> parts;
+    triple.split(parts, ':');
+    unsigned specId = 0, offset = 0, size = 0;
+    if (id.empty() || parts.size() != 3 || parts[0].getAsInteger(0, specId) || parts[1].getAsInteger(0, offset) ||
+        parts[2].getAsInteger(0, size))
+      return fail(ErrorCode::InvalidArgument,
+                  "--spec-constant " + llvm::Twine(spec) + ": expected ID=SPECID:OFFSET:SIZE[,SPECID:OFFSET:SIZE...]");
+    bytes += words({specId, offset, size});
+  }
+  return Edit([=, id = id.str()](DeviceImage &image) {
+    image.setProperty(kSpecConstantsSet, id, PropertyType::ByteArray, bytes);
     return llvm::Error::success();
   });
 }
@@ -359,6 +409,8 @@ int main(int argc, char **argv) {
     else if (arg == "--dummy-image")
       take(parseProperty(std::string(kVirtualFunctionsSet) + ":dummy-image=u32:1"));
     else if (arg == "--aspects") take(parseAspects(value()));
+    else if (arg == "--device-global") take(parseDeviceGlobal(value()));
+    else if (arg == "--spec-constant") take(parseSpecConstant(value()));
     else if (arg == "--property") take(parseProperty(value()));
     else if (arg == "--opencl-binary-of") binaryOf = value();
     else if (arg.size() > 1 && arg[0] == '-') usageError("unknown option " + arg);

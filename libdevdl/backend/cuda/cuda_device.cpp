@@ -178,6 +178,25 @@ llvm::Expected<void *> Program::variable(std::string_view name) {
   return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
 }
 
+llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
+  ContextScope current(api_, context_);
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  if (CUresult err = api_.cuModuleGetGlobal(&address, &bytes, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
+    return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
+                "variable `" + llvm::Twine(name) + "`: cuModuleGetGlobal failed: " + errorName(err));
+  if (offset > bytes || size > bytes - offset)
+    return fail(ErrorCode::InvalidArgument, "variable `" + llvm::Twine(name) + "` has " + llvm::Twine(bytes) +
+                                                " bytes: " + llvm::Twine(size) + " at offset " + llvm::Twine(offset) +
+                                                " are outside it");
+  const CUresult err = toDevice ? api_.cuMemcpyHtoD(address + offset, host, size)
+                                : api_.cuMemcpyDtoH(host, address + offset, size);
+  if (err != CUDA_SUCCESS)
+    return fail(ErrorCode::Unsupported, "variable `" + llvm::Twine(name) + "`: " +
+                                            (toDevice ? "cuMemcpyHtoD" : "cuMemcpyDtoH") + " failed: " + errorName(err));
+  return llvm::Error::success();
+}
+
 llvm::Expected<void *> Program::function(std::string_view name) {
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) +
                                           "` is a device function: CUDA gives the host no device function "

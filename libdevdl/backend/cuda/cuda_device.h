@@ -41,7 +41,8 @@ class Program final : public backend::Program {
 
   llvm::Expected<void *> kernel(std::string_view name) override;          // CUfunction; thread-safe
   llvm::Expected<void *> variable(std::string_view name) override;        // CUdeviceptr
-  llvm::Expected<void *> function(std::string_view name) override;        // none in CUDA
+  llvm::Expected<void *> function(std::string_view name) override;
+  llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;        // none in CUDA
 
  private:
   const Api &api_;

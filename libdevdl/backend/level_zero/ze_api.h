@@ -16,7 +16,8 @@ namespace devdl::backend::level_zero {
   X(zeDeviceGetModuleProperties) X(zeContextCreate) X(zeContextDestroy)                             \
   X(zeModuleCreate) X(zeModuleDestroy) X(zeModuleDynamicLink) X(zeModuleBuildLogGetString)           \
   X(zeModuleBuildLogDestroy) X(zeModuleGetNativeBinary) X(zeModuleGetGlobalPointer)                 \
-  X(zeModuleGetFunctionPointer) X(zeKernelCreate) X(zeKernelDestroy)
+  X(zeModuleGetFunctionPointer) X(zeKernelCreate) X(zeKernelDestroy) X(zeCommandListCreateImmediate)  \
+  X(zeCommandListAppendMemoryCopy) X(zeCommandListDestroy)
 
 struct Api {
 #define DEVDL_DECLARE(name) decltype(&::name) name = nullptr;

@@ -83,6 +83,39 @@ llvm::Expected<void *> Program::variable(std::string_view name) {
                                           " failed: " + resultName(result));
 }
 
+llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
+  const std::string text(name);
+  ze_result_t result = ZE_RESULT_ERROR_INVALID_GLOBAL_NAME;
+  void *pointer = nullptr;
+  size_t bytes = 0;
+  for (ze_module_handle_t module : modules_) {
+    result = api_.zeModuleGetGlobalPointer(module, text.c_str(), &bytes, &pointer);
+    if (result != ZE_RESULT_ERROR_INVALID_GLOBAL_NAME) break;
+  }
+  if (result != ZE_RESULT_SUCCESS)
+    return fail(ErrorCode::Unsupported, "`" + text + "` is a device variable: zeModuleGetGlobalPointer on " + device_ +
+                                            " failed: " + resultName(result));
+  if (offset > bytes || size > bytes - offset)
+    return fail(ErrorCode::InvalidArgument, "variable `" + text + "` has " + std::to_string(bytes) + " bytes: " +
+                                                std::to_string(size) + " at offset " + std::to_string(offset) +
+                                                " are outside it");
+  ze_command_queue_desc_t queue = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, nullptr, 0, 0, 0,
+                                   ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ze_command_list_handle_t list = nullptr;
+  result = api_.zeCommandListCreateImmediate(context_, deviceHandle_, &queue, &list);
+  if (result != ZE_RESULT_SUCCESS)
+    return fail(ErrorCode::Unsupported, "variable `" + text + "`: zeCommandListCreateImmediate on " + device_ +
+                                            " failed: " + resultName(result));
+  void *there = static_cast<char *>(pointer) + offset;
+  result = api_.zeCommandListAppendMemoryCopy(list, toDevice ? there : host, toDevice ? host : there, size, nullptr, 0,
+                                             nullptr);
+  api_.zeCommandListDestroy(list);
+  if (result != ZE_RESULT_SUCCESS)
+    return fail(ErrorCode::Unsupported, "variable `" + text + "`: zeCommandListAppendMemoryCopy on " + device_ +
+                                            " failed: " + resultName(result));
+  return llvm::Error::success();
+}
+
 llvm::Expected<void *> Program::function(std::string_view name) {
   const std::string text(name);
   ze_result_t result = ZE_RESULT_ERROR_INVALID_FUNCTION_NAME;
@@ -288,7 +321,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       return fail(ErrorCode::Unsupported, input.label + ": the specialization constants of a native binary were fixed "
                                                         "when it was built");
   }
-  auto program = std::make_unique<Program>(api_, name_);
+  auto program = std::make_unique<Program>(api_, name_, context_, device_);
   if (moduleProgram_ && !native) {
     std::vector<size_t> sizes;
     std::vector<const uint8_t *> modules;
@@ -342,7 +375,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
   if (binary.size() < sizeof kBinaryMagic || std::memcmp(binary.data(), kBinaryMagic, sizeof kBinaryMagic) != 0)
     return fail(ErrorCode::Unsupported, "a cached program for Level Zero device " + name_ + " is not devdl's");
-  auto program = std::make_unique<Program>(api_, name_);
+  auto program = std::make_unique<Program>(api_, name_, context_, device_);
   for (size_t at = sizeof kBinaryMagic; at < binary.size();) {
     uint64_t size = 0;
     if (binary.size() - at < sizeof size) return fail(ErrorCode::Unsupported, "a cached program is cut short");

@@ -24,7 +24,8 @@ namespace devdl::backend::level_zero {
 /// from them; released with this object.
 class Program final : public backend::Program {
  public:
-  Program(const Api &api, std::string device) : api_(api), device_(std::move(device)) {}
+  Program(const Api &api, std::string device, ze_context_handle_t context, ze_device_handle_t deviceHandle)
+      : api_(api), device_(std::move(device)), context_(context), deviceHandle_(deviceHandle) {}
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
   ~Program() override;
@@ -39,10 +40,14 @@ class Program final : public backend::Program {
   llvm::Expected<void *> variable(std::string_view name) override;
   /// zeModuleGetFunctionPointer of the module that defines it.
   llvm::Expected<void *> function(std::string_view name) override;
+  /// zeCommandListAppendMemoryCopy on an immediate, synchronous command list.
+  llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;
 
  private:
   const Api &api_;
   std::string device_;
+  ze_context_handle_t context_;
+  ze_device_handle_t deviceHandle_;
   std::vector<ze_module_handle_t> modules_;
   KernelTable<ze_kernel_handle_t> kernels_;
 };

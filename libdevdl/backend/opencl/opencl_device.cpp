@@ -117,6 +117,59 @@ llvm::Expected<void *> Program::variable(std::string_view name) {
                                           " gives no device addresses of program variables");
 }
 
+llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
+  // Through the copy kernel devdl linked into the program (copyKernelName): an object of its own
+  // each time, since the arguments of a kernel object are shared by whoever sets them.
+  cl_int err = CL_SUCCESS;
+  cl_kernel kernel = api_.clCreateKernel(program_, copyKernelName(name).c_str(), &err);
+  if (err != CL_SUCCESS)
+    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
+                                            " gives no device addresses of program variables, and its program has no "
+                                            "copy kernel of devdl's for it (" + errorName(err) + ")");
+  cl_context context = nullptr;
+  cl_device_id device = nullptr;
+  api_.clGetProgramInfo(program_, CL_PROGRAM_CONTEXT, sizeof context, &context, nullptr);
+  api_.clGetProgramInfo(program_, CL_PROGRAM_DEVICES, sizeof device, &device, nullptr);
+  std::string staging(8 + size, '\0');
+  if (toDevice) std::memcpy(staging.data() + 8, host, size);
+  cl_mem buffer = api_.clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, staging.size(),
+                                      staging.data(), &err);
+  cl_command_queue queue = err == CL_SUCCESS ? api_.clCreateCommandQueueWithProperties(context, device, nullptr, &err)
+                                             : nullptr;
+  const cl_ulong at = offset, count = size;
+  const cl_int in = toDevice;
+  const size_t one = 1;
+  const char *step = "clCreateBuffer, clCreateCommandQueueWithProperties";
+  if (err == CL_SUCCESS) {
+    step = "clSetKernelArg";
+    if ((err = api_.clSetKernelArg(kernel, 0, sizeof buffer, &buffer)) == CL_SUCCESS &&
+        (err = api_.clSetKernelArg(kernel, 1, sizeof at, &at)) == CL_SUCCESS &&
+        (err = api_.clSetKernelArg(kernel, 2, sizeof count, &count)) == CL_SUCCESS &&
+        (err = api_.clSetKernelArg(kernel, 3, sizeof in, &in)) == CL_SUCCESS) {
+      step = "clEnqueueNDRangeKernel";
+      if ((err = api_.clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr)) == CL_SUCCESS) {
+        step = "clEnqueueReadBuffer";
+        err = api_.clEnqueueReadBuffer(queue, buffer, CL_TRUE, 0, toDevice ? 8 : staging.size(), staging.data(), 0,
+                                       nullptr, nullptr);
+      }
+    }
+  }
+  if (queue) api_.clReleaseCommandQueue(queue);
+  if (buffer) api_.clReleaseMemObject(buffer);
+  api_.clReleaseKernel(kernel);
+  if (err != CL_SUCCESS)
+    return fail(ErrorCode::Unsupported, "variable `" + llvm::Twine(name) + "` on OpenCL device " + device_ + ": " + step +
+                                            " failed: " + errorName(err));
+  uint64_t bytes = 0;
+  std::memcpy(&bytes, staging.data(), sizeof bytes);
+  if (offset > bytes || size > bytes - offset)
+    return fail(ErrorCode::InvalidArgument, "variable `" + llvm::Twine(name) + "` has " + llvm::Twine(bytes) +
+                                                " bytes: " + llvm::Twine(size) + " at offset " + llvm::Twine(offset) +
+                                                " are outside it");
+  if (!toDevice) std::memcpy(host, staging.data() + 8, size);
+  return llvm::Error::success();
+}
+
 llvm::Expected<void *> Program::function(std::string_view name) {
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device function: OpenCL device " + device_ +
                                           " gives no device function pointers");
@@ -154,7 +207,8 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
-              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\n" + devdlBuild();
+              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\nvariables copied by devdl's kernels\n" +
+              devdlBuild();
 }
 
 Device::~Device() { api_.clReleaseContext(context_); }
@@ -237,6 +291,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     }
     auto linked = linkSpirv(images, labels);
     if (!linked) return linked.takeError();
+    // The variables the host may copy through devdl's kernels: those the link sees.
+    std::vector<std::string> variables;
+    for (const LinkInput &input : inputs)
+      for (const Symbol &s : input.image->symbols)
+        if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.hidden, s.name)) variables.emplace_back(s.name);
     // The constants set, under the SpecIds they have in the linked module.
     SpecConstants specs;
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -252,7 +311,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       // Optimized across the images where the translator can write back what LLVM made, with
       // the constants applied; else as linked, the driver setting the constants.
       if (lto_) {
-        auto optimized = optimizeSpirv(*linked, values);
+        auto optimized = optimizeSpirv(*linked, values, variables);
         if (optimized) return buildIl(*optimized, {});
         const std::string why = llvm::toString(optimized.takeError());
         if (Debug::get().on(Debug::Statistics))
@@ -260,7 +319,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       }
       return buildIl(*linked, specs);
     }
-    auto spir = spirvToSpir(*linked, values, lto_);
+    auto spir = spirvToSpir(*linked, values, lto_, variables);
     if (!spir) return spir.takeError();
     return buildSpir(*spir);
   }();
