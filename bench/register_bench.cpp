@@ -26,8 +26,8 @@ void BM_RegisterNew(benchmark::State &state) {
     int *first = &objects[static_cast<size_t>(round++) * n];
     for (int i = 0; i < n; ++i) __register_uniquely_identifiable_object(first + i, ids[i].c_str(), "device_global");
   }
-  state.counters["per_object"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_object"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_RegisterNew)->Arg(1000)->Arg(10000)->Iterations(kRounds)->Unit(benchmark::kMicrosecond);
 
@@ -39,8 +39,8 @@ void BM_RegisterAgain(benchmark::State &state) {
   for (int i = 0; i < n; ++i) ids.push_back("_Z" + std::to_string(i) + "device_global_object_" + std::to_string(i));
   for (auto _ : state)
     for (int i = 0; i < n; ++i) __register_uniquely_identifiable_object(&objects[i], ids[i].c_str(), "device_global");
-  state.counters["per_object"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_object"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_RegisterAgain)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 

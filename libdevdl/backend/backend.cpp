@@ -11,6 +11,13 @@
 
 namespace devdl::backend {
 
+llvm::Error checkInsideVariable(std::string_view name, uint64_t bytes, size_t offset, size_t size) {
+  if (offset <= bytes && size <= bytes - offset) return llvm::Error::success();
+  return fail(ErrorCode::InvalidArgument, "variable `" + std::string(name) + "` has " + std::to_string(bytes) +
+                                              " bytes: " + std::to_string(size) + " at offset " +
+                                              std::to_string(offset) + " are outside it");
+}
+
 std::string devdlBuild() {
   return "devdl " + std::to_string(DEVDL_VERSION_MAJOR) + "." + std::to_string(DEVDL_VERSION_MINOR) + "." +
          std::to_string(DEVDL_VERSION_PATCH) + ", LLVM " LLVM_VERSION_STRING;

@@ -78,6 +78,10 @@ class Device {
   virtual void native(devdl_native &out) const = 0;
 };
 
+/// Success where [offset, offset + size) lies inside the `bytes` of variable `name`, else the
+/// error copyVariable gives.
+llvm::Error checkInsideVariable(std::string_view name, uint64_t bytes, size_t offset, size_t size);
+
 /// devdl's version and the versions of what it translates with, for Device::identity(): a
 /// cached binary is not reused by a devdl that would make another.
 std::string devdlBuild();

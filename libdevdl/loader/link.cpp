@@ -74,7 +74,9 @@ std::optional<uint32_t> Loader::resolve(std::string_view symbol, uint32_t import
   const LoadedImage &image = images_[importer];
   // Only images of the importer's family link with it.
   return scopes_.resolve(symbol, linkFamily(image.image.format), image.owner ? &image.owner->local : nullptr,
-                         [&](uint32_t id) { return deviceTakes(id) && (images_[id].vf.set.empty() || pulled.contains(id)); });
+                         [&](uint32_t id) {
+                           return deviceTakes(id) && (images_[id].vf.set.empty() || pulled.contains(id));
+                         });
 }
 
 LinkPlan Loader::planFor(std::span<const uint32_t> roots) {

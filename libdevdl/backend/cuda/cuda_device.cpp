@@ -168,27 +168,28 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
       [](CUfunction) {});  // a function goes with its module: nothing to release
 }
 
-llvm::Expected<void *> Program::variable(std::string_view name) {
-  ContextScope current(api_, context_);
+llvm::Expected<std::pair<CUdeviceptr, size_t>> Program::global(std::string_view name) {
   CUdeviceptr address = 0;
   size_t size = 0;
   if (CUresult err = api_.cuModuleGetGlobal(&address, &size, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
     return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
                 "variable `" + llvm::Twine(name) + "`: cuModuleGetGlobal failed: " + errorName(err));
-  return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+  return std::pair{address, size};
+}
+
+llvm::Expected<void *> Program::variable(std::string_view name) {
+  ContextScope current(api_, context_);
+  auto found = global(name);
+  if (!found) return found.takeError();
+  return reinterpret_cast<void *>(static_cast<uintptr_t>(found->first));
 }
 
 llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
   ContextScope current(api_, context_);
-  CUdeviceptr address = 0;
-  size_t bytes = 0;
-  if (CUresult err = api_.cuModuleGetGlobal(&address, &bytes, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
-    return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
-                "variable `" + llvm::Twine(name) + "`: cuModuleGetGlobal failed: " + errorName(err));
-  if (offset > bytes || size > bytes - offset)
-    return fail(ErrorCode::InvalidArgument, "variable `" + llvm::Twine(name) + "` has " + llvm::Twine(bytes) +
-                                                " bytes: " + llvm::Twine(size) + " at offset " + llvm::Twine(offset) +
-                                                " are outside it");
+  auto found = global(name);
+  if (!found) return found.takeError();
+  const auto [address, bytes] = *found;
+  if (llvm::Error err = checkInsideVariable(name, bytes, offset, size)) return err;
   const CUresult err = toDevice ? api_.cuMemcpyHtoD(address + offset, host, size)
                                 : api_.cuMemcpyDtoH(host, address + offset, size);
   if (err != CUDA_SUCCESS)

@@ -41,10 +41,14 @@ class Program final : public backend::Program {
 
   llvm::Expected<void *> kernel(std::string_view name) override;          // CUfunction; thread-safe
   llvm::Expected<void *> variable(std::string_view name) override;        // CUdeviceptr
-  llvm::Expected<void *> function(std::string_view name) override;
-  llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;        // none in CUDA
+  llvm::Expected<void *> function(std::string_view name) override;        // none in CUDA
+  /// cuMemcpyHtoD / cuMemcpyDtoH at the variable's cuModuleGetGlobal address.
+  llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;
 
  private:
+  /// cuModuleGetGlobal: the variable's address and size (the caller has made the context current).
+  llvm::Expected<std::pair<CUdeviceptr, size_t>> global(std::string_view name);
+
   const Api &api_;
   CUcontext context_;
   CUmodule module_;

@@ -95,10 +95,7 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
   if (result != ZE_RESULT_SUCCESS)
     return fail(ErrorCode::Unsupported, "`" + text + "` is a device variable: zeModuleGetGlobalPointer on " + device_ +
                                             " failed: " + resultName(result));
-  if (offset > bytes || size > bytes - offset)
-    return fail(ErrorCode::InvalidArgument, "variable `" + text + "` has " + std::to_string(bytes) + " bytes: " +
-                                                std::to_string(size) + " at offset " + std::to_string(offset) +
-                                                " are outside it");
+  if (llvm::Error err = checkInsideVariable(name, bytes, offset, size)) return err;
   ze_command_queue_desc_t queue = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, nullptr, 0, 0, 0,
                                    ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
   ze_command_list_handle_t list = nullptr;

@@ -162,10 +162,7 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
                                             " failed: " + errorName(err));
   uint64_t bytes = 0;
   std::memcpy(&bytes, staging.data(), sizeof bytes);
-  if (offset > bytes || size > bytes - offset)
-    return fail(ErrorCode::InvalidArgument, "variable `" + llvm::Twine(name) + "` has " + llvm::Twine(bytes) +
-                                                " bytes: " + llvm::Twine(size) + " at offset " + llvm::Twine(offset) +
-                                                " are outside it");
+  if (llvm::Error err = checkInsideVariable(name, bytes, offset, size)) return err;
   if (!toDevice) std::memcpy(host, staging.data() + 8, size);
   return llvm::Error::success();
 }

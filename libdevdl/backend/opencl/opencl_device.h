@@ -38,6 +38,7 @@ class Program final : public backend::Program {
   llvm::Expected<void *> kernel(std::string_view name) override;
   llvm::Expected<void *> variable(std::string_view name) override;
   llvm::Expected<void *> function(std::string_view name) override;
+  /// Through the copy kernel the software link added for the variable (copyKernelName).
   llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;
 
  private:
