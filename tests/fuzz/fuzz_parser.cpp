@@ -6,9 +6,12 @@
 #include "backend/spirv_link.h"
 #include "bundle/host_elf.h"
 #include "cache/disk_cache.h"
+#include "image/aspects.h"
+#include "image/host_objects.h"
 #include "image/local_definitions.h"
 #include "image/read_image.h"
 #include "image/readers.h"
+#include "image/virtual_functions.h"
 #include "resolve/link_plan.h"
 
 #include <fcntl.h>
@@ -55,6 +58,27 @@ llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shar
       if (s.kind == SymbolKind::Function || s.kind == SymbolKind::Variable) names.push_back(s.name);
   llvm::consumeError(withLocalDefinitions(bytes, format, names).takeError());
   return image.takeError();
+}
+
+// A bundle's images, then what their property sets say as the loader and the tools read them:
+// the aspects they need, their virtual-function sets, and for each property name the device
+// global and the specialization constant's parts a unique id would map to.
+llvm::Error readBundleAndProperties(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
+  using namespace devdl;
+  auto images = readBundleImages(bytes, std::move(storage));
+  if (!images) return images.takeError();
+  for (const DeviceImage &image : *images) {
+    llvm::consumeError(requiredAspects(image).takeError());
+    const VirtualFunctions vf = virtualFunctionsOf(image);
+    (void)vf;
+    for (const PropertySet &set : image.propertySets)
+      for (const Property &p : set.properties) {
+        (void)deviceGlobalOf(image, p.name);
+        (void)specConstantPartsOf(image, p.name);
+        (void)declaresSpecId(p, 3);
+      }
+  }
+  return llvm::Error::success();
 }
 
 // A file (loose image, bundle, host ELF) linked as device_dlopen(DEVDL_NOW) links it on PoCL:
@@ -111,7 +135,7 @@ llvm::Error parse(devdl::Bytes bytes) {
       llvm::consumeError(readers::splitFatbins(bytes).takeError());
       return readRawImage(bytes, ImageFormat::Fatbin, storage).takeError();
     case Bitcode: return readRawImage(bytes, ImageFormat::SpirBitcode, storage).takeError();
-    case Bundle: return readBundleImages(bytes, storage).takeError();
+    case Bundle: return readBundleAndProperties(bytes, storage);
     case HostElf: return bundle::findBundlesInElf(bytes).takeError();
     case AnyFile: return readImageMemory(bytes, "fuzz", storage).takeError();
     case CacheEntry: readCacheEntry(bytes); return llvm::Error::success();
