@@ -2,6 +2,7 @@
 // LinkPlan's images into a program, and the program's native kernels and device addresses.
 #pragma once
 
+#include "image/aspects.h"
 #include "image/device_image.h"
 
 #include <llvm/Support/Error.h>
@@ -58,7 +59,7 @@ class Device {
   /// "OpenCL device NAME": the device as messages name it.
   virtual std::string description() const = 0;
   /// Whether the device has an optional feature (image/aspects.h), as the driver reports it.
-  virtual bool hasAspect(uint32_t aspect) const = 0;
+  bool hasAspect(uint32_t aspect) const { return aspect < aspects_.size() && aspects_[aspect]; }
   /// Whether the device can take `image` (its format, and its target where it has one); when
   /// not, and `why` is given, the reason. Only such images are candidates for resolution.
   virtual bool accepts(const DeviceImage &image, std::string *why = nullptr) const = 0;
@@ -76,6 +77,9 @@ class Device {
   virtual std::string_view linkMethod() const = 0;
   /// The native platform, device and context, for device_dlnative.
   virtual void native(devdl_native &out) const = 0;
+
+ protected:
+  AspectSet aspects_;  // what the device has, set by each backend from its driver's answers when it opens it
 };
 
 /// Success where [offset, offset + size) lies inside the `bytes` of variable `name`, else the

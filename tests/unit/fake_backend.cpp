@@ -1,6 +1,5 @@
 #include "unit/fake_backend.h"
 
-#include "image/aspects.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -47,9 +46,10 @@ class Device final : public backend::Device {
  public:
   int backend() const override { return kBackendNumber; }
   const std::string &name() const override { return name_; }
+  Device() {
+    aspects_[aspect::cpu] = aspects_[aspect::fp64] = true;  // a CPU with fp64, and nothing else
+  }
   std::string description() const override { return name_; }
-  /// A CPU with fp64, and nothing else.
-  bool hasAspect(uint32_t aspect) const override { return aspect == aspect::cpu || aspect == aspect::fp64; }
   bool accepts(const DeviceImage &image, std::string *why) const override {
     if (image.format == ImageFormat::SpirV) return true;
     if (why) *why = "the fake device takes SPIR-V only";

@@ -1,5 +1,4 @@
 #include "backend/cuda/cuda_device.h"
-#include "image/aspects.h"
 #include "image/local_definitions.h"
 #include "image/readers.h"
 #include "support/debug.h"
@@ -212,6 +211,13 @@ Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
   api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
   sm_ = major * 10 + minor;
+  // The aspects as SYCL's CUDA backend reports them: a GPU with fp64, 64-bit atomics, a linker,
+  // profiling and unified memory; fp16 from sm_53.
+  for (uint32_t a : {aspect::gpu, aspect::fp64, aspect::int64_base_atomics, aspect::int64_extended_atomics,
+                     aspect::atomic64, aspect::image, aspect::online_linker, aspect::queue_profiling,
+                     aspect::usm_device_allocations, aspect::usm_host_allocations, aspect::usm_shared_allocations})
+    aspects_[a] = true;
+  aspects_[aspect::fp16] = sm_ >= 53;
   int driver = 0;
   api.cuDriverGetVersion(&driver);
   const std::string_view linker = devdlVariable("DEVDL_CUDA_LINKER") ? devdlVariable("DEVDL_CUDA_LINKER") : "";
@@ -287,19 +293,6 @@ void Device::native(devdl_native &out) const {
   out.platform = nullptr;
   out.device = reinterpret_cast<void *>(static_cast<intptr_t>(device_));
   out.context = context_;
-}
-
-bool Device::hasAspect(uint32_t which) const {
-  switch (which) {
-    case aspect::gpu: case aspect::fp64: case aspect::int64_base_atomics: case aspect::int64_extended_atomics:
-    case aspect::atomic64: case aspect::image: case aspect::online_linker: case aspect::queue_profiling:
-    case aspect::usm_device_allocations: case aspect::usm_host_allocations: case aspect::usm_shared_allocations:
-      return true;
-    case aspect::fp16:
-      return sm_ >= 53;
-    default:
-      return false;
-  }
 }
 
 bool Device::accepts(const DeviceImage &image, std::string *why) const {

@@ -69,9 +69,6 @@ class Device final : public backend::Device {
   int backend() const override;
   const std::string &name() const override { return name_; }
   std::string description() const override { return "CUDA device " + name_; }
-  /// As SYCL's CUDA backend reports them: a GPU with fp64, 64-bit atomics, a linker, profiling
-  /// and unified memory; fp16 from sm_53.
-  bool hasAspect(uint32_t aspect) const override;
   int computeCapability() const { return sm_; }
   bool accepts(const DeviceImage &image, std::string *why) const override;
   /// Links the images into one cubin, with nvJitLink -lto where a fatbin carries LTO-IR for this

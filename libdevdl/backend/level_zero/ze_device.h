@@ -8,7 +8,6 @@
 #include "backend/backend.h"
 #include "backend/kernel_table.h"
 #include "backend/level_zero/ze_api.h"
-#include "image/aspects.h"
 
 #include <llvm/Support/Error.h>
 
@@ -65,7 +64,6 @@ class Device final : public backend::Device {
   int backend() const override;
   const std::string &name() const override { return name_; }
   std::string description() const override { return "Level Zero device " + name_; }
-  bool hasAspect(uint32_t aspect) const override { return aspect < aspects_.size() && aspects_[aspect]; }
   /// SPIR-V of a version the device reads; a native binary the driver takes (built for its GPU).
   bool accepts(const DeviceImage &image, std::string *why) const override;
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
@@ -96,7 +94,6 @@ class Device final : public backend::Device {
   bool ownsContext_;
   std::string name_;
   std::string identity_;
-  AspectSet aspects_;
   uint32_t spirvVersion_ = 0;  // ZE_MAKE_VERSION(major, minor) the device reads
   bool moduleProgram_ = false;  // ZE_experimental_module_program
   std::string options_;         // DEVDL_BUILD_OPTIONS, given to every module

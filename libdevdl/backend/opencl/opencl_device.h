@@ -5,7 +5,6 @@
 #include "backend/backend.h"
 #include "backend/kernel_table.h"
 #include "backend/opencl/opencl_api.h"
-#include "image/aspects.h"
 
 #include <llvm/Support/Error.h>
 
@@ -66,7 +65,6 @@ class Device final : public backend::Device {
   int backend() const override;
   const std::string &name() const override { return name_; }
   std::string description() const override { return "OpenCL device " + name_; }
-  bool hasAspect(uint32_t aspect) const override { return aspect < aspects_.size() && aspects_[aspect]; }
   /// SPIR-V, on a device that takes it as IL or through SPIR; a native binary the driver takes,
   /// on a device with a linker.
   bool accepts(const DeviceImage &image, std::string *why) const override;
@@ -110,7 +108,6 @@ class Device final : public backend::Device {
   std::string name_;
   std::string identity_;  // made when the device is opened: the driver's answers do not change
   Capabilities caps_;
-  AspectSet aspects_;
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
   bool lto_ = true;      // the optimization across images of the software link; DEVDL_LTO=0 turns it off
 };
