@@ -2,34 +2,18 @@
 #pragma once
 
 #include "image/device_image.h"
-#include "require_cuda_images.h"
+#include "test_images.h"
 #include "support/error.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/Error.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <sys/types.h>
 #include <string>
 #include <vector>
 
 namespace devdl::test {
-
-/// A test image built from tests/data at build time; in the folder DEVDL_TEST_IMAGES names
-/// where that variable is set (the images moved to the GPU machine).
-inline std::string image(const std::string &name) {
-  const char *moved = std::getenv("DEVDL_TEST_IMAGES");
-  return std::string(moved && *moved ? moved : DEVDL_TEST_IMAGES) + "/" + name;
-}
-
-/// Skips a test where no ocloc made the Intel native test images.
-#define DEVDL_REQUIRE_INTEL_IMAGES()                                                                \
-  do {                                                                                              \
-    if (!DEVDL_TEST_INTEL_IMAGES)                                                                   \
-      GTEST_SKIP() << "no ocloc at build time (scripts/setup-debian.sh unpacks it into /opt/devdl-ocloc): " \
-                      "no Intel native test images";                                                \
-  } while (0)
 
 std::string readFile(const std::string &path);
 void writeFile(const std::string &path, std::string_view data);

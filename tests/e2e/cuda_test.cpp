@@ -6,7 +6,7 @@
 // library's own answer to "no driver" is checked instead.
 #include "devdl.h"
 #include "e2e/cuda_driver.h"
-#include "require_cuda_images.h"
+#include "test_images.h"
 
 #include <gtest/gtest.h>
 
@@ -23,13 +23,6 @@ namespace devdl::test {
 namespace {
 
 using cuda::Driver;
-
-// The images' folder: DEVDL_TEST_IMAGES where set (a build moved to the GPU machine), else
-// where this build made them.
-std::string image(const std::string &name) {
-  const char *dir = std::getenv("DEVDL_TEST_IMAGES");
-  return std::string(dir && *dir ? dir : DEVDL_TEST_IMAGES) + "/" + name;
-}
 
 std::string error() {
   const char *e = device_dlerror();

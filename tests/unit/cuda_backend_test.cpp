@@ -4,7 +4,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/nvjitlink.h"
 #include "image/read_image.h"
-#include "require_cuda_images.h"
+#include "test_images.h"
 #include "test_support.h"
 
 #include <gtest/gtest.h>
