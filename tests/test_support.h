@@ -26,6 +26,10 @@ template <typename T>
 std::string errorText(llvm::Expected<T> &value) {
   return value ? std::string() : llvm::toString(value.takeError());
 }
+template <typename T>
+std::string errorText(llvm::Expected<T> &&value) {
+  return errorText(value);
+}
 
 /// The code of the first Failure in `err`, consuming it.
 ErrorCode errorCode(llvm::Error err);

@@ -4,6 +4,7 @@
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
+#include <llvm/Analysis/ConstantFolding.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -382,6 +383,118 @@ void addCopyKernels(llvm::Module &module, std::span<const std::string> variables
   }
 }
 
+// Where a variable's initializer holds the address of another (or of a place in one): whether that
+// other is placed too, and if so records the relocation.
+using Relocate = llvm::function_ref<bool(const llvm::GlobalValue &target, int64_t addend, uint64_t at)>;
+
+// Writes at `out`, the region's offset `at` (`layout.getTypeStoreSize` bytes, zero already), what
+// `value` stores: numbers, aggregates of them, and addresses in variables `relocate` takes. False
+// where it holds another address (a function's, a constant's), which only the device's own
+// loader fills in.
+bool writeConstant(const llvm::Constant &value, const llvm::DataLayout &layout, char *out, uint64_t at,
+                   Relocate relocate) {
+  if (llvm::isa<llvm::ConstantAggregateZero, llvm::ConstantPointerNull, llvm::UndefValue>(value)) return true;
+  auto bits = [&](const llvm::APInt &number) {
+    const size_t bytes = std::min<size_t>(layout.getTypeStoreSize(value.getType()), number.getNumWords() * 8);
+    std::memcpy(out, number.getRawData(), bytes);  // the device is the host: its byte order
+    return true;
+  };
+  if (const auto *integer = llvm::dyn_cast<llvm::ConstantInt>(&value)) return bits(integer->getValue());
+  if (const auto *real = llvm::dyn_cast<llvm::ConstantFP>(&value)) return bits(real->getValueAPF().bitcastToAPInt());
+  if (const auto *data = llvm::dyn_cast<llvm::ConstantDataSequential>(&value)) {
+    const llvm::StringRef raw = data->getRawDataValues();
+    std::memcpy(out, raw.data(), raw.size());
+    return true;
+  }
+  if (const auto *structure = llvm::dyn_cast<llvm::ConstantStruct>(&value)) {
+    const llvm::StructLayout *fields = layout.getStructLayout(structure->getType());
+    for (unsigned i = 0; i < structure->getNumOperands(); ++i) {
+      const uint64_t offset = fields->getElementOffset(i);
+      if (!writeConstant(*structure->getOperand(i), layout, out + offset, at + offset, relocate)) return false;
+    }
+    return true;
+  }
+  if (llvm::isa<llvm::ConstantArray, llvm::ConstantVector>(value)) {
+    llvm::Type *element = value.getType()->isArrayTy() ? value.getType()->getArrayElementType()
+                                                       : llvm::cast<llvm::VectorType>(value.getType())->getElementType();
+    if (layout.getTypeSizeInBits(element) % 8) return false;  // a vector's elements of bits are packed
+    const uint64_t stride = value.getType()->isArrayTy() ? layout.getTypeAllocSize(element) : layout.getTypeStoreSize(element);
+    for (unsigned i = 0; i < value.getNumOperands(); ++i)
+      if (!writeConstant(*llvm::cast<llvm::Constant>(value.getOperand(i)), layout, out + i * stride, at + i * stride,
+                         relocate))
+        return false;
+    return true;
+  }
+  // An address: of a global, plus a constant offset, in a field of 64 bits.
+  llvm::GlobalValue *target = nullptr;
+  llvm::APInt offset;
+  return layout.getTypeStoreSize(value.getType()) == 8 &&
+         llvm::IsConstantOffsetFromGlobal(const_cast<llvm::Constant *>(&value), target, offset, layout) &&
+         relocate(*target, offset.getSExtValue(), at);
+}
+
+// Moves the module's variables in the global address space into one region of host memory that
+// `place` gives: each use addresses the region instead, so kernels built apart share them. A
+// variable whose initializer holds an address the region cannot (a function's, or a variable's
+// that stays) stays.
+llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
+  constexpr uint64_t kPage = 4096;  // the region's alignment
+  const llvm::DataLayout &layout = module.getDataLayout();
+  std::map<const llvm::GlobalValue *, uint64_t> offsets;  // of those placed, once laid out
+  for (llvm::GlobalVariable &variable : module.globals()) {
+    const uint64_t size = variable.isDeclaration() ? 0 : layout.getTypeAllocSize(variable.getValueType());
+    if (size && variable.getAddressSpace() == 1 && variable.getAlign().valueOrOne() <= kPage) offsets[&variable] = 0;
+  }
+  // Until none is dropped: a variable whose initializer holds an address outside the region.
+  std::string scratch;
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (auto it = offsets.begin(); it != offsets.end();) {
+      const auto *variable = llvm::cast<llvm::GlobalVariable>(it->first);
+      scratch.assign(layout.getTypeAllocSize(variable->getValueType()), '\0');
+      const bool stays = !writeConstant(*variable->getInitializer(), layout, scratch.data(), 0,
+                                        [&](const llvm::GlobalValue &target, int64_t, uint64_t) {
+                                          return offsets.count(&target) > 0;
+                                        });
+      dropped |= stays;
+      it = stays ? offsets.erase(it) : std::next(it);
+    }
+  }
+  if (offsets.empty()) return llvm::Error::success();
+  VariableLayout region;
+  std::vector<llvm::GlobalVariable *> moved;
+  for (llvm::GlobalVariable &variable : module.globals()) {  // in the module's order
+    if (!offsets.count(&variable)) continue;
+    const llvm::Align align = std::max(variable.getAlign().valueOrOne(), layout.getPrefTypeAlign(variable.getValueType()));
+    const uint64_t offset = llvm::alignTo(region.size, std::min(align.value(), kPage));
+    const uint64_t size = layout.getTypeAllocSize(variable.getValueType());
+    offsets[&variable] = offset;
+    region.size = offset + size;
+    // By the name the images gave it: the link has made every variable local to the program.
+    if (variable.hasName()) region.variables.push_back({variable.getName().str(), offset, size});
+    moved.push_back(&variable);
+  }
+  region.initial.assign(region.size, '\0');
+  for (llvm::GlobalVariable *variable : moved) {
+    const uint64_t offset = offsets[variable];
+    writeConstant(*variable->getInitializer(), layout, region.initial.data() + offset, offset,
+                  [&](const llvm::GlobalValue &target, int64_t addend, uint64_t at) {
+                    region.relocations.push_back({at, offsets[&target] + addend});
+                    return true;
+                  });
+  }
+  region.initial.erase(region.initial.find_last_not_of('\0') + 1);
+  auto address = place(region);
+  if (!address) return address.takeError();
+  llvm::Type *i64 = llvm::Type::getInt64Ty(module.getContext());
+  for (llvm::GlobalVariable *variable : moved) {
+    variable->replaceAllUsesWith(
+        llvm::ConstantExpr::getIntToPtr(llvm::ConstantInt::get(i64, *address + offsets[variable]), variable->getType()));
+    variable->eraseFromParent();
+  }
+  return llvm::Error::success();
+}
+
 // What the images exported to each other is the program's own once they are linked: every
 // function but the kernels becomes internal, and LLVM's -O2 pipeline inlines across the former
 // image boundaries and drops what no kernel reaches.
@@ -426,7 +539,8 @@ SPIRV::TranslatorOpts::ExtensionsStatusMap declaredExtensions(std::span<const ui
 std::string copyKernelName(std::string_view variable) { return "__devdl_copy_" + std::string(variable); }
 
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::span<const SpecConstant> specConstants,
-                                        bool optimize, std::span<const std::string> variables) {
+                                        bool optimize, std::span<const std::string> variables,
+                                        PlaceVariables place) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
                                       "device must take SPIR-V itself");
@@ -435,7 +549,9 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
   llvm::LLVMContext context;
   auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::OpenCL12);
   if (!module) return module.takeError();
-  addCopyKernels(**module, variables);
+  if (place)
+    if (llvm::Error err = placeVariables(**module, place)) return err;
+  addCopyKernels(**module, variables);  // for those that stay
   if (optimize) optimizeAcrossImages(**module);
   std::string bitcode;
   llvm::raw_string_ostream os(bitcode);

@@ -5,6 +5,7 @@
 
 #include "image/device_image.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/Support/Error.h>
 
 #include <cstdint>
@@ -50,14 +51,38 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words);
 /// copies those bytes between the variable and buffer[8, 8 + size): into it when toDevice.
 std::string copyKernelName(std::string_view variable);
 
+/// A linked program's variables moved into one region of host memory: where each lies, and what
+/// the region holds before any kernel runs.
+struct VariableLayout {
+  struct Variable {
+    std::string name;
+    uint64_t offset = 0, size = 0;
+  };
+  /// Where the region holds the address of a place in it: at offset `at`, the region's address
+  /// plus `addend` (as ELF's R_X86_64_RELATIVE).
+  struct Relocation {
+    uint64_t at = 0, addend = 0;
+  };
+  uint64_t size = 0;                    // the region's bytes
+  std::vector<Variable> variables;      // those with a name
+  std::string initial;                  // the region's first bytes, as the initializers give them; the rest is zero
+  std::vector<Relocation> relocations;  // applied over `initial` once the region's address is known
+};
+
+/// Where a region of `layout.size` bytes for the variables is, in host memory; or why there is none.
+using PlaceVariables = llvm::function_ref<llvm::Expected<uint64_t>(const VariableLayout &)>;
+
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;
-/// refused first where checkTranslatable refuses it. With `optimize` (load-time LTO of a linked
+/// refused first where checkTranslatable refuses it. With `place` (a CPU device whose kernels are
+/// built apart, each with its own copy of the program's variables: PoCL), every variable in the
+/// global address space moves to the region `place` gives, which every kernel then addresses,
+/// but those whose initializers hold an address outside it (a function's): they stay. With `optimize` (load-time LTO of a linked
 /// program), every function but the kernels is made internal and LLVM's -O2 pipeline runs over
 /// the module: what the images call of each other is inlined. Each of `variables` the module
-/// defines gets its copy kernel (copyKernelName).
+/// still defines gets its copy kernel (copyKernelName).
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
                                         std::span<const SpecConstant> specConstants = {}, bool optimize = false,
-                                        std::span<const std::string> variables = {});
+                                        std::span<const std::string> variables = {}, PlaceVariables place = nullptr);
 
 /// The linked module optimized across its former images for a device that takes SPIR-V IL, as
 /// spirvToSpir optimizes it, through LLVM: SPIRV-Tools' optimizer does not inline in OpenCL

@@ -99,6 +99,18 @@ class DeviceDlopen : public ::testing::Test {
 
   bool onOpenCl() const { return backend_ == DEVDL_BACKEND_OPENCL; }
 
+  // Whether devdl moves a program's variables to host memory (README: an OpenCL CPU device that
+  // shares the host's memory and takes SPIR rather than SPIR-V IL, as PoCL 3 does).
+  bool devdlPlacesVariables() const {
+    if (!onOpenCl() || !cpu_) return false;
+    const auto &cl = *backend::opencl::api();
+    cl_bool unified = CL_FALSE;
+    cl.clGetDeviceInfo(device_, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr);
+    std::string version(256, '\0');
+    cl.clGetDeviceInfo(device_, CL_DEVICE_IL_VERSION, version.size() - 1, version.data(), nullptr);
+    return unified && version.find("SPIR-V") == std::string::npos;
+  }
+
   // Whether one kernel of an OpenCL program reads what another wrote to a program-scope variable
   // (OpenCL 2.0 says it does; PoCL 3.1 gives each kernel a copy of its own): asked of the driver
   // with a program built from source.
@@ -141,6 +153,8 @@ class DeviceDlopen : public ::testing::Test {
                 cuda::CUDA_SUCCESS);
       cuda::CUcontext popped;
       cu_->cuCtxPopCurrent(&popped);
+    } else {
+      std::memcpy(&value, address, sizeof value);  // OpenCL: where devdl placed it, in host memory
     }
     return value;
   }
@@ -153,6 +167,8 @@ class DeviceDlopen : public ::testing::Test {
                 cuda::CUDA_SUCCESS);
       cuda::CUcontext popped;
       cu_->cuCtxPopCurrent(&popped);
+    } else {
+      std::memcpy(address, &value, sizeof value);
     }
   }
 
@@ -357,6 +373,10 @@ TEST_F(DeviceDlopen, ErrorsAreClearAndPerThread) {
   EXPECT_EQ(error(), deviceImage("lib") + ": undefined device symbol `NoSuchSymbol`");
   if (!onOpenCl()) {
     EXPECT_NE(device_dlsym(lib, "LibCounter"), nullptr) << "a variable's device address: " << error();
+  } else if (devdlPlacesVariables()) {
+    const auto *counter = static_cast<const int *>(device_dlsym(lib, "LibCounter"));
+    ASSERT_NE(counter, nullptr) << "the variable's place in host memory: " << error();
+    EXPECT_EQ(*counter, 7) << "its initial value, where the host reads it";
   } else {
     EXPECT_EQ(device_dlsym(lib, "LibCounter"), nullptr);
     const std::string variable = error();
@@ -676,7 +696,9 @@ TEST_F(DeviceDlopen, ClosingALibraryKeepsItForTheProgramsThatUseIt) {
 // that imports it, the instance its kernels read, which the library's handle gives too; written
 // from the host, read by the kernel.
 TEST_F(DeviceDlopen, VariablesHaveDeviceAddresses) {
-  if (onOpenCl()) GTEST_SKIP() << "not on OpenCL, which has no call that gives a variable's address";
+  if (onOpenCl() && !devdlPlacesVariables())
+    GTEST_SKIP() << "not on " << deviceWords_ << ": OpenCL has no call that gives a variable's address, and devdl "
+                 << "places variables in host memory only on CPU devices it translates SPIR for";
   void *lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_LAZY);
   ASSERT_TRUE(lib && app) << error();
@@ -690,6 +712,30 @@ TEST_F(DeviceDlopen, VariablesHaveDeviceAddresses) {
   EXPECT_EQ(run(kernel, 4), (std::vector<int>{40, 41, 42, 43}));
   device_dlclose(app);
   device_dlclose(lib);
+}
+
+// A variable whose initializer holds another's address points at the instance of the other that
+// the host writes: filled in by the device's loader, or on PoCL, where devdl moves both to host
+// memory, by devdl (a relocation in the region).
+TEST_F(DeviceDlopen, AVariableInitializedWithAnAddressPointsAtTheInstanceTheHostWrites) {
+  void *handle = device_dlopen(deviceImage("pointer_var").c_str(), DEVDL_NOW);
+  ASSERT_NE(handle, nullptr) << error();
+  void *kernel = device_dlsym(handle, "PointerKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{10, 11}));
+  const int value = 40;
+  ASSERT_EQ(device_dlwrite(handle, "Target", 0, &value, sizeof value), 0) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{80, 81})) << "the same instance by name and through the pointer";
+  void *pointer = nullptr;
+  ASSERT_EQ(device_dlread(handle, "Pointer", 0, &pointer, sizeof pointer), 0) << error();
+  void *target = device_dlsym(handle, "Target");
+  if (target || !onOpenCl()) {
+    EXPECT_EQ(pointer, target) << error();
+  }
+  if (devdlPlacesVariables()) {
+    EXPECT_NE(device_dlsym(handle, "Pointer"), nullptr) << "moved to host memory too: " << error();
+  }
+  device_dlclose(handle);
 }
 
 TEST_F(DeviceDlopen, SpecializationConstantsSetForTheProgramsLinkedAfter) {
@@ -1170,8 +1216,9 @@ TEST_F(DeviceDlopen, DeviceGlobalsReadAndWrittenByNameAndByHostAddress) {
   value = 0;
   ASSERT_EQ(device_dlread(lib, "SharedCounter", 0, &value, sizeof value), 0) << error();
   EXPECT_EQ(value, 40);
-  // What the kernels see of it, where the driver gives a program's kernels one instance.
-  const bool shared = !onOpenCl() || openClKernelsShareProgramVariables();
+  // What the kernels see of it, where the program's kernels have one instance: where devdl moved
+  // the variables to host memory, or the driver gives one.
+  const bool shared = !onOpenCl() || devdlPlacesVariables() || openClKernelsShareProgramVariables();
   if (shared) {
     EXPECT_EQ(run(userKernel, 3), (std::vector<int>{80, 81, 82}));
     EXPECT_EQ(run(libKernel, 3), (std::vector<int>{40, 41, 42})) << "one instance: the library's kernel sees it too";
@@ -1260,6 +1307,27 @@ TEST_F(DeviceDlopenProcess, DISABLED_SeedExampleThroughTheDiskCache) {
   device_dlclose(lib);
 }
 
+// Run by DeviceDlopen.VariablesThroughTheDiskCache, each time in a process of its own: the
+// variable's initial value, and what the host writes to it, as the program's kernel reads them.
+TEST_F(DeviceDlopenProcess, DISABLED_VariableThroughTheDiskCache) {
+  void *lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  void *kernel = device_dlsym(app, "CounterKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{7, 8}));
+  const int value = 40;
+  ASSERT_EQ(device_dlwrite(app, "LibCounter", 0, &value, sizeof value), 0) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{40, 41}));
+  if (devdlPlacesVariables()) {
+    const auto *counter = static_cast<const int *>(device_dlsym(app, "LibCounter"));
+    ASSERT_NE(counter, nullptr) << error();
+    EXPECT_EQ(*counter, 40) << "its device address is the host's";
+  }
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
 // The disk cache keeps what the backend linked; the next process loads it instead of linking,
 // and a damaged entry is deleted and the program linked again.
 TEST_F(DeviceDlopen, DiskCacheAcrossProcesses) {
@@ -1289,6 +1357,26 @@ TEST_F(DeviceDlopen, DiskCacheAcrossProcesses) {
   EXPECT_EQ(hit.err.find("linked in"), std::string::npos) << "the second process linked again:\n" << hit.err;
   EXPECT_NE(damaged.err.find("cache: 0 hits, 1 misses, 1 stored, 1 bad entries deleted"), std::string::npos)
       << damaged.err;
+}
+
+// A program's variables as a program loaded from the disk cache has them: on PoCL, where devdl
+// moves them to host memory, at the address its kernels were built for.
+TEST_F(DeviceDlopen, VariablesThroughTheDiskCache) {
+  const std::string cache = scratchDir() + "/cache";
+  setenv("DEVDL_CACHE", "1", 1);
+  setenv("DEVDL_CACHE_DIR", cache.c_str(), 1);
+  setenv("DEVDL_DEBUG", "statistics", 1);
+  auto process = [] {
+    return devdl::test::run({"/proc/self/exe", "--gtest_also_run_disabled_tests",
+                             "--gtest_filter=DeviceDlopenProcess.DISABLED_VariableThroughTheDiskCache"});
+  };
+  const CommandResult cold = process(), hit = process();
+  unsetenv("DEVDL_CACHE");
+  unsetenv("DEVDL_CACHE_DIR");
+  unsetenv("DEVDL_DEBUG");
+  for (const CommandResult *r : {&cold, &hit}) EXPECT_EQ(r->status, 0) << r->out << r->err;
+  EXPECT_NE(cold.err.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << cold.err;
+  EXPECT_NE(hit.err.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
 }
 
 TEST_F(DeviceDlopen, ImagesTheDeviceCannotLinkAreNoCandidates) {

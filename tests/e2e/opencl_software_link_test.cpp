@@ -109,6 +109,35 @@ TEST_F(OpenClSoftwareLink, SeedExampleRunsOnTheDevice) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], 2 * i) << "work-item " << i;
 }
 
+// Where a variable stays in the program (a device that is no CPU, or an initializer holding a
+// function's address), the host copies it through the kernel devdl adds for it: the copy
+// kernel's instance, on PoCL, which gives each kernel one of its own.
+TEST_F(OpenClSoftwareLink, AVariableThatStaysIsCopiedThroughDevdlsKernel) {
+  DeviceImage lib = read("counter_lib.spv");
+  const DeviceImage *plan[] = {&lib};
+  const std::string labels[] = {"counter_lib.spv: image 0 (spirv)"};
+  auto linked = backend::linkSpirv(plan, labels);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  const std::string variables[] = {"SharedCounter"};
+  auto spir = backend::spirvToSpir(*linked, {}, /*optimize=*/true, variables);  // nothing placed
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  auto program = device_->buildSpir(*spir);
+  ASSERT_TRUE(!!program) << errorText(program);
+  int value = 0;
+  ASSERT_FALSE((*program)->copyVariable("SharedCounter", 0, &value, sizeof value, false));
+  EXPECT_EQ(value, 3) << "its initial value";
+  value = 40;
+  ASSERT_FALSE((*program)->copyVariable("SharedCounter", 0, &value, sizeof value, true));
+  value = 0;
+  ASSERT_FALSE((*program)->copyVariable("SharedCounter", 0, &value, sizeof value, false));
+  EXPECT_EQ(value, 40);
+  EXPECT_EQ(errorText((*program)->variable("SharedCounter")),
+            "`SharedCounter` is a device variable: OpenCL device " + device_->name() +
+                " gives no device addresses of program variables");
+  llvm::Error outside = (*program)->copyVariable("SharedCounter", 2, &value, sizeof value, false);
+  EXPECT_EQ(llvm::toString(std::move(outside)), "variable `SharedCounter` has 4 bytes: 4 at offset 2 are outside it");
+}
+
 // The functions a SPIR module defines, and those its kernel `kernel` calls.
 struct SpirFunctions {
   std::vector<std::string> defined, calledByKernel;

@@ -20,8 +20,9 @@
 // DEVDL_TEST_ZE_MODULE_PROGRAM=0, so that both of devdl's paths run.
 //
 // A program's variables live in host memory the driver allocates, at addresses built into its
-// kernels: PoCL 3.1 gives each kernel a copy of its own of program-scope variables, where a
-// device has one instance for all kernels of a program, and the host reads and writes it.
+// kernels (devdl's own placement, backend/spirv_link.h): PoCL 3.1 gives each kernel a copy of its
+// own of program-scope variables, where a device has one instance for all kernels of a program,
+// and the host reads and writes it.
 //
 // What it does not do: function pointers (zeModuleGetFunctionPointer answers
 // ZE_RESULT_ERROR_UNSUPPORTED_FEATURE: PoCL builds each kernel apart), events, fences, images; a
@@ -36,15 +37,9 @@
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
-#include <llvm/Bitcode/BitcodeReader.h>
-#include <llvm/Bitcode/BitcodeWriter.h>
-#include <llvm/IR/IRBuilder.h>
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Endian.h>
 #include <llvm/Support/Error.h>
-#include <llvm/Support/raw_ostream.h>
 #include <spirv-tools/libspirv.hpp>
 #include <spirv-tools/linker.hpp>
 
@@ -102,11 +97,11 @@ struct BuildLog {
 // A built OpenCL program: what the kernels of one or more modules come from.
 struct Built {
   cl_program program = nullptr;
-  // The program's variables: where each is (host memory its kernels use) and its size.
-  std::map<std::string, std::pair<void *, size_t>> addresses;
+  char *region = nullptr;  // host memory holding the program's variables, at addresses its kernels use
+  std::map<std::string, std::pair<void *, size_t>> addresses;  // where each variable is in it, and its size
   ~Built() {
     if (program) clReleaseProgram(program);
-    for (auto &[name, where] : addresses) std::free(where.first);
+    std::free(region);
   }
 };
 
@@ -191,89 +186,31 @@ std::string buildBinary(std::string_view binary, const char *options, std::share
   return {};
 }
 
-// Writes a constant's bytes at `out` as the device lays it out; false for what is no plain data
-// (an address of something else).
-bool writeConstant(const llvm::Constant *value, const llvm::DataLayout &layout, uint8_t *out) {
-  if (llvm::isa<llvm::ConstantAggregateZero>(value) || llvm::isa<llvm::UndefValue>(value)) return true;  // zeroed
-  if (const auto *integer = llvm::dyn_cast<llvm::ConstantInt>(value)) {
-    const uint64_t bits = integer->getZExtValue();
-    std::memcpy(out, &bits, layout.getTypeStoreSize(value->getType()));
-    return true;
-  }
-  if (const auto *real = llvm::dyn_cast<llvm::ConstantFP>(value)) {
-    const llvm::APInt bits = real->getValueAPF().bitcastToAPInt();
-    const uint64_t raw = bits.getZExtValue();
-    std::memcpy(out, &raw, layout.getTypeStoreSize(value->getType()));
-    return true;
-  }
-  if (const auto *data = llvm::dyn_cast<llvm::ConstantDataSequential>(value)) {
-    const llvm::StringRef raw = data->getRawDataValues();
-    std::memcpy(out, raw.data(), raw.size());
-    return true;
-  }
-  if (const auto *array = llvm::dyn_cast<llvm::ConstantArray>(value)) {
-    const uint64_t stride = layout.getTypeAllocSize(array->getType()->getElementType());
-    for (unsigned i = 0; i < array->getNumOperands(); ++i)
-      if (!writeConstant(array->getOperand(i), layout, out + i * stride)) return false;
-    return true;
-  }
-  if (const auto *record = llvm::dyn_cast<llvm::ConstantStruct>(value)) {
-    const llvm::StructLayout *fields = layout.getStructLayout(record->getType());
-    for (unsigned i = 0; i < record->getNumOperands(); ++i)
-      if (!writeConstant(record->getOperand(i), layout, out + fields->getElementOffset(i))) return false;
-    return true;
-  }
-  return false;
-}
-
-// SPIR whose program-scope variables (global address space) are moved to host memory, each at a
-// constant address its kernels use, with its initial value; where each went in `addresses`.
-std::string placeVariables(const std::string &spir, std::map<std::string, std::pair<void *, size_t>> *addresses,
-                           std::string *out) {
-  llvm::LLVMContext context;
-  auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(spir, "spir"), context);
-  if (!parsed) return llvm::toString(parsed.takeError());
-  llvm::Module &module = **parsed;
-  const llvm::DataLayout &layout = module.getDataLayout();
-  std::vector<llvm::GlobalVariable *> placed;
-  for (llvm::GlobalVariable &variable : module.globals())
-    if (!variable.isDeclaration() && variable.hasName() && variable.getAddressSpace() == 1 &&
-        !variable.getName().startswith("__spirv"))
-      placed.push_back(&variable);
-  for (llvm::GlobalVariable *variable : placed) {
-    const size_t size = layout.getTypeAllocSize(variable->getValueType());
-    void *memory = std::aligned_alloc(64, (std::max<size_t>(size, 1) + 63) / 64 * 64);
-    if (!memory) return "out of memory for `" + variable->getName().str() + "`";
-    std::memset(memory, 0, size);
-    (*addresses)[variable->getName().str()] = {memory, size};
-    if (variable->hasInitializer() &&
-        !writeConstant(variable->getInitializer(), layout, static_cast<uint8_t *>(memory)))
-      return "the test driver cannot place `" + variable->getName().str() + "`: its initial value is no plain data";
-    llvm::Constant *address = llvm::ConstantExpr::getIntToPtr(
-        llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), reinterpret_cast<uintptr_t>(memory)), variable->getType());
-    variable->replaceAllUsesWith(address);
-    variable->eraseFromParent();
-  }
-  llvm::raw_string_ostream stream(*out);
-  llvm::WriteBitcodeToFile(module, stream);
-  stream.flush();
-  return {};
-}
-
-// Compiles linked SPIR-V for the device: translated to SPIR, built by PoCL. "" or the log.
+// Compiles linked SPIR-V for the device: translated to SPIR with its variables moved to host
+// memory (devdl's own placement, as for PoCL), built by PoCL. "" or the log.
 std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built> *out) {
   if (llvm::Error err = devdl::backend::checkTranslatable(words)) return llvm::toString(std::move(err));
-  auto spir = devdl::backend::spirvToSpir(words);
+  auto variables = std::make_shared<Built>();  // holds the region until the program does
+  auto place = [&](const devdl::backend::VariableLayout &layout) -> llvm::Expected<uint64_t> {
+    const size_t bytes = (layout.size + 4095) / 4096 * 4096;
+    char *region = static_cast<char *>(std::aligned_alloc(4096, bytes));
+    if (!region) return llvm::createStringError(std::errc::not_enough_memory, "no host memory for the variables");
+    variables->region = region;
+    std::memset(region, 0, bytes);
+    std::memcpy(region, layout.initial.data(), layout.initial.size());
+    for (const auto &relocation : layout.relocations) {
+      const uint64_t value = reinterpret_cast<uint64_t>(region) + relocation.addend;
+      std::memcpy(region + relocation.at, &value, sizeof value);
+    }
+    for (const auto &variable : layout.variables)
+      variables->addresses[variable.name] = {region + variable.offset, variable.size};
+    return reinterpret_cast<uint64_t>(region);
+  };
+  auto spir = devdl::backend::spirvToSpir(words, {}, false, {}, place);
   if (!spir) return llvm::toString(spir.takeError());
-  std::map<std::string, std::pair<void *, size_t>> addresses;
-  std::string placed;
-  std::string why = placeVariables(*spir, &addresses, &placed);
-  if (why.empty()) why = buildBinary(placed, "-x spir -spir-std=1.2", out);
-  if (!why.empty()) {
-    for (auto &[name, where] : addresses) std::free(where.first);
-    return why;
-  }
-  (*out)->addresses = std::move(addresses);
+  if (std::string why = buildBinary(*spir, "-x spir -spir-std=1.2", out); !why.empty()) return why;
+  std::swap((*out)->region, variables->region);
+  (*out)->addresses = std::move(variables->addresses);
   return {};
 }
 
@@ -690,7 +627,7 @@ ze_result_t ZE_APICALL moduleGetNativeBinary(ze_module_handle_t handle, size_t *
   const Module *module = asModule(handle);
   // PoCL's binary has the variables' addresses of this process in it: a module with variables
   // is built again from its SPIR-V.
-  const bool whole = module->builtAlone && module->built && module->built->addresses.empty();
+  const bool whole = module->builtAlone && module->built && !module->built->region;
   const std::string program = whole ? programBinary(module->built->program) : std::string();
   NativeHeader header{};
   std::memcpy(header.magic, kNativeMagic, 8);

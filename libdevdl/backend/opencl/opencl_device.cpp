@@ -4,6 +4,7 @@
 #include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
+#include "support/xxh3.h"
 
 #include "devdl.h"
 
@@ -113,11 +114,19 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {
+  if (const VariableLayout::Variable *placed = variables_ ? variables_->find(name) : nullptr)
+    return variables_->data(*placed);
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
                                           " gives no device addresses of program variables");
 }
 
 llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
+  if (const VariableLayout::Variable *placed = variables_ ? variables_->find(name) : nullptr) {
+    if (llvm::Error err = checkInsideVariable(name, placed->size, offset, size)) return err;
+    char *there = variables_->data(*placed) + offset;
+    std::memcpy(toDevice ? there : host, toDevice ? host : there, size);
+    return llvm::Error::success();
+  }
   // Through the copy kernel devdl linked into the program (copyKernelName): an object of its own
   // each time, since the arguments of a kernel object are shared by whoever sets them.
   cl_int err = CL_SUCCESS;
@@ -179,8 +188,9 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.spirvIl = deviceString(api, device, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
-  // The aspects as SYCL's OpenCL backend derives them from the device's answers.
   const auto type = deviceValue<cl_device_type>(api, device, CL_DEVICE_TYPE);
+  caps_.hostMemory = (type & CL_DEVICE_TYPE_CPU) && deviceValue<cl_bool>(api, device, CL_DEVICE_HOST_UNIFIED_MEMORY);
+  // The aspects as SYCL's OpenCL backend derives them from the device's answers.
   aspects_[aspect::cpu] = type & CL_DEVICE_TYPE_CPU;
   aspects_[aspect::gpu] = type & CL_DEVICE_TYPE_GPU;
   aspects_[aspect::accelerator] = type & CL_DEVICE_TYPE_ACCELERATOR;
@@ -204,8 +214,9 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
-              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\nvariables copied by devdl's kernels\n" +
-              devdlBuild();
+              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\nvariables " +
+              (placesVariables() ? "in host memory" : "copied by devdl's kernels") + "\nstored program format " +
+              std::to_string(kStoredProgramVersion) + "\n" + devdlBuild();
 }
 
 Device::~Device() { api_.clReleaseContext(context_); }
@@ -316,21 +327,49 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       }
       return buildIl(*linked, specs);
     }
-    auto spir = spirvToSpir(*linked, values, lto_, variables);
+    // Where the device's kernels are built apart, each with its own copy of the program's
+    // variables, they move to host memory, at an address that follows from the program.
+    std::unique_ptr<HostVariables> placed;
+    auto place = [&](const VariableLayout &layout) -> llvm::Expected<uint64_t> {
+      std::string constants;
+      for (const auto &[id, value] : values) {
+        constants.append(reinterpret_cast<const char *>(&id), sizeof id);
+        constants.append(reinterpret_cast<const char *>(&value), sizeof value);
+      }
+      const std::string_view words(reinterpret_cast<const char *>(linked->data()), linked->size() * 4);
+      auto region = HostVariables::place(layout, xxh3::hash64({words, constants}));
+      if (!region) return region.takeError();
+      placed = std::move(*region);
+      return placed->address();
+    };
+    auto spir =
+        spirvToSpir(*linked, values, lto_, variables, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
     if (!spir) return spir.takeError();
-    return buildSpir(*spir);
+    auto built = buildSpir(*spir);
+    if (built) (*built)->holdVariables(std::move(placed));
+    return built;
   }();
   if (!program) return program.takeError();
   if (binary) {
     auto bytes = programBinary(api_, (*program)->get(), device_);
     if (!bytes) return bytes.takeError();
-    *binary = std::move(*bytes);
+    *binary = storedProgram((*program)->hostVariables(), *bytes);
   }
   return std::move(*program);
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
-  return buildBinary(binary, options_, "a cached program");
+  auto stored = readStoredProgram(binary);
+  if (!stored) return stored.takeError();
+  std::unique_ptr<HostVariables> variables;
+  if (stored->variables) {
+    auto region = HostVariables::at(std::move(stored->variables->second), stored->variables->first);
+    if (!region) return region.takeError();
+    variables = std::move(*region);
+  }
+  auto program = buildBinary(stored->driverBinary, options_, "a cached program");
+  if (program) (*program)->holdVariables(std::move(variables));
+  return program;
 }
 
 llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const {

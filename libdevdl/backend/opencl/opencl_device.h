@@ -4,6 +4,7 @@
 
 #include "backend/backend.h"
 #include "backend/kernel_table.h"
+#include "backend/opencl/host_variables.h"
 #include "backend/opencl/opencl_api.h"
 
 #include <llvm/Support/Error.h>
@@ -21,6 +22,7 @@ struct Capabilities {
   bool spirvIl = false;  // CL_DEVICE_IL_VERSION lists SPIR-V: clCreateProgramWithIL
   bool spir = false;     // cl_khr_spir: SPIR 1.2 bitcode through clCreateProgramWithBinary("-x spir")
   bool linker = false;   // CL_DEVICE_LINKER_AVAILABLE: clCompileProgram / clLinkProgram
+  bool hostMemory = false;  // a CPU device with CL_DEVICE_HOST_UNIFIED_MEMORY: its addresses are the host's
 };
 
 /// A built program, and the kernels made from it; released with this object.
@@ -33,11 +35,17 @@ class Program final : public backend::Program {
   ~Program() override;
   cl_program get() const { return program_; }
 
+  /// The variables its kernels address in host memory, kept while it lives.
+  void holdVariables(std::unique_ptr<HostVariables> variables) { variables_ = std::move(variables); }
+  const HostVariables *hostVariables() const { return variables_.get(); }
+
   /// The cl_kernel, made on first request and kept; an error naming the kernel. Thread-safe.
   llvm::Expected<void *> kernel(std::string_view name) override;
+  /// Its address in host memory, where devdl placed it there; else an error.
   llvm::Expected<void *> variable(std::string_view name) override;
   llvm::Expected<void *> function(std::string_view name) override;
-  /// Through the copy kernel the software link added for the variable (copyKernelName).
+  /// Directly in host memory, where devdl placed it there; else through the copy kernel the
+  /// software link added for it (copyKernelName).
   llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;
 
  private:
@@ -45,6 +53,7 @@ class Program final : public backend::Program {
   cl_program program_;
   std::string device_;
   KernelTable<cl_kernel> kernels_;
+  std::unique_ptr<HostVariables> variables_;  // unmapped after the program is released
 };
 
 class Device final : public backend::Device {
@@ -61,6 +70,9 @@ class Device final : public backend::Device {
   cl_device_id id() const { return device_; }
   cl_context context() const { return context_; }
   const Capabilities &capabilities() const { return caps_; }
+  /// Whether link() moves a program's variables to host memory (HostVariables): on a CPU device
+  /// sharing the host's memory, where devdl translates to SPIR (PoCL builds each kernel apart).
+  bool placesVariables() const { return caps_.hostMemory && !caps_.spirvIl; }
 
   int backend() const override;
   const std::string &name() const override { return name_; }
