@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <set>
 #include <unordered_set>
 
 namespace devdl::readers {
@@ -131,33 +132,50 @@ llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<con
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
+  // OpDecorate %target LinkageAttributes "name" Export of one of `names`: the decoration goes,
+  // and the definition is the module's own.
+  auto hiddenExport = [&](const spv_parsed_instruction_t *inst) {
+    if (inst->opcode != SpvOpDecorate || inst->num_operands < 4 ||
+        inst->words[inst->operands[1].offset] != SpvDecorationLinkageAttributes)
+      return false;
+    const spv_parsed_operand_t &name = inst->operands[2];
+    const char *text = reinterpret_cast<const char *>(inst->words + name.offset);
+    const uint32_t type = inst->words[inst->operands[3].offset];
+    return (type == SpvLinkageTypeExport || type == SpvLinkageTypeLinkOnceODR) &&
+           llvm::is_contained(names, std::string_view(text, strnlen(text, name.num_words * 4u)));
+  };
   struct Edit {
-    std::span<const std::string_view> names;
+    decltype(hiddenExport) &hidden;
+    std::set<uint32_t> ids;  // the definitions made local, found by the first pass
+    bool writing = false;
     std::vector<uint32_t> out;
-  } edit{names, {}};
+  } edit{hiddenExport, {}, false, {}};
   // The parser hands each instruction over in this host's byte order: the header too.
   edit.out.assign(words.begin(), words.begin() + 5);
   if (edit.out[0] != SpvMagicNumber)
     for (uint32_t &word : edit.out) word = llvm::ByteSwap_32(word);
-  auto keep = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
+  // Their names go too (OpName comes before the decorations, hence two passes): the program they
+  // are linked into must not answer to them for another image's definition (a variable the host
+  // reads by name).
+  auto visit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &edit = *static_cast<Edit *>(user);
-    // OpDecorate %target LinkageAttributes "name" Export: without it the definition is the module's own.
-    if (inst->opcode == SpvOpDecorate && inst->num_operands >= 4 &&
-        inst->words[inst->operands[1].offset] == SpvDecorationLinkageAttributes) {
-      const spv_parsed_operand_t &name = inst->operands[2];
-      const char *text = reinterpret_cast<const char *>(inst->words + name.offset);
-      const uint32_t type = inst->words[inst->operands[3].offset];
-      if ((type == SpvLinkageTypeExport || type == SpvLinkageTypeLinkOnceODR) &&
-          llvm::is_contained(edit.names, std::string_view(text, strnlen(text, name.num_words * 4u))))
-        return SPV_SUCCESS;
+    const bool hidden = edit.hidden(inst);
+    if (!edit.writing) {
+      if (hidden) edit.ids.insert(inst->words[inst->operands[0].offset]);
+      return SPV_SUCCESS;
     }
+    if (hidden || (inst->opcode == SpvOpName && inst->num_words >= 2 && edit.ids.count(inst->words[1])))
+      return SPV_SUCCESS;
     edit.out.insert(edit.out.end(), inst->words, inst->words + inst->num_words);
     return SPV_SUCCESS;
   };
   spirv::Context context;
-  if (spirv::Diagnostic parsing;
-      spvBinaryParse(context.get(), &edit, words.data(), words.size(), nullptr, keep, parsing.out()) != SPV_SUCCESS)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
+  for (bool writing : {false, true}) {
+    edit.writing = writing;
+    if (spirv::Diagnostic parsing;
+        spvBinaryParse(context.get(), &edit, words.data(), words.size(), nullptr, visit, parsing.out()) != SPV_SUCCESS)
+      return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
+  }
   return std::string(reinterpret_cast<const char *>(edit.out.data()), edit.out.size() * 4);
 }
 

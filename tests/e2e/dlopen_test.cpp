@@ -539,6 +539,26 @@ TEST_F(DeviceDlopen, InterpositionIsBySymbolNotByImage) {
   closeAll(libs);
 }
 
+// A variable interposed as a function is: interpose_var_app's Level is interpose_var_first's,
+// first in search order, and interpose_var_other's Base keeps its own. The host reads and writes
+// the instance the application's kernel uses, by name, whichever image comes first in the program.
+TEST_F(DeviceDlopen, AnInterposedVariableIsTheOneTheHostReadsAndWrites) {
+  auto libs = openAll({"interpose_var_first", "interpose_var_other"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("interpose_var_app").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "LevelKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1120, 1121})) << "Base's own Level 1, the application's 2";
+  int level = 0;
+  ASSERT_EQ(device_dlread(app, "Level", 0, &level, sizeof level), 0) << error();
+  EXPECT_EQ(level, 2);
+  level = 5;
+  ASSERT_EQ(device_dlwrite(app, "Level", 0, &level, sizeof level), 0) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1150, 1151}));
+  device_dlclose(app);
+  closeAll(libs);
+}
+
 TEST_F(DeviceDlopen, SameCodeFromAnotherFileSharesTheProgram) {
   const std::string copy = scratchDir() + "/app-copy" + extension_;
   std::filesystem::copy_file(deviceImage("app"), copy);

@@ -35,6 +35,19 @@ TEST(LocalDefinitions, SpirvLosesTheExportLinkage) {
   EXPECT_EQ(appAfter, appBefore) << "an import is no definition";
 }
 
+// Its name goes with its linkage: the program it is linked into must not answer to the name for
+// the other image's definition (the host reads a variable by name).
+TEST(LocalDefinitions, SpirvLosesTheNameOfWhatItMakesLocal) {
+  auto file = readImageFile(image("interpose_other.spv"));
+  ASSERT_TRUE(!!file) << errorText(file);
+  auto edited = withLocalDefinitions(file->images[0].bytes, ImageFormat::SpirV, std::vector<std::string_view>{"Answer"});
+  ASSERT_TRUE(!!edited) << errorText(edited);
+  auto contains = [](std::string_view bytes, std::string_view text) { return bytes.find(text) != bytes.npos; };
+  EXPECT_TRUE(contains(asText(file->images[0].bytes), "Answer"));
+  EXPECT_FALSE(contains(*edited, "Answer")) << "neither as OpName nor as linkage";
+  EXPECT_TRUE(contains(*edited, "Other"));
+}
+
 TEST(LocalDefinitions, CubinSymbolsBecomeLocal) {
   DEVDL_REQUIRE_CUDA_IMAGES();
   auto [before, after] = beforeAndAfter("interpose_other.cubin", {"Answer"});
