@@ -117,6 +117,31 @@ llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t
   return std::move(rewrite.out);
 }
 
+void unnameLocalVariables(std::vector<uint32_t> &words) {
+  std::set<uint32_t> variables, linked;
+  bool inFunctions = false;
+  walkInstructions(words, [&](size_t at, size_t count) {
+    const uint32_t opcode = words[at] & 0xffff;
+    inFunctions |= opcode == SpvOpFunction;
+    if (opcode == SpvOpVariable && count >= 4 && !inFunctions && words[at + 3] == SpvStorageClassCrossWorkgroup)
+      variables.insert(words[at + 2]);
+    if (opcode == SpvOpDecorate && count >= 3 && words[at + 2] == SpvDecorationLinkageAttributes)
+      linked.insert(words[at + 1]);
+    return !inFunctions;
+  });
+  std::vector<uint32_t> kept(words.begin(), words.begin() + std::min(words.size(), kHeaderWords));
+  size_t end = kHeaderWords;
+  walkInstructions(words, [&](size_t at, size_t count) {
+    end = at + count;
+    const bool local = (words[at] & 0xffff) == SpvOpName && count >= 2 && variables.count(words[at + 1]) &&
+                       !linked.count(words[at + 1]);
+    if (!local) kept.insert(kept.end(), words.begin() + at, words.begin() + at + count);
+    return true;
+  });
+  kept.insert(kept.end(), words.begin() + end, words.end());  // what the walk stopped at, for the linker to refuse
+  words = std::move(kept);
+}
+
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
                                                 std::span<const std::string> labels) {
   std::vector<std::vector<uint32_t>> modules;
@@ -130,7 +155,10 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
     version = std::max(version, words[kVersionWord]);
     modules.push_back(std::move(words));
   }
-  for (auto &words : modules) words[kVersionWord] = version;
+  for (auto &words : modules) {
+    words[kVersionWord] = version;
+    unnameLocalVariables(words);
+  }
   // Each module's specialization constants get SpecIds of their own (see linkedSpecId): two
   // images may both use SpecId 0, and one value must not set both.
   for (size_t i = 1; i < modules.size(); ++i) {
@@ -415,16 +443,20 @@ bool writeConstant(const llvm::Constant &value, const llvm::DataLayout &layout, 
     return true;
   }
   if (llvm::isa<llvm::ConstantArray, llvm::ConstantVector>(value)) {
-    llvm::Type *element = value.getType()->isArrayTy() ? value.getType()->getArrayElementType()
-                                                       : llvm::cast<llvm::VectorType>(value.getType())->getElementType();
-    if (layout.getTypeSizeInBits(element) % 8) return false;  // a vector's elements of bits are packed
-    const uint64_t stride = value.getType()->isArrayTy() ? layout.getTypeAllocSize(element) : layout.getTypeStoreSize(element);
+    const bool array = value.getType()->isArrayTy();
+    llvm::Type *element = array ? value.getType()->getArrayElementType()
+                                : llvm::cast<llvm::VectorType>(value.getType())->getElementType();
+    if (!array && layout.getTypeSizeInBits(element) % 8) return false;  // a vector's elements of bits are packed
+    const uint64_t stride = array ? layout.getTypeAllocSize(element) : layout.getTypeStoreSize(element);
     for (unsigned i = 0; i < value.getNumOperands(); ++i)
       if (!writeConstant(*llvm::cast<llvm::Constant>(value.getOperand(i)), layout, out + i * stride, at + i * stride,
                          relocate))
         return false;
     return true;
   }
+  // A generic pointer to a global one: the same address on a device that is the host.
+  if (const auto *cast = llvm::dyn_cast<llvm::ConstantExpr>(&value); cast && cast->getOpcode() == llvm::Instruction::AddrSpaceCast)
+    return writeConstant(*cast->getOperand(0), layout, out, at, relocate);
   // An address: of a global, plus a constant offset, in a field of 64 bits.
   llvm::GlobalValue *target = nullptr;
   llvm::APInt offset;
@@ -440,10 +472,17 @@ bool writeConstant(const llvm::Constant &value, const llvm::DataLayout &layout, 
 llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
   constexpr uint64_t kPage = 4096;  // the region's alignment
   const llvm::DataLayout &layout = module.getDataLayout();
+  if (layout.getPointerSizeInBits(1) != 64) return llvm::Error::success();  // addresses of 32 bits: SPIR, not SPIR64
+  // What llvm.used names must stay a global to be named there.
+  llvm::SmallVector<llvm::GlobalValue *> used;
+  llvm::collectUsedGlobalVariables(module, used, /*CompilerUsed=*/false);
+  llvm::collectUsedGlobalVariables(module, used, /*CompilerUsed=*/true);
   std::map<const llvm::GlobalValue *, uint64_t> offsets;  // of those placed, once laid out
   for (llvm::GlobalVariable &variable : module.globals()) {
     const uint64_t size = variable.isDeclaration() ? 0 : layout.getTypeAllocSize(variable.getValueType());
-    if (size && variable.getAddressSpace() == 1 && variable.getAlign().valueOrOne() <= kPage) offsets[&variable] = 0;
+    if (size && variable.getAddressSpace() == 1 && variable.getAlign().valueOrOne() <= kPage &&
+        !llvm::is_contained(used, &variable))
+      offsets[&variable] = 0;
   }
   // Until none is dropped: a variable whose initializer holds an address outside the region.
   std::string scratch;
@@ -468,6 +507,7 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
     const llvm::Align align = std::max(variable.getAlign().valueOrOne(), layout.getPrefTypeAlign(variable.getValueType()));
     const uint64_t offset = llvm::alignTo(region.size, std::min(align.value(), kPage));
     const uint64_t size = layout.getTypeAllocSize(variable.getValueType());
+    if (offset + size > kMaxRegion) return llvm::Error::success();  // more than a region takes: none moves
     offsets[&variable] = offset;
     region.size = offset + size;
     // By the name the images gave it: the link has made every variable local to the program.

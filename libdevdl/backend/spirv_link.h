@@ -28,6 +28,12 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
 /// it; a linker of its own (the Level Zero test driver's) needs it too.
 llvm::Expected<std::vector<uint32_t>> mergeBuiltinVariables(std::vector<uint32_t> words);
 
+/// Drops the names of a module's variables in the global address space that it does not export
+/// (statics, definitions made local): once linked, a program must answer to a name only for the
+/// variable exported under it (the host reads variables by name). linkSpirv does it to each
+/// module; a linker of its own needs it too.
+void unnameLocalVariables(std::vector<uint32_t> &words);
+
 /// A specialization constant: SpecId and value.
 using SpecConstant = std::pair<uint32_t, uint64_t>;
 
@@ -68,6 +74,9 @@ struct VariableLayout {
   std::string initial;                  // the region's first bytes, as the initializers give them; the rest is zero
   std::vector<Relocation> relocations;  // applied over `initial` once the region's address is known
 };
+
+/// The most bytes of variables placeVariables moves to host memory, and a stored program may name.
+inline constexpr uint64_t kMaxRegion = uint64_t(1) << 40;
 
 /// Where a region of `layout.size` bytes for the variables is, in host memory; or why there is none.
 using PlaceVariables = llvm::function_ref<llvm::Expected<uint64_t>(const VariableLayout &)>;

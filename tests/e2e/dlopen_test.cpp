@@ -559,6 +559,53 @@ TEST_F(DeviceDlopen, AnInterposedVariableIsTheOneTheHostReadsAndWrites) {
   closeAll(libs);
 }
 
+// A library's static variable of the same name is not what the host reads by the name either.
+TEST_F(DeviceDlopen, AStaticVariableOfTheSameNameIsNotTheOneTheHostReads) {
+  auto libs = openAll({"interpose_var_first", "static_var_lib"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("static_var_app").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "StaticKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1920, 1921})) << "the static Level 9, the exported one 2";
+  int level = 0;
+  ASSERT_EQ(device_dlread(app, "Level", 0, &level, sizeof level), 0) << error();
+  EXPECT_EQ(level, 2);
+  level = 5;
+  ASSERT_EQ(device_dlwrite(app, "Level", 0, &level, sizeof level), 0) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1950, 1951}));
+  device_dlclose(app);
+  closeAll(libs);
+}
+
+// A kernel the user made of a program and keeps past the close of its handle still runs, its
+// program's variables where its code looks for them: the driver keeps the program, and devdl the
+// variables' memory.
+TEST_F(DeviceDlopen, AKernelKeptPastTheCloseStillHasItsVariables) {
+  DEVDL_ONLY_ON_OPENCL("a kernel of the user's own holds the program (OpenCL's reference counts)");
+  void *lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  auto *devdlKernel = static_cast<cl_kernel>(device_dlsym(app, "CounterKernel"));
+  ASSERT_NE(devdlKernel, nullptr) << error();
+  const auto &cl = *backend::opencl::api();
+  cl_program program = nullptr;
+  ASSERT_EQ(cl.clGetKernelInfo(devdlKernel, CL_KERNEL_PROGRAM, sizeof program, &program, nullptr), CL_SUCCESS);
+  cl_int err = CL_SUCCESS;
+  cl_kernel kernel = cl.clCreateKernel(program, "CounterKernel", &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  device_dlclose(app);
+  device_dlclose(lib);
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{7, 8}));
+  cl.clReleaseKernel(kernel);
+  // Opened again, the program is linked again, its variables at another place.
+  lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  EXPECT_EQ(run(device_dlsym(app, "CounterKernel"), 2), (std::vector<int>{7, 8}));
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
 TEST_F(DeviceDlopen, SameCodeFromAnotherFileSharesTheProgram) {
   const std::string copy = scratchDir() + "/app-copy" + extension_;
   std::filesystem::copy_file(deviceImage("app"), copy);

@@ -138,6 +138,52 @@ TEST_F(OpenClSoftwareLink, AVariableThatStaysIsCopiedThroughDevdlsKernel) {
   EXPECT_EQ(llvm::toString(std::move(outside)), "variable `SharedCounter` has 4 bytes: 4 at offset 2 are outside it");
 }
 
+// A program's variables moved to host memory (PoCL builds each kernel apart) are where its kernels
+// look: laid out as the device lays them out (padding, vectors, alignment), initialized, the
+// addresses their initializers hold relocated; the host reads and writes them there.
+TEST_F(OpenClSoftwareLink, VariablesMovedToHostMemoryAreWhereTheKernelsLook) {
+  DeviceImage image = read("placed_variables.spv");
+  const DeviceImage *plan[] = {&image};
+  const std::string labels[] = {"placed_variables.spv: image 0 (spirv)"};
+  auto linked = backend::linkSpirv(plan, labels);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  std::unique_ptr<backend::opencl::HostVariables> region;
+  auto place = [&](const backend::VariableLayout &layout) -> llvm::Expected<uint64_t> {
+    auto placed = backend::opencl::HostVariables::place(layout, 1);
+    if (!placed) return placed.takeError();
+    region = std::move(*placed);
+    return region->address();
+  };
+  auto spir = backend::spirvToSpir(*linked, {}, /*optimize=*/true, {}, place);
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  ASSERT_NE(region, nullptr) << "nothing placed";
+  std::vector<std::string> names;
+  for (const auto &variable : region->layout().variables) names.push_back(variable.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"Aligned", "Generic", "Record", "Table", "Text", "Third", "Vector3", "Zeros"}));
+  EXPECT_EQ(region->find("Record")->size, 24u) << "char, long, short: padded";
+  EXPECT_EQ(region->find("Vector3")->size, 16u);
+  EXPECT_EQ(region->find("Aligned")->offset % 64, 0u);
+  EXPECT_EQ(region->layout().relocations.size(), 2u) << "Third's and Generic's";
+  auto at = [&](const char *name) { return region->data(*region->find(name)); };
+  int table[4];
+  std::memcpy(table, at("Table"), sizeof table);
+  EXPECT_EQ(table[3], 40) << "initialized";
+  const int written = 99;
+  std::memcpy(at("Table") + 2 * sizeof(int), &written, sizeof written);
+
+  auto program = device_->buildSpir(*spir);
+  ASSERT_TRUE(!!program) << errorText(program);
+  (*program)->holdVariables(std::move(region));
+  EXPECT_EQ(run(**program, "ReadBack", 9), (std::vector<int>{1, 2, 3, 6, 'd', 99, 20, 11, 0}));
+  const backend::opencl::HostVariables &variables = *(*program)->hostVariables();
+  int zero = 0;
+  std::memcpy(&zero, variables.data(*variables.find("Zeros")) + 999 * sizeof(int), sizeof zero);
+  EXPECT_EQ(zero, 100) << "what the kernel wrote, where the host reads it";
+  EXPECT_EQ(variables.data(*variables.find("Text"))[0], 'A');
+  EXPECT_EQ(variables.data(*variables.find("Record"))[0], 2);
+}
+
 // The functions a SPIR module defines, and those its kernel `kernel` calls.
 struct SpirFunctions {
   std::vector<std::string> defined, calledByKernel;

@@ -220,6 +220,7 @@ std::string linkSpirv(const std::vector<const std::vector<uint32_t> *> &inputs, 
                       std::vector<uint32_t> *out) {
   if (inputs.size() == 1) {
     *out = *inputs.front();
+    devdl::backend::unnameLocalVariables(*out);  // a global pointer is asked by the exported name
     return {};
   }
   spvtools::Context context(SPV_ENV_UNIVERSAL_1_6);
@@ -238,6 +239,7 @@ std::string linkSpirv(const std::vector<const std::vector<uint32_t> *> &inputs, 
   for (const auto *words : inputs) {
     raised.push_back(*words);
     raised.back()[1] = version;
+    devdl::backend::unnameLocalVariables(raised.back());
     binaries.push_back(raised.back().data());
     sizes.push_back(raised.back().size());
   }

@@ -49,13 +49,13 @@ TEST(HostVariables, TheSameProgramGetsTheSameAddressWhereItIsFree) {
     ASSERT_FALSE(!!again);
     char at[32];
     std::snprintf(at, sizeof at, "%llx", static_cast<unsigned long long>(first));
-    EXPECT_EQ(errorText(again), "the host memory its variables were placed in (8192 bytes at 0x" + std::string(at) +
-                                    ") is taken in this process");
+    EXPECT_EQ(errorText(again), "the program's variables were placed at 0x" + std::string(at) +
+                                    " (8192 bytes), which cannot be mapped in this process: it is taken");
   }
   auto region = HostVariables::place(counterAndTable(), 42);
   ASSERT_TRUE(!!region) << errorText(region);
   EXPECT_EQ((*region)->address(), first) << "freed with the program, the address is the program's again";
-  EXPECT_EQ((*HostVariables::place(counterAndTable(), 43))->address(), first + (64 << 20)) << "another program";
+  EXPECT_NE((*HostVariables::place(counterAndTable(), 43))->address(), first) << "another program";
 }
 
 TEST(HostVariables, AStoredProgramReadsBackAsItWasStored) {

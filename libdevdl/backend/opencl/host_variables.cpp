@@ -1,4 +1,5 @@
 #include "backend/opencl/host_variables.h"
+#include "support/debug.h"
 #include "support/error.h"
 
 #include <sys/mman.h>
@@ -8,6 +9,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace devdl::backend::opencl {
 
@@ -15,9 +18,10 @@ namespace {
 
 // Where a program's region is put first: 64 MiB slots from 0x566000000000 to 0x568000000000,
 // above where Linux puts a PIE executable and its heap (0x555555554000 and up to 1 TiB of
-// randomization) and below its mmap area; inside the application memory ThreadSanitizer allows,
-// outside AddressSanitizer's shadow. The slot follows from the program, the next ones are tried
-// where it is taken.
+// randomization with the default vm.mmap_rnd_bits of 28; with more, they may lie there, and the
+// slots they take are skipped) and below its mmap area; inside the application memory
+// ThreadSanitizer allows, outside AddressSanitizer's shadow. The slot follows from the program,
+// the next ones are tried where it is taken.
 constexpr uint64_t kArenaStart = 0x566000000000, kSlot = 64ull << 20, kSlots = 2048, kTries = 64;
 
 size_t pageRounded(uint64_t size) {
@@ -25,13 +29,17 @@ size_t pageRounded(uint64_t size) {
   return static_cast<size_t>((size + page - 1) / page * page);
 }
 
-// `bytes` mapped at exactly `address`, else null (taken, or the kernel put it elsewhere).
-void *mapAt(uint64_t address, size_t bytes) {
+// `bytes` mapped at exactly `address`, else null and why (taken, or the kernel put it elsewhere).
+void *mapAt(uint64_t address, size_t bytes, std::string *why = nullptr) {
   void *wanted = reinterpret_cast<void *>(address);
   void *got = mmap(wanted, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  if (got == MAP_FAILED) return nullptr;
+  if (got == MAP_FAILED) {
+    if (why) *why = errno == EEXIST ? "it is taken" : std::strerror(errno);
+    return nullptr;
+  }
   if (got != wanted) {  // a kernel before 4.17 takes the address as a hint
     munmap(got, bytes);
+    if (why) *why = "the kernel maps it elsewhere";
     return nullptr;
   }
   return got;
@@ -82,6 +90,13 @@ HostVariables::HostVariables(VariableLayout layout, void *base, size_t mapped)
 
 HostVariables::~HostVariables() { munmap(base_, mapped_); }
 
+void HostVariables::keep(std::unique_ptr<HostVariables> region) {
+  static std::mutex lock;
+  static auto *kept = new std::vector<std::unique_ptr<HostVariables>>;  // never destroyed: kernels may still run at exit
+  std::lock_guard hold(lock);
+  kept->push_back(std::move(region));
+}
+
 llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::place(VariableLayout layout, uint64_t seed) {
   const size_t bytes = pageRounded(layout.size);
   for (uint64_t i = 0; i < kTries; ++i)
@@ -91,15 +106,21 @@ llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::place(VariableLayo
   if (base == MAP_FAILED)
     return fail(ErrorCode::Unsupported, "cannot map " + std::to_string(bytes) +
                                             " bytes of host memory for the program's variables: " + std::strerror(errno));
+  if (Debug::get().on(Debug::Statistics))
+    Debug::get().print("a program's variables placed at 0x" + hex(reinterpret_cast<uint64_t>(base)) +
+                       ", where the kernel put them (no slot of theirs was free): its stored binary is of use to "
+                       "a process where that address is free");
   return std::unique_ptr<HostVariables>(new HostVariables(std::move(layout), base, bytes));
 }
 
 llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::at(VariableLayout layout, uint64_t address) {
   const size_t bytes = pageRounded(layout.size);
-  void *base = mapAt(address, bytes);
+  std::string why;
+  void *base = mapAt(address, bytes, &why);
   if (!base)
-    return fail(ErrorCode::Unsupported, "the host memory its variables were placed in (" + std::to_string(bytes) +
-                                            " bytes at 0x" + hex(address) + ") is taken in this process");
+    return fail(ErrorCode::Unsupported, "the program's variables were placed at 0x" + hex(address) + " (" +
+                                            std::to_string(bytes) + " bytes), which cannot be mapped in this process: " +
+                                            why);
   return std::unique_ptr<HostVariables>(new HostVariables(std::move(layout), base, bytes));
 }
 
@@ -148,7 +169,10 @@ llvm::Expected<StoredProgram> readStoredProgram(std::string_view binary) {
     return bad("its header is cut short");
   if (version != kVersion) return bad("version " + llvm::Twine(version) + ", not " + llvm::Twine(kVersion));
   if (initialSize > layout.size) return bad("more initial bytes than its variables have");
-  if ((address == 0) != (layout.size == 0) || address % 4096) return bad("address 0x" + hex(address));
+  if (layout.size > kMaxRegion) return bad("a region of " + llvm::Twine(layout.size) + " bytes, more than devdl places");
+  if ((address == 0) != (layout.size == 0))
+    return bad("a region of " + llvm::Twine(layout.size) + " bytes at address 0x" + hex(address));
+  if (address % 4096) return bad("address 0x" + hex(address) + ", not at the start of a page");
   for (uint64_t i = 0; i < relocations; ++i) {
     VariableLayout::Relocation &relocation = layout.relocations.emplace_back();
     if (!in.get(relocation.at) || !in.get(relocation.addend)) return bad("its relocations are cut short");

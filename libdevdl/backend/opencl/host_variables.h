@@ -26,6 +26,8 @@ class HostVariables {
   static llvm::Expected<std::unique_ptr<HostVariables>> place(VariableLayout layout, uint64_t seed);
   /// The region at exactly `address` (a stored program's), or an error where it is taken.
   static llvm::Expected<std::unique_ptr<HostVariables>> at(VariableLayout layout, uint64_t address);
+  /// Keeps `region` mapped until the process ends: for a program the driver still holds.
+  static void keep(std::unique_ptr<HostVariables> region);
   HostVariables(const HostVariables &) = delete;
   HostVariables &operator=(const HostVariables &) = delete;
   ~HostVariables();

@@ -97,6 +97,14 @@ llvm::Expected<std::string> programBinary(const Api &api, cl_program program, cl
 
 Program::~Program() {
   kernels_.forEach([&](cl_kernel kernel) { api_.clReleaseKernel(kernel); });
+  // The driver keeps the program while a command of one of its kernels runs, or while the user
+  // retains a kernel (each holds a reference, and PoCL has no program release callback): the
+  // variables' region then stays mapped, its address taken, for as long as the process runs.
+  cl_uint references = 0;
+  if (variables_ && (api_.clGetProgramInfo(program_, CL_PROGRAM_REFERENCE_COUNT, sizeof references, &references,
+                                           nullptr) != CL_SUCCESS ||
+                     references > 1))
+    HostVariables::keep(std::move(variables_));
   api_.clReleaseProgram(program_);
 }
 
@@ -117,7 +125,10 @@ llvm::Expected<void *> Program::variable(std::string_view name) {
   if (const VariableLayout::Variable *placed = variables_ ? variables_->find(name) : nullptr)
     return variables_->data(*placed);
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
-                                          " gives no device addresses of program variables");
+                                          " gives no device addresses of program variables" +
+                                          (variables_ ? " (devdl placed this program's other variables in host "
+                                                        "memory; this one's initializer holds an address it cannot)"
+                                                      : ""));
 }
 
 llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
