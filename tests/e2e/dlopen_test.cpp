@@ -698,14 +698,16 @@ TEST_F(DeviceDlopen, ALibrarysKernelFirstLinksTheLoadedImportersWithIt) {
 
 // A program lives while the handles of its images are open: closing the application lets its
 // program go (the library alone has no kernel to keep it), and opening the files again links anew.
+// (A program without variables: devdl keeps one with variables in host memory while another holder
+// has it: AKernelKeptPastTheCloseStillHasItsVariables.)
 TEST_F(DeviceDlopen, ClosingAHandleReleasesItsProgram) {
   DEVDL_ONLY_ON_OPENCL("CL_PROGRAM_REFERENCE_COUNT tells when devdl lets the program go");
   // CL_PROGRAM_REFERENCE_COUNT is exact on PoCL.
-  void *lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
-  void *app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
+  void *lib = device_dlopen(deviceImage("kernel_lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("kernel_app").c_str(), DEVDL_NOW);
   ASSERT_NE(lib, nullptr) << error();
   ASSERT_NE(app, nullptr) << error();
-  void *kernel = device_dlsym(app, "AppKernel");
+  void *kernel = device_dlsym(app, "UserKernel");
   ASSERT_NE(kernel, nullptr) << error();
   const cl_program program = programOf(kernel);
   ASSERT_EQ(retainProgram(program), CL_SUCCESS);
@@ -713,12 +715,12 @@ TEST_F(DeviceDlopen, ClosingAHandleReleasesItsProgram) {
   EXPECT_EQ(device_dlclose(app), 0);
   EXPECT_EQ(referencesOf(program), 1u) << "devdl still holds the program of a closed handle";
 
-  app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
+  app = device_dlopen(deviceImage("kernel_app").c_str(), DEVDL_NOW);
   ASSERT_NE(app, nullptr) << error();
-  kernel = device_dlsym(app, "AppKernel");
+  kernel = device_dlsym(app, "UserKernel");
   ASSERT_NE(kernel, nullptr) << error();
   EXPECT_NE(programOf(kernel), program);
-  EXPECT_EQ(run(kernel, 4), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{1, 3, 5, 7}));
   device_dlclose(app);
   device_dlclose(lib);
   releaseProgram(program);
@@ -755,7 +757,9 @@ TEST_F(DeviceDlopen, ClosingALibraryKeepsItForTheProgramsThatUseIt) {
   const cl_program program = programOf(kernel);
   ASSERT_EQ(retainProgram(program), CL_SUCCESS);
   EXPECT_EQ(device_dlclose(app), 0);
-  EXPECT_EQ(referencesOf(program), 1u);
+  // Where devdl placed its variables (LibCounter) in host memory, it keeps its reference, and the
+  // variables, while another holder (the test) has the program.
+  EXPECT_EQ(referencesOf(program), devdlPlacesVariables() ? 2u : 1u);
   releaseProgram(program);
 }
 

@@ -41,6 +41,14 @@ TEST(HostVariables, TheSameProgramGetsTheSameAddressWhereItIsFree) {
     std::memcpy(&address, table + 8, sizeof address);
     EXPECT_EQ(address, first + 4) << "relocated";
     EXPECT_EQ((*region)->find("Other"), nullptr);
+    // Loaded again (the same program): initialized again; another size is another program's.
+    std::memset((*region)->data(*counter), 0x55, 4);
+    VariableLayout other = counterAndTable();
+    other.size += 4096;
+    EXPECT_FALSE((*region)->reset(other));
+    EXPECT_EQ((*region)->data(*counter)[0], 0x55) << "unchanged";
+    EXPECT_TRUE((*region)->reset(counterAndTable()));
+    EXPECT_EQ((*region)->data(*(*region)->find("Counter"))[0], 7);
     // Taken: the next place for the same program is another, and at() refuses the address.
     auto second = HostVariables::place(counterAndTable(), 42);
     ASSERT_TRUE(!!second) << errorText(second);

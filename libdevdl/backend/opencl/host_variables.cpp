@@ -9,8 +9,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <vector>
 
 namespace devdl::backend::opencl {
 
@@ -81,6 +79,12 @@ struct Reader {
 
 HostVariables::HostVariables(VariableLayout layout, void *base, size_t mapped)
     : layout_(std::move(layout)), base_(base), mapped_(mapped) {
+  initialize();  // fresh pages: zero already
+}
+
+HostVariables::~HostVariables() { munmap(base_, mapped_); }
+
+void HostVariables::initialize() {
   std::memcpy(base_, layout_.initial.data(), layout_.initial.size());
   for (const VariableLayout::Relocation &relocation : layout_.relocations) {
     const uint64_t value = address() + relocation.addend;
@@ -88,13 +92,12 @@ HostVariables::HostVariables(VariableLayout layout, void *base, size_t mapped)
   }
 }
 
-HostVariables::~HostVariables() { munmap(base_, mapped_); }
-
-void HostVariables::keep(std::unique_ptr<HostVariables> region) {
-  static std::mutex lock;
-  static auto *kept = new std::vector<std::unique_ptr<HostVariables>>;  // never destroyed: kernels may still run at exit
-  std::lock_guard hold(lock);
-  kept->push_back(std::move(region));
+bool HostVariables::reset(VariableLayout layout) {
+  if (layout.size != layout_.size) return false;
+  layout_ = std::move(layout);
+  std::memset(base_, 0, layout_.size);
+  initialize();
+  return true;
 }
 
 llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::place(VariableLayout layout, uint64_t seed) {

@@ -26,20 +26,23 @@ class HostVariables {
   static llvm::Expected<std::unique_ptr<HostVariables>> place(VariableLayout layout, uint64_t seed);
   /// The region at exactly `address` (a stored program's), or an error where it is taken.
   static llvm::Expected<std::unique_ptr<HostVariables>> at(VariableLayout layout, uint64_t address);
-  /// Keeps `region` mapped until the process ends: for a program the driver still holds.
-  static void keep(std::unique_ptr<HostVariables> region);
   HostVariables(const HostVariables &) = delete;
   HostVariables &operator=(const HostVariables &) = delete;
   ~HostVariables();
 
+  /// Laid out and initialized again as `layout` says, where it has this region's size (the same
+  /// program loaded again); false, changing nothing, where it has not.
+  bool reset(VariableLayout layout);
+
   uint64_t address() const { return reinterpret_cast<uint64_t>(base_); }
   const VariableLayout &layout() const { return layout_; }
-  /// The variable the program exports as `name`, or null.
+  /// The variable the program exports as `name`, or null; valid until reset().
   const VariableLayout::Variable *find(std::string_view name) const;
   char *data(const VariableLayout::Variable &variable) const { return static_cast<char *>(base_) + variable.offset; }
 
  private:
   HostVariables(VariableLayout layout, void *base, size_t mapped);
+  void initialize();
   VariableLayout layout_;
   void *base_;
   size_t mapped_;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <vector>
 
 namespace devdl::backend::opencl {
@@ -95,17 +96,57 @@ llvm::Expected<std::string> programBinary(const Api &api, cl_program program, cl
 
 }  // namespace
 
+namespace {
+
+// The regions of programs the driver still held when devdl let them go: a command of one of their
+// kernels not yet retired, a kernel the user made of them (each holds a reference on the program,
+// and PoCL has no program release callback). Each is kept, with devdl's reference on its
+// program, until the driver lets the program go too, or its program is loaded again and takes it
+// back (the same address). Never destroyed: kernels may still run at exit.
+struct Kept {
+  cl_program program;
+  std::unique_ptr<HostVariables> variables;
+};
+std::mutex keptLock;
+std::vector<Kept> &kept() {
+  static auto *regions = new std::vector<Kept>;
+  return *regions;
+}
+
+bool heldByOthers(const Api &api, cl_program program) {
+  cl_uint references = 0;
+  return api.clGetProgramInfo(program, CL_PROGRAM_REFERENCE_COUNT, sizeof references, &references, nullptr) !=
+             CL_SUCCESS ||
+         references > 1;
+}
+
+// Unmaps the kept regions whose programs only devdl holds now; and gives back the one at
+// `address` of `size` bytes, where one is kept there, for its program loaded again.
+std::unique_ptr<HostVariables> sweepKept(const Api &api, uint64_t address = 0, uint64_t size = 0) {
+  std::lock_guard hold(keptLock);
+  std::unique_ptr<HostVariables> taken;
+  llvm::erase_if(kept(), [&](Kept &region) {
+    const bool wanted =
+        address && region.variables->address() == address && region.variables->layout().size == size;
+    if (!wanted && heldByOthers(api, region.program)) return false;
+    if (wanted) taken = std::move(region.variables);
+    api.clReleaseProgram(region.program);
+    return true;
+  });
+  return taken;
+}
+
+}  // namespace
+
 Program::~Program() {
   kernels_.forEach([&](cl_kernel kernel) { api_.clReleaseKernel(kernel); });
-  // The driver keeps the program while a command of one of its kernels runs, or while the user
-  // retains a kernel (each holds a reference, and PoCL has no program release callback): the
-  // variables' region then stays mapped, its address taken, for as long as the process runs.
-  cl_uint references = 0;
-  if (variables_ && (api_.clGetProgramInfo(program_, CL_PROGRAM_REFERENCE_COUNT, sizeof references, &references,
-                                           nullptr) != CL_SUCCESS ||
-                     references > 1))
-    HostVariables::keep(std::move(variables_));
-  api_.clReleaseProgram(program_);
+  if (variables_ && heldByOthers(api_, program_)) {
+    std::lock_guard hold(keptLock);
+    kept().push_back({program_, std::move(variables_)});
+  } else {
+    api_.clReleaseProgram(program_);
+  }
+  sweepKept(api_);
 }
 
 llvm::Expected<void *> Program::kernel(std::string_view name) {
@@ -342,6 +383,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     // variables, they move to host memory, at an address that follows from the program.
     std::unique_ptr<HostVariables> placed;
     auto place = [&](const VariableLayout &layout) -> llvm::Expected<uint64_t> {
+      sweepKept(api_);
       std::string constants;
       for (const auto &[id, value] : values) {
         constants.append(reinterpret_cast<const char *>(&id), sizeof id);
@@ -374,9 +416,15 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   if (!stored) return stored.takeError();
   std::unique_ptr<HostVariables> variables;
   if (stored->variables) {
-    auto region = HostVariables::at(std::move(stored->variables->second), stored->variables->first);
-    if (!region) return region.takeError();
-    variables = std::move(*region);
+    auto &[address, layout] = *stored->variables;
+    // The program loaded again, its old instance not yet let go by the driver: its region.
+    if ((variables = sweepKept(api_, address, layout.size))) {
+      variables->reset(std::move(layout));
+    } else {
+      auto region = HostVariables::at(std::move(layout), address);
+      if (!region) return region.takeError();
+      variables = std::move(*region);
+    }
   }
   auto program = buildBinary(stored->driverBinary, options_, "a cached program");
   if (program) (*program)->holdVariables(std::move(variables));
