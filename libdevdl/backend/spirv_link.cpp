@@ -350,12 +350,11 @@ llvm::Expected<std::unique_ptr<llvm::Module>> readModule(llvm::LLVMContext &cont
   return owned;
 }
 
-// For each of `variables` the module defines in the global address space, a kernel of devdl's
+// For each of `variables` the module declares in the global address space, a kernel of devdl's
 // through which the host reads and writes it where the driver gives no variable addresses:
 // copyKernelName(v)(uchar *buffer, ulong offset, ulong size, int toDevice) stores the variable's
 // size in the buffer's first 8 bytes and, where [offset, offset + size) is inside the variable,
-// copies between it and the buffer's bytes after those 8. Added before the optimizer runs, so that
-// it keeps the variables as variables (written, they are folded into no constant).
+// copies between it and the buffer's bytes after those 8.
 void addCopyKernels(llvm::Module &module, std::span<const std::string> variables) {
   llvm::LLVMContext &context = module.getContext();
   const llvm::DataLayout &layout = module.getDataLayout();
@@ -369,7 +368,7 @@ void addCopyKernels(llvm::Module &module, std::span<const std::string> variables
   };
   for (const std::string &name : variables) {
     llvm::GlobalVariable *variable = module.getGlobalVariable(name, /*AllowInternal=*/true);
-    if (!variable || variable->isDeclaration() || variable->getAddressSpace() != 1) continue;
+    if (!variable || variable->getAddressSpace() != 1) continue;
     auto *type = llvm::FunctionType::get(builder.getVoidTy(), {bytes, i64, i64, i32}, false);
     auto *kernel = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, copyKernelName(name), module);
     kernel->setCallingConv(llvm::CallingConv::SPIR_KERNEL);
@@ -578,9 +577,62 @@ SPIRV::TranslatorOpts::ExtensionsStatusMap declaredExtensions(std::span<const ui
 
 std::string copyKernelName(std::string_view variable) { return "__devdl_copy_" + std::string(variable); }
 
+llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> definer,
+                                                  std::span<const std::string> variables) {
+#if !DEVDL_HAVE_SPIRV_TRANSLATOR
+  return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE) to make "
+                                      "copy kernels with");
+#else
+  std::string written;
+  {
+    std::lock_guard lock(translator);
+    llvm::LLVMContext context;
+    auto source = readModule(context, definer, {}, SPIRV::BIsRepresentation::SPIRVFriendlyIR);
+    if (!source) return source.takeError();
+    // Each variable imported as the image defines it: a linker pairs an import with the export
+    // of the same type.
+    llvm::Module module("devdl copy kernels", context);
+    module.setTargetTriple((*source)->getTargetTriple());
+    module.setDataLayout((*source)->getDataLayout());
+    for (const char *version : {"opencl.ocl.version", "opencl.spir.version"})
+      if (const llvm::NamedMDNode *node = (*source)->getNamedMetadata(version)) {
+        llvm::NamedMDNode *copy = module.getOrInsertNamedMetadata(version);
+        for (const llvm::MDNode *operand : node->operands()) copy->addOperand(const_cast<llvm::MDNode *>(operand));
+      }
+    std::vector<std::string> imported;
+    for (const std::string &name : variables) {
+      const llvm::GlobalVariable *defined = (*source)->getGlobalVariable(name);
+      if (!defined || defined->isDeclaration() || defined->getAddressSpace() != 1) continue;
+      auto *import = new llvm::GlobalVariable(module, defined->getValueType(), defined->isConstant(),
+                                              llvm::GlobalValue::ExternalLinkage, nullptr, name, nullptr,
+                                              llvm::GlobalValue::NotThreadLocal, 1);
+      import->setAlignment(defined->getAlign());
+      imported.push_back(name);
+    }
+    if (imported.empty()) return fail(ErrorCode::NotFound, "the image exports none of the variables to copy");
+    addCopyKernels(module, imported);
+    const auto version = static_cast<SPIRV::VersionNumber>(
+        std::clamp(definer[kVersionWord], static_cast<uint32_t>(SPIRV::VersionNumber::MinimumVersion),
+                   static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion)));
+    SPIRV::TranslatorOpts options(version, declaredExtensions(definer));
+    std::ostringstream out;
+    std::string error;
+    if (!llvm::writeSpirv(&module, options, out, error))
+      return fail(ErrorCode::Unsupported, "the copy kernels cannot be written as SPIR-V: " + error);
+    written = std::move(out).str();
+  }
+  std::vector<uint32_t> words(written.size() / 4);
+  std::memcpy(words.data(), written.data(), words.size() * 4);
+  spirv::Context validator;
+  spv_const_binary_t binary{words.data(), words.size()};
+  if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS)
+    return fail(ErrorCode::Unsupported, "the copy kernels written as SPIR-V are invalid: " + diagnostic.text());
+  return words;
+#endif
+}
+
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::span<const SpecConstant> specConstants,
-                                        bool optimize, std::span<const std::string> variables,
-                                        PlaceVariables place) {
+                                        bool optimize, PlaceVariables place) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
                                       "device must take SPIR-V itself");
@@ -591,7 +643,6 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
   if (!module) return module.takeError();
   if (place)
     if (llvm::Error err = placeVariables(**module, place)) return err;
-  addCopyKernels(**module, variables);  // for those that stay
   if (optimize) optimizeAcrossImages(**module);
   std::string bitcode;
   llvm::raw_string_ostream os(bitcode);
@@ -602,8 +653,7 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
 }
 
 llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
-                                                    std::span<const SpecConstant> specConstants,
-                                                    std::span<const std::string> variables) {
+                                                    std::span<const SpecConstant> specConstants) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE)");
 #else
@@ -613,7 +663,6 @@ llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> wo
     llvm::LLVMContext context;
     auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::SPIRVFriendlyIR);
     if (!module) return module.takeError();
-    addCopyKernels(**module, variables);
     optimizeAcrossImages(**module);
     // Written back within what the module had: its version and the extensions it declared.
     const auto version = static_cast<SPIRV::VersionNumber>(

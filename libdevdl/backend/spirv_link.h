@@ -51,11 +51,20 @@ bool canTranslateToSpir();
 /// than OpenCL's; tests/data/fuzz-regressions has each). An error says which.
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
 
-/// The kernel of devdl's that spirvToSpir and optimizeSpirv add to copy `variable` between the
-/// host and the device: (uchar *buffer, ulong offset, ulong size, int toDevice) stores the
-/// variable's size (a ulong) in buffer[0, 8) and, where [offset, offset + size) lies inside it,
-/// copies those bytes between the variable and buffer[8, 8 + size): into it when toDevice.
+/// The kernel of devdl's that copies `variable` between the host and the device (copyKernels):
+/// (uchar *buffer, ulong offset, ulong size, int toDevice) stores the variable's size (a ulong) in
+/// buffer[0, 8) and, where [offset, offset + size) lies inside it, copies those bytes between the
+/// variable and buffer[8, 8 + size): into it when toDevice.
 std::string copyKernelName(std::string_view variable);
+
+/// A SPIR-V module of devdl's with the copy kernel (copyKernelName) of each of `variables` that
+/// `definer` (a SPIR-V image's words) exports, importing them: linked with the images, by the
+/// software link or by the device's own linker, it lets the host read and write the variables
+/// where the driver gives no addresses of them. Fails without the SPIRV-LLVM-Translator
+/// (DEVDL_PORTABLE), where `definer` exports none of them, and where the translator cannot read
+/// the image or write the module.
+llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> definer,
+                                                  std::span<const std::string> variables);
 
 /// A linked program's variables moved into one region of host memory: where each lies, and what
 /// the region holds before any kernel runs.
@@ -87,11 +96,10 @@ using PlaceVariables = llvm::function_ref<llvm::Expected<uint64_t>(const Variabl
 /// global address space moves to the region `place` gives, which every kernel then addresses,
 /// but those whose initializers hold an address outside it (a function's): they stay. With `optimize` (load-time LTO of a linked
 /// program), every function but the kernels is made internal and LLVM's -O2 pipeline runs over
-/// the module: what the images call of each other is inlined. Each of `variables` the module
-/// still defines gets its copy kernel (copyKernelName).
+/// the module: what the images call of each other is inlined.
 llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
                                         std::span<const SpecConstant> specConstants = {}, bool optimize = false,
-                                        std::span<const std::string> variables = {}, PlaceVariables place = nullptr);
+                                        PlaceVariables place = nullptr);
 
 /// The linked module optimized across its former images for a device that takes SPIR-V IL, as
 /// spirvToSpir optimizes it, through LLVM: SPIRV-Tools' optimizer does not inline in OpenCL
@@ -99,7 +107,6 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
 /// back within the module's SPIR-V version and extensions, and validated. Fails, leaving the
 /// module to be used as linked, where the translator cannot write back what LLVM made.
 llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
-                                                    std::span<const SpecConstant> specConstants = {},
-                                                    std::span<const std::string> variables = {});
+                                                    std::span<const SpecConstant> specConstants = {});
 
 }  // namespace devdl::backend

@@ -109,17 +109,28 @@ TEST_F(OpenClSoftwareLink, SeedExampleRunsOnTheDevice) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], 2 * i) << "work-item " << i;
 }
 
-// Where a variable stays in the program (a device that is no CPU, or an initializer holding a
-// function's address), the host copies it through the kernel devdl adds for it: the copy
-// kernel's instance, on PoCL, which gives each kernel one of its own.
-TEST_F(OpenClSoftwareLink, AVariableThatStaysIsCopiedThroughDevdlsKernel) {
+// Where devdl does not move a program's variables to host memory (a device that is no CPU), the
+// host copies them through kernels of devdl's, a SPIR-V module made for the image that exports
+// them and linked with it: here by the software link, on a device that takes IL by the driver's
+// linker. On PoCL, which gives each kernel a copy of its own, the copy kernel's instance.
+TEST_F(OpenClSoftwareLink, VariablesAreCopiedThroughDevdlsKernelsLinkedWithTheImage) {
   DeviceImage lib = read("counter_lib.spv");
-  const DeviceImage *plan[] = {&lib};
-  const std::string labels[] = {"counter_lib.spv: image 0 (spirv)"};
+  const std::string variables[] = {"SharedCounter", "NotThere"};
+  std::vector<uint32_t> words(lib.bytes.size() / 4);
+  std::memcpy(words.data(), lib.bytes.data(), words.size() * 4);
+  auto kernels = backend::copyKernels(words, variables);
+  ASSERT_TRUE(!!kernels) << errorText(kernels);
+  DeviceImage copies;
+  copies.format = ImageFormat::SpirV;
+  copies.bytes = Bytes(reinterpret_cast<const uint8_t *>(kernels->data()), kernels->size() * 4);
+  const DeviceImage *plan[] = {&lib, &copies};
+  const std::string labels[] = {"counter_lib.spv: image 0 (spirv)", "devdl's copy kernels"};
   auto linked = backend::linkSpirv(plan, labels);
   ASSERT_TRUE(!!linked) << errorText(linked);
-  const std::string variables[] = {"SharedCounter"};
-  auto spir = backend::spirvToSpir(*linked, {}, /*optimize=*/true, variables);  // nothing placed
+  // As a device that takes IL gets it (optimized across the images), here translated for PoCL.
+  auto optimized = backend::optimizeSpirv(*linked);
+  ASSERT_TRUE(!!optimized) << errorText(optimized);
+  auto spir = backend::spirvToSpir(*optimized);  // nothing placed
   ASSERT_TRUE(!!spir) << errorText(spir);
   auto program = device_->buildSpir(*spir);
   ASSERT_TRUE(!!program) << errorText(program);
@@ -136,6 +147,8 @@ TEST_F(OpenClSoftwareLink, AVariableThatStaysIsCopiedThroughDevdlsKernel) {
                 " gives no device addresses of program variables");
   llvm::Error outside = (*program)->copyVariable("SharedCounter", 2, &value, sizeof value, false);
   EXPECT_EQ(llvm::toString(std::move(outside)), "variable `SharedCounter` has 4 bytes: 4 at offset 2 are outside it");
+  EXPECT_EQ(errorText(backend::copyKernels(words, std::vector<std::string>{"NotThere"})),
+            "the image exports none of the variables to copy");
 }
 
 // A program's variables moved to host memory (PoCL builds each kernel apart) are where its kernels
@@ -154,7 +167,7 @@ TEST_F(OpenClSoftwareLink, VariablesMovedToHostMemoryAreWhereTheKernelsLook) {
     region = std::move(*placed);
     return region->address();
   };
-  auto spir = backend::spirvToSpir(*linked, {}, /*optimize=*/true, {}, place);
+  auto spir = backend::spirvToSpir(*linked, {}, /*optimize=*/true, place);
   ASSERT_TRUE(!!spir) << errorText(spir);
   ASSERT_NE(region, nullptr) << "nothing placed";
   std::vector<std::string> names;

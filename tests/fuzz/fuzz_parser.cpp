@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string_view>
@@ -126,7 +127,16 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   llvm::consumeError(backend::optimizeSpirv(*words).takeError());
   // Its variables moved to host memory, as for PoCL, to an address nothing runs at.
   auto place = [](const backend::VariableLayout &) -> llvm::Expected<uint64_t> { return 0x566000000000; };
-  return backend::spirvToSpir(*words, {}, /*optimize=*/true, {}, place).takeError();
+  if (llvm::Error err = backend::spirvToSpir(*words, {}, /*optimize=*/true, place).takeError()) return err;
+  // And the copy kernels of the first image's variables, as a device that gives no variable
+  // addresses links them.
+  std::vector<std::string> variables;
+  for (const Symbol &s : linked.front()->symbols)
+    if (s.kind == SymbolKind::Variable) variables.emplace_back(s.name);
+  if (variables.empty()) return llvm::Error::success();
+  std::vector<uint32_t> first(linked.front()->bytes.size() / 4);
+  std::memcpy(first.data(), linked.front()->bytes.data(), first.size() * 4);
+  return backend::copyKernels(first, variables).takeError();
 }
 
 llvm::Error parse(devdl::Bytes bytes) {

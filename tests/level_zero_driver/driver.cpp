@@ -206,7 +206,7 @@ std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built
       variables->addresses[variable.name] = {region + variable.offset, variable.size};
     return reinterpret_cast<uint64_t>(region);
   };
-  auto spir = devdl::backend::spirvToSpir(words, {}, false, {}, place);
+  auto spir = devdl::backend::spirvToSpir(words, {}, false, place);
   if (!spir) return llvm::toString(spir.takeError());
   if (std::string why = buildBinary(*spir, "-x spir -spir-std=1.2", out); !why.empty()) return why;
   std::swap((*out)->region, variables->region);

@@ -179,7 +179,7 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
     std::memcpy(toDevice ? there : host, toDevice ? host : there, size);
     return llvm::Error::success();
   }
-  // Through the copy kernel devdl linked into the program (copyKernelName): an object of its own
+  // Through the copy kernel devdl linked into the program (copyKernels): an object of its own
   // each time, since the arguments of a kernel object are shared by whoever sets them.
   cl_int err = CL_SUCCESS;
   cl_kernel kernel = api_.clCreateKernel(program_, copyKernelName(name).c_str(), &err);
@@ -321,6 +321,9 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     copy.bytes = asBytes(edits.emplace_back(std::move(*edited)));
     input.image = &copy;
   }
+  // Devdl's copy kernels, where the program has some, and their labels: one module for each image.
+  std::deque<std::vector<uint32_t>> copyWords;
+  std::deque<DeviceImage> copyImages;
   auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
     const LinkInput *native = nullptr, *spirv = nullptr;
     for (const LinkInput &input : inputs) {
@@ -336,6 +339,30 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + name_ +
                                               " takes no SPIR-V IL, so its native binaries link only with each other, "
                                               "not with " + spirv->label);
+    // Where devdl does not move the program's variables to host memory, the host reads and writes
+    // them through kernels of devdl's: a module of them for each SPIR-V image exporting variables
+    // (those the link sees), linked with the images, by devdl or by the driver.
+    for (size_t i = 0, count = inputs.size(); i < count && !placesVariables(); ++i) {
+      const LinkInput input = inputs[i];  // a copy: inputs grows
+      std::vector<std::string> variables;
+      for (const Symbol &s : input.image->symbols)
+        if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.hidden, s.name)) variables.emplace_back(s.name);
+      if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
+      std::vector<uint32_t> words(input.image->bytes.size() / 4);
+      std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
+      auto kernels = copyKernels(words, variables);
+      if (!kernels) {
+        const std::string why = llvm::toString(kernels.takeError());
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("no copy kernels for the variables of " + input.label + ": " + why);
+        continue;
+      }
+      DeviceImage &image = copyImages.emplace_back();
+      image.format = ImageFormat::SpirV;
+      image.bytes = Bytes(reinterpret_cast<const uint8_t *>(copyWords.emplace_back(std::move(*kernels)).data()),
+                          copyWords.back().size() * 4);
+      inputs.push_back({&image, "devdl's copy kernels for " + input.label});
+    }
     if (native || (caps_.spirvIl && caps_.linker)) return linkObjects(inputs);
     // The software link, then the linked module as IL where the device takes it, else as SPIR.
     std::vector<const DeviceImage *> images;
@@ -351,11 +378,6 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     }
     auto linked = linkSpirv(images, labels);
     if (!linked) return linked.takeError();
-    // The variables the host may copy through devdl's kernels: those the link sees.
-    std::vector<std::string> variables;
-    for (const LinkInput &input : inputs)
-      for (const Symbol &s : input.image->symbols)
-        if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.hidden, s.name)) variables.emplace_back(s.name);
     // The constants set, under the SpecIds they have in the linked module.
     SpecConstants specs;
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -371,7 +393,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       // Optimized across the images where the translator can write back what LLVM made, with
       // the constants applied; else as linked, the driver setting the constants.
       if (lto_) {
-        auto optimized = optimizeSpirv(*linked, values, variables);
+        auto optimized = optimizeSpirv(*linked, values);
         if (optimized) return buildIl(*optimized, {});
         const std::string why = llvm::toString(optimized.takeError());
         if (Debug::get().on(Debug::Statistics))
@@ -395,8 +417,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       placed = std::move(*region);
       return placed->address();
     };
-    auto spir =
-        spirvToSpir(*linked, values, lto_, variables, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
+    auto spir = spirvToSpir(*linked, values, lto_, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
     if (!spir) return spir.takeError();
     auto built = buildSpir(*spir);
     if (built) (*built)->holdVariables(std::move(placed));
