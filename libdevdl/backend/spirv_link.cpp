@@ -454,7 +454,8 @@ bool writeConstant(const llvm::Constant &value, const llvm::DataLayout &layout, 
     return true;
   }
   // A generic pointer to a global one: the same address on a device that is the host.
-  if (const auto *cast = llvm::dyn_cast<llvm::ConstantExpr>(&value); cast && cast->getOpcode() == llvm::Instruction::AddrSpaceCast)
+  if (const auto *cast = llvm::dyn_cast<llvm::ConstantExpr>(&value);
+      cast && cast->getOpcode() == llvm::Instruction::AddrSpaceCast)
     return writeConstant(*cast->getOperand(0), layout, out, at, relocate);
   // An address: of a global, plus a constant offset, in a field of 64 bits.
   llvm::GlobalValue *target = nullptr;
@@ -509,7 +510,7 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
     if (offset + size > kMaxRegion) return llvm::Error::success();  // more than a region takes: none moves
     offsets[&variable] = offset;
     region.size = offset + size;
-    // By the name the images gave it: the link has made every variable local to the program.
+    // By the name an image exports it under (linkSpirv drops the others' names).
     if (variable.hasName()) region.variables.push_back({variable.getName().str(), offset, size});
     moved.push_back(&variable);
   }
