@@ -573,6 +573,31 @@ SPIRV::TranslatorOpts::ExtensionsStatusMap declaredExtensions(std::span<const ui
   return declared;
 }
 
+// `module` written as SPIR-V within what `like` has: its version and the extensions it declares.
+// `what` names the module in errors. The caller holds `translator`.
+llvm::Expected<std::string> writeSpirvLike(llvm::Module &module, std::span<const uint32_t> like, const char *what) {
+  const auto version = static_cast<SPIRV::VersionNumber>(
+      std::clamp(like[kVersionWord], static_cast<uint32_t>(SPIRV::VersionNumber::MinimumVersion),
+                 static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion)));
+  SPIRV::TranslatorOpts options(version, declaredExtensions(like));
+  std::ostringstream out;
+  std::string error;
+  if (!llvm::writeSpirv(&module, options, out, error))
+    return fail(ErrorCode::Unsupported, llvm::Twine(what) + " cannot be written as SPIR-V: " + error);
+  return std::move(out).str();
+}
+
+// The words of SPIR-V the translator wrote, which must validate.
+llvm::Expected<std::vector<uint32_t>> validSpirv(const std::string &written, const char *what) {
+  std::vector<uint32_t> words(written.size() / 4);
+  std::memcpy(words.data(), written.data(), words.size() * 4);
+  spirv::Context validator;
+  spv_const_binary_t binary{words.data(), words.size()};
+  if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS)
+    return fail(ErrorCode::Unsupported, llvm::Twine(what) + " written as SPIR-V is invalid: " + diagnostic.text());
+  return words;
+}
+
 }  // namespace
 #endif
 
@@ -612,23 +637,11 @@ llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> defi
     }
     if (imported.empty()) return fail(ErrorCode::NotFound, "the image exports none of the variables to copy");
     addCopyKernels(module, imported);
-    const auto version = static_cast<SPIRV::VersionNumber>(
-        std::clamp(definer[kVersionWord], static_cast<uint32_t>(SPIRV::VersionNumber::MinimumVersion),
-                   static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion)));
-    SPIRV::TranslatorOpts options(version, declaredExtensions(definer));
-    std::ostringstream out;
-    std::string error;
-    if (!llvm::writeSpirv(&module, options, out, error))
-      return fail(ErrorCode::Unsupported, "the copy kernels cannot be written as SPIR-V: " + error);
-    written = std::move(out).str();
+    auto spirv = writeSpirvLike(module, definer, "the copy kernels");
+    if (!spirv) return spirv.takeError();
+    written = std::move(*spirv);
   }
-  std::vector<uint32_t> words(written.size() / 4);
-  std::memcpy(words.data(), written.data(), words.size() * 4);
-  spirv::Context validator;
-  spv_const_binary_t binary{words.data(), words.size()};
-  if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS)
-    return fail(ErrorCode::Unsupported, "the copy kernels written as SPIR-V are invalid: " + diagnostic.text());
-  return words;
+  return validSpirv(written, "the copy kernels");
 #endif
 }
 
@@ -665,24 +678,11 @@ llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> wo
     auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::SPIRVFriendlyIR);
     if (!module) return module.takeError();
     optimizeAcrossImages(**module);
-    // Written back within what the module had: its version and the extensions it declared.
-    const auto version = static_cast<SPIRV::VersionNumber>(
-        std::clamp(words[kVersionWord], static_cast<uint32_t>(SPIRV::VersionNumber::MinimumVersion),
-                   static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion)));
-    SPIRV::TranslatorOpts options(version, declaredExtensions(words));
-    std::ostringstream out;
-    std::string error;
-    if (!llvm::writeSpirv(module->get(), options, out, error))
-      return fail(ErrorCode::Unsupported, "the optimized module cannot be written back as SPIR-V: " + error);
-    written = std::move(out).str();
+    auto spirv = writeSpirvLike(**module, words, "the optimized module");
+    if (!spirv) return spirv.takeError();
+    written = std::move(*spirv);
   }
-  std::vector<uint32_t> optimized(written.size() / 4);
-  std::memcpy(optimized.data(), written.data(), optimized.size() * 4);
-  spirv::Context validator;
-  spv_const_binary_t binary{optimized.data(), optimized.size()};
-  if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS)
-    return fail(ErrorCode::Unsupported, "the optimized module written back as SPIR-V is invalid: " + diagnostic.text());
-  return optimized;
+  return validSpirv(written, "the optimized module");
 #endif
 }
 

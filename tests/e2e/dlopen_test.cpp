@@ -90,6 +90,27 @@ class DeviceDlopen : public ::testing::Test {
     }
   }
 
+  // Opens `libraries` global, then `application`, whose kernel `kernel` uses interpose_var_first's
+  // Level (2) and another Level of the libraries' own: the host reads and writes by the name the
+  // one the application's kernel uses, whichever image comes first in the program.
+  void expectTheExportedLevel(std::initializer_list<const char *> libraries, const char *application,
+                                const char *kernel, const std::vector<int> &before, const std::vector<int> &afterFive) {
+    auto libs = openAll(libraries, DEVDL_LAZY | DEVDL_GLOBAL);
+    void *app = device_dlopen(deviceImage(application).c_str(), DEVDL_NOW);
+    ASSERT_NE(app, nullptr) << error();
+    void *function = device_dlsym(app, kernel);
+    ASSERT_NE(function, nullptr) << error();
+    EXPECT_EQ(run(function, 2), before);
+    int level = 0;
+    ASSERT_EQ(device_dlread(app, "Level", 0, &level, sizeof level), 0) << error();
+    EXPECT_EQ(level, 2);
+    level = 5;
+    ASSERT_EQ(device_dlwrite(app, "Level", 0, &level, sizeof level), 0) << error();
+    EXPECT_EQ(run(function, 2), afterFive);
+    device_dlclose(app);
+    for (void *lib : libs) EXPECT_EQ(device_dlclose(lib), 0);
+  }
+
   std::vector<int> run(void *kernel, size_t n) {
     if (backend_ == DEVDL_BACKEND_LEVEL_ZERO)
       return runIntKernel(zeContext_, zeDevice_, static_cast<ze_kernel_handle_t>(kernel), n);
@@ -539,42 +560,17 @@ TEST_F(DeviceDlopen, InterpositionIsBySymbolNotByImage) {
   closeAll(libs);
 }
 
-// A variable interposed as a function is: interpose_var_app's Level is interpose_var_first's,
-// first in search order, and interpose_var_other's Base keeps its own. The host reads and writes
-// the instance the application's kernel uses, by name, whichever image comes first in the program.
+// A variable is interposed as a function is: interpose_var_app's Level is interpose_var_first's,
+// first in search order, and interpose_var_other's Base keeps its own (1).
 TEST_F(DeviceDlopen, AnInterposedVariableIsTheOneTheHostReadsAndWrites) {
-  auto libs = openAll({"interpose_var_first", "interpose_var_other"}, DEVDL_LAZY | DEVDL_GLOBAL);
-  void *app = device_dlopen(deviceImage("interpose_var_app").c_str(), DEVDL_NOW);
-  ASSERT_NE(app, nullptr) << error();
-  void *kernel = device_dlsym(app, "LevelKernel");
-  ASSERT_NE(kernel, nullptr) << error();
-  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1120, 1121})) << "Base's own Level 1, the application's 2";
-  int level = 0;
-  ASSERT_EQ(device_dlread(app, "Level", 0, &level, sizeof level), 0) << error();
-  EXPECT_EQ(level, 2);
-  level = 5;
-  ASSERT_EQ(device_dlwrite(app, "Level", 0, &level, sizeof level), 0) << error();
-  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1150, 1151}));
-  device_dlclose(app);
-  closeAll(libs);
+  expectTheExportedLevel({"interpose_var_first", "interpose_var_other"}, "interpose_var_app", "LevelKernel",
+                         {1120, 1121}, {1150, 1151});
 }
 
-// A library's static variable of the same name is not what the host reads by the name either.
+// Nor is a library's static variable of the same name (9) what the host reads by the name.
 TEST_F(DeviceDlopen, AStaticVariableOfTheSameNameIsNotTheOneTheHostReads) {
-  auto libs = openAll({"interpose_var_first", "static_var_lib"}, DEVDL_LAZY | DEVDL_GLOBAL);
-  void *app = device_dlopen(deviceImage("static_var_app").c_str(), DEVDL_NOW);
-  ASSERT_NE(app, nullptr) << error();
-  void *kernel = device_dlsym(app, "StaticKernel");
-  ASSERT_NE(kernel, nullptr) << error();
-  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1920, 1921})) << "the static Level 9, the exported one 2";
-  int level = 0;
-  ASSERT_EQ(device_dlread(app, "Level", 0, &level, sizeof level), 0) << error();
-  EXPECT_EQ(level, 2);
-  level = 5;
-  ASSERT_EQ(device_dlwrite(app, "Level", 0, &level, sizeof level), 0) << error();
-  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1950, 1951}));
-  device_dlclose(app);
-  closeAll(libs);
+  expectTheExportedLevel({"interpose_var_first", "static_var_lib"}, "static_var_app", "StaticKernel",
+                         {1920, 1921}, {1950, 1951});
 }
 
 // A kernel the user made of a program and keeps past the close of its handle still runs, its
@@ -1399,17 +1395,25 @@ TEST_F(DeviceDlopenProcess, DISABLED_VariableThroughTheDiskCache) {
   device_dlclose(lib);
 }
 
+// Runs DeviceDlopenProcess.DISABLED_`test` in a process of its own, with the disk cache on in
+// `cache` and its statistics on standard error.
+CommandResult inAProcessWithTheCache(const std::string &test, const std::string &cache) {
+  setenv("DEVDL_CACHE", "1", 1);
+  setenv("DEVDL_CACHE_DIR", cache.c_str(), 1);
+  setenv("DEVDL_DEBUG", "statistics", 1);
+  CommandResult result = devdl::test::run(
+      {"/proc/self/exe", "--gtest_also_run_disabled_tests", "--gtest_filter=DeviceDlopenProcess.DISABLED_" + test});
+  unsetenv("DEVDL_CACHE");
+  unsetenv("DEVDL_CACHE_DIR");
+  unsetenv("DEVDL_DEBUG");
+  return result;
+}
+
 // The disk cache keeps what the backend linked; the next process loads it instead of linking,
 // and a damaged entry is deleted and the program linked again.
 TEST_F(DeviceDlopen, DiskCacheAcrossProcesses) {
   const std::string cache = scratchDir() + "/cache";
-  setenv("DEVDL_CACHE", "1", 1);
-  setenv("DEVDL_CACHE_DIR", cache.c_str(), 1);
-  setenv("DEVDL_DEBUG", "statistics", 1);
-  auto process = [] {
-    return devdl::test::run({"/proc/self/exe", "--gtest_also_run_disabled_tests",
-                             "--gtest_filter=DeviceDlopenProcess.DISABLED_SeedExampleThroughTheDiskCache"});
-  };
+  auto process = [&] { return inAProcessWithTheCache("SeedExampleThroughTheDiskCache", cache); };
   const CommandResult cold = process(), hit = process();
   std::string entry;
   for (const auto &file : std::filesystem::directory_iterator(cache))
@@ -1419,9 +1423,6 @@ TEST_F(DeviceDlopen, DiskCacheAcrossProcesses) {
   bytes[bytes.size() - 8] ^= 0x20;
   writeFile(entry, bytes);
   const CommandResult damaged = process();
-  unsetenv("DEVDL_CACHE");
-  unsetenv("DEVDL_CACHE_DIR");
-  unsetenv("DEVDL_DEBUG");
   for (const CommandResult *r : {&cold, &hit, &damaged}) EXPECT_EQ(r->status, 0) << r->out << r->err;
   EXPECT_NE(cold.err.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << cold.err;
   EXPECT_NE(hit.err.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
@@ -1434,17 +1435,8 @@ TEST_F(DeviceDlopen, DiskCacheAcrossProcesses) {
 // moves them to host memory, at the address its kernels were built for.
 TEST_F(DeviceDlopen, VariablesThroughTheDiskCache) {
   const std::string cache = scratchDir() + "/cache";
-  setenv("DEVDL_CACHE", "1", 1);
-  setenv("DEVDL_CACHE_DIR", cache.c_str(), 1);
-  setenv("DEVDL_DEBUG", "statistics", 1);
-  auto process = [] {
-    return devdl::test::run({"/proc/self/exe", "--gtest_also_run_disabled_tests",
-                             "--gtest_filter=DeviceDlopenProcess.DISABLED_VariableThroughTheDiskCache"});
-  };
+  auto process = [&] { return inAProcessWithTheCache("VariableThroughTheDiskCache", cache); };
   const CommandResult cold = process(), hit = process();
-  unsetenv("DEVDL_CACHE");
-  unsetenv("DEVDL_CACHE_DIR");
-  unsetenv("DEVDL_DEBUG");
   for (const CommandResult *r : {&cold, &hit}) EXPECT_EQ(r->status, 0) << r->out << r->err;
   EXPECT_NE(cold.err.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << cold.err;
   EXPECT_NE(hit.err.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
