@@ -435,20 +435,19 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
   auto stored = readStoredProgram(binary);
   if (!stored) return stored.takeError();
-  std::unique_ptr<HostVariables> variables;
-  if (stored->variables) {
-    auto &[address, layout] = *stored->variables;
-    // The program loaded again, its old instance not yet let go by the driver: its region.
-    if ((variables = sweepKept(api_, address, layout.size))) {
-      variables->reset(std::move(layout));
-    } else {
-      auto region = HostVariables::at(std::move(layout), address);
-      if (!region) return region.takeError();
-      variables = std::move(*region);
-    }
-  }
   auto program = buildBinary(stored->driverBinary, options_, "a cached program");
-  if (program) (*program)->holdVariables(std::move(variables));
+  if (!program || !stored->variables) return program;
+  // Its variables where its kernels were built to find them; built first, so that a region taken
+  // back from the kept ones is only ever this program's after.
+  auto &[address, layout] = *stored->variables;
+  if (auto kept = sweepKept(api_, address, layout.size)) {  // its old instance, not yet let go by the driver
+    kept->reset(std::move(layout));
+    (*program)->holdVariables(std::move(kept));
+  } else {
+    auto region = HostVariables::at(std::move(layout), address);
+    if (!region) return region.takeError();
+    (*program)->holdVariables(std::move(*region));
+  }
   return program;
 }
 

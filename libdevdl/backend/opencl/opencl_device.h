@@ -44,8 +44,8 @@ class Program final : public backend::Program {
   /// Its address in host memory, where devdl placed it there; else an error.
   llvm::Expected<void *> variable(std::string_view name) override;
   llvm::Expected<void *> function(std::string_view name) override;
-  /// Directly in host memory, where devdl placed it there; else through the copy kernel the
-  /// software link added for it (copyKernelName).
+  /// Directly in host memory, where devdl placed it there; else through devdl's copy kernel
+  /// linked into the program (copyKernels).
   llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;
 
  private:
