@@ -129,8 +129,8 @@ void unnameLocalVariables(std::vector<uint32_t> &words) {
       linked.insert(words[at + 1]);
     return !inFunctions;
   });
-  std::vector<uint32_t> kept(words.begin(), words.begin() + std::min(words.size(), kHeaderWords));
-  size_t end = kHeaderWords;
+  size_t end = std::min(words.size(), kHeaderWords);
+  std::vector<uint32_t> kept(words.begin(), words.begin() + end);
   walkInstructions(words, [&](size_t at, size_t count) {
     end = at + count;
     const bool local = (words[at] & 0xffff) == SpvOpName && count >= 2 && variables.count(words[at + 1]) &&

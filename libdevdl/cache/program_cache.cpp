@@ -38,6 +38,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   std::optional<Key> storeKey;
   std::unique_ptr<BuildLock> lock;  // held until the program built here is stored
   bool awaited = false;              // the entry came after the miss: another process's, or remote
+  bool busy = false;                 // the entry is sound, but cannot be loaded in this process now
   if (store.enabled()) {
     // The seed's key, with the images sorted by content rather than by the names they define.
     KeyBuilder builder;
@@ -71,11 +72,20 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
                              ", loaded by the driver in " + llvm::formatv("{0:f1}", load / 1e3).str() + " us");
         return Built{std::move(*loaded), std::string(entry->source)};
       }
-      store.discard(*storeKey, "refused by " + device.name() + ": " + llvm::toString(loaded.takeError()));
+      llvm::Error refused = loaded.takeError();
+      // A sound entry this process cannot take now (the address its variables were placed at is
+      // another program's here) stays for the others; the program built instead is not stored.
+      busy = hasCode(refused, ErrorCode::Busy);
+      if (busy) {
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("cache: " + storeKey->hex() + " not loaded here: " + llvm::toString(std::move(refused)));
+      } else {
+        store.discard(*storeKey, "refused by " + device.name() + ": " + llvm::toString(std::move(refused)));
+      }
     }
   }
   // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.
-  const bool storing = storeKey && store.enabled();
+  const bool storing = storeKey && store.enabled() && !busy;
   for (const backend::LinkInput &input : inputs)
     if (llvm::Error err = checkImage(*input.image)) return inImage(std::move(err), input.label);
   std::string binary;

@@ -19,6 +19,15 @@ llvm::Error fail(ErrorCode code, const llvm::Twine &message) {
   return llvm::make_error<Failure>(code, message.str());
 }
 
+bool hasCode(llvm::Error &err, ErrorCode code) {
+  bool found = false;
+  err = llvm::handleErrors(std::move(err), [&](std::unique_ptr<Failure> f) -> llvm::Error {
+    found |= f->code() == code;
+    return llvm::Error(std::move(f));
+  });
+  return found;
+}
+
 namespace {
 
 template <typename Setter>

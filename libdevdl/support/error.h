@@ -17,6 +17,7 @@ enum class ErrorCode {
   Unresolved,   // an import with no definition in scope
   Io,           // the operating system refused a read or write
   InvalidArgument,
+  Busy,         // valid, but what it needs is in use in this process now (an address taken)
 };
 
 /// A failure with the context needed to act on it: "file: image 2 (spirv): message".
@@ -46,6 +47,9 @@ class Failure : public llvm::ErrorInfo<Failure> {
 
 /// Makes a Failure error.
 llvm::Error fail(ErrorCode code, const llvm::Twine &message);
+
+/// Whether `err` holds a Failure of `code`; `err` holds the same errors after.
+bool hasCode(llvm::Error &err, ErrorCode code);
 
 /// Adds the file name to every Failure in `err` that has none yet; other LLVM errors become
 /// BadFormat failures with their text, so callers see one error type.

@@ -593,7 +593,7 @@ TEST_F(DeviceDlopen, AKernelKeptPastTheCloseStillHasItsVariables) {
   device_dlclose(lib);
   EXPECT_EQ(run(kernel, 2), (std::vector<int>{7, 8}));
   cl.clReleaseKernel(kernel);
-  // Opened again, the program is linked again, its variables at another place.
+  // Opened again, the program is linked again, its variables as they start.
   lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_NOW);
   ASSERT_TRUE(lib && app) << error();
@@ -1395,6 +1395,33 @@ TEST_F(DeviceDlopenProcess, DISABLED_VariableThroughTheDiskCache) {
   device_dlclose(lib);
 }
 
+// Run by DeviceDlopen.AKeptKernelThroughTheDiskCache in a process of its own: a kernel the user
+// made of a program loaded from the cache and keeps past the close of its handles; opened again,
+// the program's entry cannot be loaded while that kernel holds its variables' address, and the
+// program is built anew, its variables as they start, the kept kernel's left as they were.
+TEST_F(DeviceDlopenProcess, DISABLED_AKeptKernelThroughTheDiskCache) {
+  const auto &cl = *backend::opencl::api();
+  void *lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  cl_int err = CL_SUCCESS;
+  cl_kernel kept = cl.clCreateKernel(programOf(device_dlsym(app, "CounterKernel")), "CounterKernel", &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  const int value = 40;
+  ASSERT_EQ(device_dlwrite(app, "LibCounter", 0, &value, sizeof value), 0) << error();
+  device_dlclose(app);
+  device_dlclose(lib);
+  lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  EXPECT_EQ(run(device_dlsym(app, "CounterKernel"), 2), (std::vector<int>{7, 8}));
+  EXPECT_EQ(run(kept, 2), (std::vector<int>{40, 41}));
+  device_dlclose(app);
+  device_dlclose(lib);
+  EXPECT_EQ(run(kept, 2), (std::vector<int>{40, 41})) << "its variables outlive the handles";
+  cl.clReleaseKernel(kept);
+}
+
 // Runs DeviceDlopenProcess.DISABLED_`test` in a process of its own, with the disk cache on in
 // `cache` and its statistics on standard error.
 CommandResult inAProcessWithTheCache(const std::string &test, const std::string &cache) {
@@ -1440,6 +1467,26 @@ TEST_F(DeviceDlopen, VariablesThroughTheDiskCache) {
   for (const CommandResult *r : {&cold, &hit}) EXPECT_EQ(r->status, 0) << r->out << r->err;
   EXPECT_NE(cold.err.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << cold.err;
   EXPECT_NE(hit.err.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
+}
+
+// A stored program whose variables' address this process cannot give it now is built anew, and
+// its entry stays, sound, for the processes that can (DISABLED_AKeptKernelThroughTheDiskCache).
+TEST_F(DeviceDlopen, AKeptKernelThroughTheDiskCache) {
+  DEVDL_ONLY_ON_OPENCL("a kernel of the user's own holds the program (OpenCL's reference counts)");
+  if (!devdlPlacesVariables()) GTEST_SKIP() << "devdl places no variables on " << deviceWords_;
+  const std::string cache = scratchDir() + "/cache";
+  auto process = [&] { return inAProcessWithTheCache("AKeptKernelThroughTheDiskCache", cache); };
+  const CommandResult cold = process(), hit = process();
+  for (const CommandResult *r : {&cold, &hit}) EXPECT_EQ(r->status, 0) << r->out << r->err;
+  for (const CommandResult *r : {&cold, &hit}) {
+    EXPECT_NE(r->err.find(" not loaded here: the program's variables were placed at 0x"), std::string::npos) << r->err;
+    EXPECT_NE(r->err.find(" 0 bad entries deleted"), std::string::npos) << r->err;
+  }
+  EXPECT_NE(cold.err.find("1 stored"), std::string::npos) << cold.err;
+  EXPECT_NE(hit.err.find("0 stored"), std::string::npos) << "the program built anew is not stored:\n" << hit.err;
+  size_t entries = 0;
+  for (const auto &file : std::filesystem::directory_iterator(cache)) entries += file.path().extension() == ".devdl-cache";
+  EXPECT_EQ(entries, 1u);
 }
 
 TEST_F(DeviceDlopen, ImagesTheDeviceCannotLinkAreNoCandidates) {

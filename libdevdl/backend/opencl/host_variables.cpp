@@ -28,10 +28,11 @@ size_t pageRounded(uint64_t size) {
 }
 
 // `bytes` mapped at exactly `address`, else null and why (taken, or the kernel put it elsewhere).
-void *mapAt(uint64_t address, size_t bytes, std::string *why = nullptr) {
+void *mapAt(uint64_t address, size_t bytes, std::string *why = nullptr, bool *taken = nullptr) {
   void *wanted = reinterpret_cast<void *>(address);
   void *got = mmap(wanted, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   if (got == MAP_FAILED) {
+    if (taken) *taken = errno == EEXIST;
     if (why) *why = errno == EEXIST ? "it is taken" : std::strerror(errno);
     return nullptr;
   }
@@ -92,14 +93,6 @@ void HostVariables::initialize() {
   }
 }
 
-bool HostVariables::reset(VariableLayout layout) {
-  if (layout.size != layout_.size) return false;
-  layout_ = std::move(layout);
-  std::memset(base_, 0, layout_.size);
-  initialize();
-  return true;
-}
-
 llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::place(VariableLayout layout, uint64_t seed) {
   const size_t bytes = pageRounded(layout.size);
   for (uint64_t i = 0; i < kTries; ++i)
@@ -119,11 +112,12 @@ llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::place(VariableLayo
 llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::at(VariableLayout layout, uint64_t address) {
   const size_t bytes = pageRounded(layout.size);
   std::string why;
-  void *base = mapAt(address, bytes, &why);
+  bool taken = false;
+  void *base = mapAt(address, bytes, &why, &taken);
   if (!base)
-    return fail(ErrorCode::Unsupported, "the program's variables were placed at 0x" + hex(address) + " (" +
-                                            std::to_string(bytes) + " bytes), which cannot be mapped in this process: " +
-                                            why);
+    return fail(taken ? ErrorCode::Busy : ErrorCode::Unsupported,
+                "the program's variables were placed at 0x" + hex(address) + " (" + std::to_string(bytes) +
+                    " bytes), which cannot be mapped in this process: " + why);
   return std::unique_ptr<HostVariables>(new HostVariables(std::move(layout), base, bytes));
 }
 

@@ -24,19 +24,16 @@ class HostVariables {
   /// program gets the same address, hence the same bitcode and binary, in every process; else
   /// anywhere. An error only where no memory can be mapped.
   static llvm::Expected<std::unique_ptr<HostVariables>> place(VariableLayout layout, uint64_t seed);
-  /// The region at exactly `address` (a stored program's), or an error where it is taken.
+  /// The region at exactly `address` (a stored program's), or an error: ErrorCode::Busy where
+  /// something of this process lies there.
   static llvm::Expected<std::unique_ptr<HostVariables>> at(VariableLayout layout, uint64_t address);
   HostVariables(const HostVariables &) = delete;
   HostVariables &operator=(const HostVariables &) = delete;
   ~HostVariables();
 
-  /// Laid out and initialized again as `layout` says, where it has this region's size (the same
-  /// program loaded again); false, changing nothing, where it has not.
-  bool reset(VariableLayout layout);
-
   uint64_t address() const { return reinterpret_cast<uint64_t>(base_); }
   const VariableLayout &layout() const { return layout_; }
-  /// The variable the program exports as `name`, or null; valid until reset().
+  /// The variable the program exports as `name`, or null.
   const VariableLayout::Variable *find(std::string_view name) const;
   char *data(const VariableLayout::Variable &variable) const { return static_cast<char *>(base_) + variable.offset; }
 

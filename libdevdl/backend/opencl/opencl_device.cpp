@@ -101,8 +101,8 @@ namespace {
 // The regions of programs the driver still held when devdl let them go: a command of one of their
 // kernels not yet retired, a kernel the user made of them (each holds a reference on the program,
 // and PoCL has no program release callback). Each is kept, with devdl's reference on its
-// program, until the driver lets the program go too, or its program is loaded again and takes it
-// back (the same address). Never destroyed: kernels may still run at exit.
+// program, until the driver lets the program go too: its kernels run with the region's address
+// built in. Never destroyed: kernels may still run at exit.
 struct Kept {
   cl_program program;
   std::unique_ptr<HostVariables> variables;
@@ -120,20 +120,14 @@ bool heldByOthers(const Api &api, cl_program program) {
          references > 1;
 }
 
-// Unmaps the kept regions whose programs only devdl holds now; and gives back the one at
-// `address` of `size` bytes, where one is kept there, for its program loaded again.
-std::unique_ptr<HostVariables> sweepKept(const Api &api, uint64_t address = 0, uint64_t size = 0) {
+// Unmaps the kept regions whose programs only devdl holds now.
+void sweepKept(const Api &api) {
   std::lock_guard hold(keptLock);
-  std::unique_ptr<HostVariables> taken;
   llvm::erase_if(kept(), [&](Kept &region) {
-    const bool wanted =
-        address && region.variables->address() == address && region.variables->layout().size == size;
-    if (!wanted && heldByOthers(api, region.program)) return false;
-    if (wanted) taken = std::move(region.variables);
+    if (heldByOthers(api, region.program)) return false;
     api.clReleaseProgram(region.program);
     return true;
   });
-  return taken;
 }
 
 }  // namespace
@@ -435,19 +429,19 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
   auto stored = readStoredProgram(binary);
   if (!stored) return stored.takeError();
-  auto program = buildBinary(stored->driverBinary, options_, "a cached program");
-  if (!program || !stored->variables) return program;
-  // Its variables where its kernels were built to find them; built first, so that a region taken
-  // back from the kept ones is only ever this program's after.
-  auto &[address, layout] = *stored->variables;
-  if (auto kept = sweepKept(api_, address, layout.size)) {  // its old instance, not yet let go by the driver
-    kept->reset(std::move(layout));
-    (*program)->holdVariables(std::move(kept));
-  } else {
+  // Its variables where its kernels were built to find them, mapped before the driver builds it.
+  // Where a program still there holds that address (an instance of the same program the driver
+  // has not let go, another context's), this process cannot take the entry now (ErrorCode::Busy).
+  std::unique_ptr<HostVariables> variables;
+  if (stored->variables) {
+    sweepKept(api_);
+    auto &[address, layout] = *stored->variables;
     auto region = HostVariables::at(std::move(layout), address);
     if (!region) return region.takeError();
-    (*program)->holdVariables(std::move(*region));
+    variables = std::move(*region);
   }
+  auto program = buildBinary(stored->driverBinary, options_, "a cached program");
+  if (program) (*program)->holdVariables(std::move(variables));
   return program;
 }
 
