@@ -143,7 +143,7 @@ void unnameLocalVariables(std::vector<uint32_t> &words) {
 }
 
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
-                                                std::span<const std::string> labels) {
+                                                std::span<const std::string> labels, bool keepExports) {
   std::vector<std::vector<uint32_t>> modules;
   uint32_t version = 0;
   for (size_t i = 0; i < images.size(); ++i) {
@@ -189,6 +189,7 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
   });
   spvtools::LinkerOptions options;
   options.SetVerifyIds(true);
+  options.SetCreateLibrary(keepExports);
   std::vector<uint32_t> linked;
   if (spvtools::Link(context, modules, &linked, options) != SPV_SUCCESS) {
     std::string names;
@@ -207,11 +208,11 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
     return !kernels;
   });
   std::vector<uint32_t> asLibrary;
-  if (!kernels) {
+  if (!kernels && !keepExports) {
     asLibrary = *merged;
     asLibrary.insert(asLibrary.begin() + kHeaderWords, {2u << 16 | SpvOpCapability, SpvCapabilityLinkage});
   }
-  const std::vector<uint32_t> &checked = kernels ? *merged : asLibrary;
+  const std::vector<uint32_t> &checked = asLibrary.empty() ? *merged : asLibrary;
   spirv::Context validator;
   spv_const_binary_t binary{checked.data(), checked.size()};
   if (spirv::Diagnostic diagnostic; spvValidate(validator.get(), &binary, diagnostic.out()) != SPV_SUCCESS) {

@@ -19,9 +19,12 @@ namespace devdl::backend {
 /// Links SPIR-V images, in plan order, into one executable module, which must validate. Inputs of
 /// different SPIR-V versions are raised to the highest (what newer SPIRV-Tools'
 /// --use-highest-version does); specialization constants are renumbered per image (linkedSpecId).
-/// `labels` names each image in errors ("app.spv: image 0 (spirv)"), parallel to `images`.
+/// `labels` names each image in errors ("app.spv: image 0 (spirv)"), parallel to `images`. With
+/// `keepExports`, what the images export stays exported (with the Linkage capability), for a
+/// driver that gives variables' addresses by name: a variable no longer exported is internal to
+/// the program, which an optimizer (LLVM's, the driver's) may fold away or drop.
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
-                                                std::span<const std::string> labels);
+                                                std::span<const std::string> labels, bool keepExports = false);
 
 /// What SPIRV-Tools' linker leaves of each module's variable for a builtin (get_global_id reads
 /// GlobalInvocationId): one variable per builtin, the others' uses pointed at it. linkSpirv does

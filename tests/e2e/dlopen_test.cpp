@@ -35,6 +35,16 @@ const bool kLevelZero = [] {
   return true;
 }();
 
+// DEVDL_TEST_OPENCL_LAYER=1 runs the suite on OpenCL with the tests' layer before PoCL (a device
+// that takes SPIR-V IL and gives its variables' addresses, as Intel's drivers do), set up before
+// the ICD loader's first call.
+const bool kOpenClLayer = [] {
+  if (!std::getenv("DEVDL_TEST_OPENCL_LAYER")) return false;
+  setenv("OPENCL_LAYERS", DEVDL_TEST_OPENCL_LAYER, 1);
+  setenv("DEVDL_CACHE", "0", 0);
+  return true;
+}();
+
 // What only OpenCL can be asked (a kernel's program), or a probe process that launches through
 // OpenCL: elsewhere the test skips, saying so.
 #define DEVDL_ONLY_ON_OPENCL(why) \
@@ -61,6 +71,15 @@ class DeviceDlopen : public ::testing::Test {
       cl_device_type type = 0;
       (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
       cpu_ = type & CL_DEVICE_TYPE_CPU;
+      // Intel's variable pointers, as devdl asks for them (the tests' layer gives them on PoCL).
+      std::string extensions(4096, '\0');
+      (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_EXTENSIONS, extensions.size() - 1,
+                                                extensions.data(), nullptr);
+      cl_platform_id platform = nullptr;
+      (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_PLATFORM, sizeof platform, &platform, nullptr);
+      if (extensions.find("cl_intel_global_variable_pointers") != std::string::npos)
+        usmMemcpy_ = reinterpret_cast<backend::opencl::VariablePointers::Memcpy>(
+            (*backend::opencl::api()).clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemcpyINTEL"));
     } else if (backend_ == DEVDL_BACKEND_LEVEL_ZERO) {
       zeContext_ = static_cast<ze_context_handle_t>(native.context);
       zeDevice_ = static_cast<ze_device_handle_t>(native.device);
@@ -119,11 +138,15 @@ class DeviceDlopen : public ::testing::Test {
   }
 
   bool onOpenCl() const { return backend_ == DEVDL_BACKEND_OPENCL; }
+  // Whether device_dlsym gives a variable's address: every backend but OpenCL; there, where the
+  // driver gives them, or devdl places the variables.
+  bool variablesHaveAddresses() const { return !onOpenCl() || usmMemcpy_ || devdlPlacesVariables(); }
 
   // Whether devdl moves a program's variables to host memory (README: an OpenCL CPU device that
-  // shares the host's memory and takes SPIR rather than SPIR-V IL, as PoCL 3 does).
+  // shares the host's memory and takes SPIR rather than SPIR-V IL, as PoCL 3 does, and gives no
+  // variables' addresses itself).
   bool devdlPlacesVariables() const {
-    if (!onOpenCl() || !cpu_) return false;
+    if (!onOpenCl() || !cpu_ || usmMemcpy_) return false;
     const auto &cl = *backend::opencl::api();
     cl_bool unified = CL_FALSE;
     cl.clGetDeviceInfo(device_, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr);
@@ -174,6 +197,8 @@ class DeviceDlopen : public ::testing::Test {
                 cuda::CUDA_SUCCESS);
       cuda::CUcontext popped;
       cu_->cuCtxPopCurrent(&popped);
+    } else if (usmMemcpy_) {
+      EXPECT_EQ(openClUsmCopy(&value, address, sizeof value), CL_SUCCESS);
     } else {
       std::memcpy(&value, address, sizeof value);  // OpenCL: where devdl placed it, in host memory
     }
@@ -188,9 +213,20 @@ class DeviceDlopen : public ::testing::Test {
                 cuda::CUDA_SUCCESS);
       cuda::CUcontext popped;
       cu_->cuCtxPopCurrent(&popped);
+    } else if (usmMemcpy_) {
+      EXPECT_EQ(openClUsmCopy(address, &value, sizeof value), CL_SUCCESS);
     } else {
       std::memcpy(address, &value, sizeof value);
     }
+  }
+  cl_int openClUsmCopy(void *to, const void *from, size_t size) {
+    const auto &cl = *backend::opencl::api();
+    cl_int err = CL_SUCCESS;
+    cl_command_queue queue = cl.clCreateCommandQueueWithProperties(context_, device_, nullptr, &err);
+    if (err != CL_SUCCESS) return err;
+    err = usmMemcpy_(queue, CL_TRUE, to, from, size, 0, nullptr, nullptr);
+    cl.clReleaseCommandQueue(queue);
+    return err;
   }
 
   /// data/e2e's program `name` (or the seed's lib and app) in the format of the device's backend.
@@ -255,6 +291,9 @@ class DeviceDlopen : public ::testing::Test {
   std::string deviceName_;
   std::string deviceWords_;  // "OpenCL device NAME", as devdl's errors name it
   bool cpu_ = false;         // a CPU (aspect cpu), else a GPU (aspect gpu)
+  // Where the OpenCL driver gives variables' addresses (cl_intel_global_variable_pointers): the
+  // copy of its unified shared memory, else null.
+  backend::opencl::VariablePointers::Memcpy usmMemcpy_ = nullptr;
 };
 
 TEST_F(DeviceDlopen, SeedExampleLinksAcrossHandlesAndRuns) {
@@ -392,7 +431,7 @@ TEST_F(DeviceDlopen, ErrorsAreClearAndPerThread) {
   void *lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY);
   EXPECT_EQ(device_dlsym(lib, "NoSuchSymbol"), nullptr);
   EXPECT_EQ(error(), deviceImage("lib") + ": undefined device symbol `NoSuchSymbol`");
-  if (!onOpenCl()) {
+  if (!onOpenCl() || usmMemcpy_) {
     EXPECT_NE(device_dlsym(lib, "LibCounter"), nullptr) << "a variable's device address: " << error();
   } else if (devdlPlacesVariables()) {
     const auto *counter = static_cast<const int *>(device_dlsym(lib, "LibCounter"));
@@ -763,8 +802,8 @@ TEST_F(DeviceDlopen, ClosingALibraryKeepsItForTheProgramsThatUseIt) {
 // that imports it, the instance its kernels read, which the library's handle gives too; written
 // from the host, read by the kernel.
 TEST_F(DeviceDlopen, VariablesHaveDeviceAddresses) {
-  if (onOpenCl() && !devdlPlacesVariables())
-    GTEST_SKIP() << "not on " << deviceWords_ << ": OpenCL has no call that gives a variable's address, and devdl "
+  if (!variablesHaveAddresses())
+    GTEST_SKIP() << "not on " << deviceWords_ << ": it has no cl_intel_global_variable_pointers, and devdl "
                  << "places variables in host memory only on CPU devices it translates SPIR for";
   void *lib = device_dlopen(deviceImage("lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = device_dlopen(deviceImage("counter_app").c_str(), DEVDL_LAZY);
@@ -799,8 +838,8 @@ TEST_F(DeviceDlopen, AVariableInitializedWithAnAddressPointsAtTheInstanceTheHost
   if (target || !onOpenCl()) {
     EXPECT_EQ(pointer, target) << error();
   }
-  if (devdlPlacesVariables()) {
-    EXPECT_NE(device_dlsym(handle, "Pointer"), nullptr) << "moved to host memory too: " << error();
+  if (variablesHaveAddresses()) {
+    EXPECT_NE(device_dlsym(handle, "Pointer"), nullptr) << "an address of its own too: " << error();
   }
   device_dlclose(handle);
 }
@@ -1285,7 +1324,7 @@ TEST_F(DeviceDlopen, DeviceGlobalsReadAndWrittenByNameAndByHostAddress) {
   EXPECT_EQ(value, 40);
   // What the kernels see of it, where the program's kernels have one instance: where devdl moved
   // the variables to host memory, or the driver gives one.
-  const bool shared = !onOpenCl() || devdlPlacesVariables() || openClKernelsShareProgramVariables();
+  const bool shared = variablesHaveAddresses() || openClKernelsShareProgramVariables();
   if (shared) {
     EXPECT_EQ(run(userKernel, 3), (std::vector<int>{80, 81, 82}));
     EXPECT_EQ(run(libKernel, 3), (std::vector<int>{40, 41, 42})) << "one instance: the library's kernel sees it too";
@@ -1367,7 +1406,7 @@ TEST_F(DeviceDlopenProcess, DISABLED_SeedExampleThroughTheDiskCache) {
   ASSERT_TRUE(lib && app) << error();
   EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 8), (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
   // The program's variable, where the backend gives its address, in a program from the cache too.
-  if (!onOpenCl()) {
+  if (!onOpenCl() || usmMemcpy_) {
     EXPECT_NE(device_dlsym(app, "LibCounter"), nullptr) << error();
   }
   device_dlclose(app);

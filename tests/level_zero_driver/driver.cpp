@@ -28,6 +28,7 @@
 // ZE_RESULT_ERROR_UNSUPPORTED_FEATURE: PoCL builds each kernel apart), events, fences, images; a
 // module linked in two links has its code (and variables) in each.
 #include "spirv_module.h"
+#include "host_placed_variables.h"
 
 #include "backend/spirv_link.h"
 
@@ -97,11 +98,9 @@ struct BuildLog {
 // A built OpenCL program: what the kernels of one or more modules come from.
 struct Built {
   cl_program program = nullptr;
-  char *region = nullptr;  // host memory holding the program's variables, at addresses its kernels use
-  std::map<std::string, std::pair<void *, size_t>> addresses;  // where each variable is in it, and its size
+  devdl::test::HostPlacedVariables variables;  // at addresses its kernels use; none where it has no variables
   ~Built() {
     if (program) clReleaseProgram(program);
-    std::free(region);
   }
 };
 
@@ -190,27 +189,13 @@ std::string buildBinary(std::string_view binary, const char *options, std::share
 // memory (devdl's own placement, as for PoCL), built by PoCL. "" or the log.
 std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built> *out) {
   if (llvm::Error err = devdl::backend::checkTranslatable(words)) return llvm::toString(std::move(err));
-  auto variables = std::make_shared<Built>();  // holds the region until the program does
-  auto place = [&](const devdl::backend::VariableLayout &layout) -> llvm::Expected<uint64_t> {
-    const size_t bytes = (layout.size + 4095) / 4096 * 4096;
-    char *region = static_cast<char *>(std::aligned_alloc(4096, bytes));
-    if (!region) return llvm::createStringError(std::errc::not_enough_memory, "no host memory for the variables");
-    variables->region = region;
-    std::memset(region, 0, bytes);
-    std::memcpy(region, layout.initial.data(), layout.initial.size());
-    for (const auto &relocation : layout.relocations) {
-      const uint64_t value = reinterpret_cast<uint64_t>(region) + relocation.addend;
-      std::memcpy(region + relocation.at, &value, sizeof value);
-    }
-    for (const auto &variable : layout.variables)
-      variables->addresses[variable.name] = {region + variable.offset, variable.size};
-    return reinterpret_cast<uint64_t>(region);
-  };
+  auto variables = std::make_unique<devdl::test::HostPlacedVariables>();  // until the program holds them
+  auto place = [&](const devdl::backend::VariableLayout &layout) { return variables->place(layout); };
   auto spir = devdl::backend::spirvToSpir(words, {}, false, place);
   if (!spir) return llvm::toString(spir.takeError());
   if (std::string why = buildBinary(*spir, "-x spir -spir-std=1.2", out); !why.empty()) return why;
-  std::swap((*out)->region, variables->region);
-  (*out)->addresses = std::move(variables->addresses);
+  std::swap((*out)->variables.region, variables->region);
+  (*out)->variables.addresses = std::move(variables->addresses);
   return {};
 }
 
@@ -629,7 +614,7 @@ ze_result_t ZE_APICALL moduleGetNativeBinary(ze_module_handle_t handle, size_t *
   const Module *module = asModule(handle);
   // PoCL's binary has the variables' addresses of this process in it: a module with variables
   // is built again from its SPIR-V.
-  const bool whole = module->builtAlone && module->built && !module->built->region;
+  const bool whole = module->builtAlone && module->built && !module->built->variables.region;
   const std::string program = whole ? programBinary(module->built->program) : std::string();
   NativeHeader header{};
   std::memcpy(header.magic, kNativeMagic, 8);
@@ -657,8 +642,8 @@ ze_result_t addressOf(ze_module_handle_t handle, const char *name, const std::se
   if (!name || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (!allowed || !exported.count(name)) return notFound;
   if (!module->linked) return ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED;
-  auto it = module->built->addresses.find(name);
-  if (it == module->built->addresses.end()) return notFound;
+  auto it = module->built->variables.addresses.find(name);
+  if (it == module->built->variables.addresses.end()) return notFound;
   *out = it->second.first;
   if (size) *size = it->second.second;
   return ZE_RESULT_SUCCESS;

@@ -20,7 +20,8 @@ namespace devdl::backend::opencl {
   X(clLinkProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram)           \
   X(clCreateKernel) X(clReleaseKernel) X(clGetKernelInfo) X(clSetKernelArg)                   \
   X(clEnqueueNDRangeKernel)                                                                   \
-  X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueReadBuffer)
+  X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueReadBuffer)                             \
+  X(clGetExtensionFunctionAddressForPlatform)
 
 struct Api {
 #define DEVDL_DECLARE(name) decltype(&::name) name = nullptr;
@@ -28,6 +29,19 @@ struct Api {
 #undef DEVDL_DECLARE
   // OpenCL 2.2, where the ICD loader has it (null otherwise): specialization constants of IL.
   decltype(&::clSetProgramSpecializationConstant) clSetProgramSpecializationConstant = nullptr;
+};
+
+/// Intel's cl_intel_global_variable_pointers and the copy of cl_intel_unified_shared_memory that
+/// reads and writes what it points to, taken from a platform that has them (they are in no
+/// Khronos header of this OpenCL's: declared as the extensions' specifications give them).
+struct VariablePointers {
+  using GetPointer = cl_int(CL_API_CALL *)(cl_device_id device, cl_program program, const char *name,
+                                           size_t *size, void **pointer);
+  using Memcpy = cl_int(CL_API_CALL *)(cl_command_queue queue, cl_bool blocking, void *destination,
+                                       const void *source, size_t size, cl_uint waits, const cl_event *waitList,
+                                       cl_event *event);
+  GetPointer clGetDeviceGlobalVariablePointerINTEL = nullptr;
+  Memcpy clEnqueueMemcpyINTEL = nullptr;
 };
 
 /// The ICD loader's entry points, loaded on first use and kept for the life of the process.

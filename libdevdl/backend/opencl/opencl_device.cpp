@@ -156,9 +156,34 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
       [&](cl_kernel kernel) { api_.clReleaseKernel(kernel); });
 }
 
+llvm::Expected<std::pair<void *, size_t>> Program::driverAddress(std::string_view name) const {
+  size_t size = 0;
+  void *pointer = nullptr;
+  if (cl_int err = pointers_->clGetDeviceGlobalVariablePointerINTEL(id_, program_, std::string(name).c_str(), &size,
+                                                                    &pointer);
+      err != CL_SUCCESS)
+    return fail(ErrorCode::NotFound, "variable `" + llvm::Twine(name) + "`: clGetDeviceGlobalVariablePointerINTEL on "
+                                         "OpenCL device " + device_ + " failed: " + errorName(err));
+  return std::pair(pointer, size);
+}
+
+llvm::Expected<cl_command_queue> Program::copyQueue() const {
+  cl_context context = nullptr;
+  cl_int err = api_.clGetProgramInfo(program_, CL_PROGRAM_CONTEXT, sizeof context, &context, nullptr);
+  cl_command_queue queue =
+      err == CL_SUCCESS ? api_.clCreateCommandQueueWithProperties(context, id_, nullptr, &err) : nullptr;
+  if (err != CL_SUCCESS) return clFailure("a command queue for a variable's copy: clCreateCommandQueueWithProperties", err);
+  return queue;
+}
+
 llvm::Expected<void *> Program::variable(std::string_view name) {
   if (const VariableLayout::Variable *placed = variables_ ? variables_->find(name) : nullptr)
     return variables_->data(*placed);
+  if (pointers_) {
+    auto address = driverAddress(name);
+    if (!address) return address.takeError();
+    return address->first;
+  }
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
                                           " gives no device addresses of program variables" +
                                           (variables_ ? " (devdl placed this program's other variables in host "
@@ -173,6 +198,21 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
     std::memcpy(toDevice ? there : host, toDevice ? host : there, size);
     return llvm::Error::success();
   }
+  if (pointers_) {  // at the driver's address, with a copy of its unified shared memory
+    auto address = driverAddress(name);
+    if (!address) return address.takeError();
+    if (llvm::Error err = checkInsideVariable(name, address->second, offset, size)) return err;
+    auto queue = copyQueue();
+    if (!queue) return queue.takeError();
+    char *there = static_cast<char *>(address->first) + offset;
+    const cl_int err = pointers_->clEnqueueMemcpyINTEL(*queue, CL_TRUE, toDevice ? there : host, toDevice ? host : there,
+                                                       size, 0, nullptr, nullptr);
+    api_.clReleaseCommandQueue(*queue);
+    if (err != CL_SUCCESS)
+      return fail(ErrorCode::Unsupported, "variable `" + llvm::Twine(name) + "` on OpenCL device " + device_ +
+                                              ": clEnqueueMemcpyINTEL failed: " + errorName(err));
+    return llvm::Error::success();
+  }
   // Through the copy kernel devdl linked into the program (copyKernels): an object of its own
   // each time, since the arguments of a kernel object are shared by whoever sets them.
   cl_int err = CL_SUCCESS;
@@ -181,20 +221,21 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
     return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
                                             " gives no device addresses of program variables, and its program has no "
                                             "copy kernel of devdl's for it (" + errorName(err) + ")");
+  auto queue = copyQueue();
+  if (!queue) {
+    api_.clReleaseKernel(kernel);
+    return queue.takeError();
+  }
   cl_context context = nullptr;
-  cl_device_id device = nullptr;
   api_.clGetProgramInfo(program_, CL_PROGRAM_CONTEXT, sizeof context, &context, nullptr);
-  api_.clGetProgramInfo(program_, CL_PROGRAM_DEVICES, sizeof device, &device, nullptr);
   std::string staging(8 + size, '\0');
   if (toDevice) std::memcpy(staging.data() + 8, host, size);
   cl_mem buffer = api_.clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, staging.size(),
                                       staging.data(), &err);
-  cl_command_queue queue = err == CL_SUCCESS ? api_.clCreateCommandQueueWithProperties(context, device, nullptr, &err)
-                                             : nullptr;
   const cl_ulong at = offset, count = size;
   const cl_int in = toDevice;
   const size_t one = 1;
-  const char *step = "clCreateBuffer, clCreateCommandQueueWithProperties";
+  const char *step = "clCreateBuffer";
   if (err == CL_SUCCESS) {
     step = "clSetKernelArg";
     if ((err = api_.clSetKernelArg(kernel, 0, sizeof buffer, &buffer)) == CL_SUCCESS &&
@@ -202,14 +243,15 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
         (err = api_.clSetKernelArg(kernel, 2, sizeof count, &count)) == CL_SUCCESS &&
         (err = api_.clSetKernelArg(kernel, 3, sizeof in, &in)) == CL_SUCCESS) {
       step = "clEnqueueNDRangeKernel";
-      if ((err = api_.clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr)) == CL_SUCCESS) {
+      if ((err = api_.clEnqueueNDRangeKernel(*queue, kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr)) ==
+          CL_SUCCESS) {
         step = "clEnqueueReadBuffer";
-        err = api_.clEnqueueReadBuffer(queue, buffer, CL_TRUE, 0, toDevice ? 8 : staging.size(), staging.data(), 0,
+        err = api_.clEnqueueReadBuffer(*queue, buffer, CL_TRUE, 0, toDevice ? 8 : staging.size(), staging.data(), 0,
                                        nullptr, nullptr);
       }
     }
   }
-  if (queue) api_.clReleaseCommandQueue(queue);
+  api_.clReleaseCommandQueue(*queue);
   if (buffer) api_.clReleaseMemObject(buffer);
   api_.clReleaseKernel(kernel);
   if (err != CL_SUCCESS)
@@ -236,6 +278,13 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
   const auto type = deviceValue<cl_device_type>(api, device, CL_DEVICE_TYPE);
   caps_.hostMemory = (type & CL_DEVICE_TYPE_CPU) && deviceValue<cl_bool>(api, device, CL_DEVICE_HOST_UNIFIED_MEMORY);
+  if (hasWord(extensions, "cl_intel_global_variable_pointers") && hasWord(extensions, "cl_intel_unified_shared_memory")) {
+    auto entry = [&](const char *name) { return api.clGetExtensionFunctionAddressForPlatform(platform, name); };
+    pointers_.clGetDeviceGlobalVariablePointerINTEL =
+        reinterpret_cast<VariablePointers::GetPointer>(entry("clGetDeviceGlobalVariablePointerINTEL"));
+    pointers_.clEnqueueMemcpyINTEL = reinterpret_cast<VariablePointers::Memcpy>(entry("clEnqueueMemcpyINTEL"));
+    caps_.variablePointers = pointers_.clGetDeviceGlobalVariablePointerINTEL && pointers_.clEnqueueMemcpyINTEL;
+  }
   // The aspects as SYCL's OpenCL backend derives them from the device's answers.
   aspects_[aspect::cpu] = type & CL_DEVICE_TYPE_CPU;
   aspects_[aspect::gpu] = type & CL_DEVICE_TYPE_GPU;
@@ -261,7 +310,9 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
               "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\nvariables " +
-              (placesVariables() ? "in host memory" : "copied by devdl's kernels") + "\nstored program format " +
+              (placesVariables()         ? "in host memory"
+               : caps_.variablePointers ? "at the driver's addresses"
+                                        : "copied by devdl's kernels") + "\nstored program format " +
               std::to_string(kStoredProgramVersion) + "\n" + devdlBuild();
 }
 
@@ -333,10 +384,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + name_ +
                                               " takes no SPIR-V IL, so its native binaries link only with each other, "
                                               "not with " + spirv->label);
-    // Where devdl does not move the program's variables to host memory, the host reads and writes
-    // them through kernels of devdl's: a module of them for each SPIR-V image exporting variables
-    // (those the link sees), linked with the images, by devdl or by the driver.
-    for (size_t i = 0, count = inputs.size(); i < count && !placesVariables(); ++i) {
+    // Where devdl does not move the program's variables to host memory and the driver gives no
+    // addresses of them, the host reads and writes them through kernels of devdl's: a module of
+    // them for each SPIR-V image exporting variables (those the link sees), linked with the
+    // images, by devdl or by the driver.
+    for (size_t i = 0, count = inputs.size(); i < count && copiesThroughKernels(); ++i) {
       const LinkInput input = inputs[i];  // a copy: inputs grows
       std::vector<std::string> variables;
       for (const Symbol &s : input.image->symbols)
@@ -370,7 +422,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
       if (llvm::Error err = checkTranslatable(words)) return inImage(std::move(err), input.label);
     }
-    auto linked = linkSpirv(images, labels);
+    auto linked = linkSpirv(images, labels, caps_.variablePointers);
     if (!linked) return linked.takeError();
     // The constants set, under the SpecIds they have in the linked module.
     SpecConstants specs;
@@ -445,6 +497,10 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   return program;
 }
 
+std::unique_ptr<Program> Device::own(cl_program program) const {
+  return std::make_unique<Program>(api_, program, name_, device_, caps_.variablePointers ? &pointers_ : nullptr);
+}
+
 llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const {
   const auto *bytes = binary.data();
   const size_t size = binary.size();
@@ -455,7 +511,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const 
     if (program) api_.clReleaseProgram(program);
     return clFailure("clCreateProgramWithBinary", err);
   }
-  return std::make_unique<Program>(api_, program, name_);
+  return own(program);
 }
 
 llvm::Expected<std::unique_ptr<Program>> Device::nativeObject(Bytes binary) const {
@@ -497,7 +553,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_
   cl_int err = CL_SUCCESS;
   cl_program program = api_.clCreateProgramWithIL(context_, words.data(), words.size() * sizeof(uint32_t), &err);
   if (err != CL_SUCCESS) return clFailure("clCreateProgramWithIL", err);
-  auto owned = std::make_unique<Program>(api_, program, name_);
+  auto owned = own(program);
   if (llvm::Error e = specialize(program, specs)) return e;
   err = api_.clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
@@ -525,7 +581,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
     cl_int err = CL_SUCCESS;
     cl_program program = api_.clCreateProgramWithIL(context_, input.image->bytes.data(), input.image->bytes.size(), &err);
     if (err != CL_SUCCESS) return inImage(clFailure("clCreateProgramWithIL", err), input.label);
-    objects.push_back(std::make_unique<Program>(api_, program, name_));
+    objects.push_back(own(program));
     if (input.specConstants)
       if (llvm::Error e = specialize(program, *input.specConstants)) return inImage(std::move(e), input.label);
     err = api_.clCompileProgram(program, 1, &device_, options_.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
@@ -548,7 +604,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
     return fail(ErrorCode::Unsupported, "clLinkProgram on " + name_ + " of " + images + " failed: " + errorName(err) +
                                             (log.empty() ? "" : "\n" + log));
   }
-  return std::make_unique<Program>(api_, linked, name_);
+  return own(linked);
 }
 
 llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {

@@ -23,13 +23,18 @@ struct Capabilities {
   bool spir = false;     // cl_khr_spir: SPIR 1.2 bitcode through clCreateProgramWithBinary("-x spir")
   bool linker = false;   // CL_DEVICE_LINKER_AVAILABLE: clCompileProgram / clLinkProgram
   bool hostMemory = false;  // a CPU device with CL_DEVICE_HOST_UNIFIED_MEMORY: its addresses are the host's
+  // cl_intel_global_variable_pointers and cl_intel_unified_shared_memory, their entry points
+  // given by the platform: the driver gives the addresses of program variables
+  bool variablePointers = false;
 };
 
 /// A built program, and the kernels made from it; released with this object.
 class Program final : public backend::Program {
  public:
-  Program(const Api &api, cl_program program, std::string device)
-      : api_(api), program_(program), device_(std::move(device)) {}
+  /// `pointers`: where the device has Intel's variable pointers (Capabilities), else null.
+  Program(const Api &api, cl_program program, std::string device, cl_device_id id,
+          const VariablePointers *pointers = nullptr)
+      : api_(api), program_(program), device_(std::move(device)), id_(id), pointers_(pointers) {}
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
   ~Program() override;
@@ -41,17 +46,26 @@ class Program final : public backend::Program {
 
   /// The cl_kernel, made on first request and kept; an error naming the kernel. Thread-safe.
   llvm::Expected<void *> kernel(std::string_view name) override;
-  /// Its address in host memory, where devdl placed it there; else an error.
+  /// Its address in host memory, where devdl placed it there; else the driver's device address,
+  /// where it gives those (clGetDeviceGlobalVariablePointerINTEL); else an error.
   llvm::Expected<void *> variable(std::string_view name) override;
   llvm::Expected<void *> function(std::string_view name) override;
-  /// Directly in host memory, where devdl placed it there; else through devdl's copy kernel
-  /// linked into the program (copyKernels).
+  /// Directly in host memory, where devdl placed it there; else at the driver's address with
+  /// clEnqueueMemcpyINTEL, where it gives one; else through devdl's copy kernel linked into the
+  /// program (copyKernels).
   llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;
 
  private:
+  /// The driver's address and size of a variable (clGetDeviceGlobalVariablePointerINTEL).
+  llvm::Expected<std::pair<void *, size_t>> driverAddress(std::string_view name) const;
+  /// A command queue of the program's context on its device, for a copy; released with it.
+  llvm::Expected<cl_command_queue> copyQueue() const;
+
   const Api &api_;
   cl_program program_;
   std::string device_;
+  cl_device_id id_;
+  const VariablePointers *pointers_;
   KernelTable<cl_kernel> kernels_;
   std::unique_ptr<HostVariables> variables_;  // unmapped after the program is released
 };
@@ -72,7 +86,10 @@ class Device final : public backend::Device {
   const Capabilities &capabilities() const { return caps_; }
   /// Whether link() moves a program's variables to host memory (HostVariables): on a CPU device
   /// sharing the host's memory, where devdl translates to SPIR (PoCL builds each kernel apart).
-  bool placesVariables() const { return caps_.hostMemory && !caps_.spirvIl; }
+  /// Not where the driver gives their addresses itself.
+  bool placesVariables() const { return caps_.hostMemory && !caps_.spirvIl && !caps_.variablePointers; }
+  /// Whether link() adds devdl's copy kernels: where the host has no other way to a variable.
+  bool copiesThroughKernels() const { return !placesVariables() && !caps_.variablePointers; }
 
   int backend() const override;
   const std::string &name() const override { return name_; }
@@ -103,6 +120,8 @@ class Device final : public backend::Device {
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
   /// Sets specialization constants of an IL program (clSetProgramSpecializationConstant).
   llvm::Error specialize(cl_program program, const SpecConstants &specs) const;
+  /// `program`, owned, with what this device gives its variables.
+  std::unique_ptr<Program> own(cl_program program) const;
   /// clCreateProgramWithBinary, checked (the binary's status too).
   llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
   /// A native binary as this device's compiled object, or why the device does not take it (no
@@ -120,6 +139,7 @@ class Device final : public backend::Device {
   std::string name_;
   std::string identity_;  // made when the device is opened: the driver's answers do not change
   Capabilities caps_;
+  VariablePointers pointers_;  // where caps_.variablePointers
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
   bool lto_ = true;      // the optimization across images of the software link; DEVDL_LTO=0 turns it off
 };
