@@ -81,8 +81,27 @@ bool launchOpenCl(const devdl::backend::opencl::Api &cl, const devdl_native &nat
          cl.clFinish(queue) == CL_SUCCESS;
 }
 
-bool launchCuda(const cuda::Driver &cu, const devdl_native &native, void *kernel) {
-  return !cuda::runIntKernel(cu, static_cast<cuda::CUcontext>(native.context), kernel, 1).empty();
+// The first launch in steps (`mark` each): a buffer's allocation, the launch until the kernel
+// has run, and the copy back.
+template <typename Mark>
+bool launchCuda(const cuda::Driver &cu, const devdl_native &native, void *kernel, Mark mark) {
+  auto context = static_cast<cuda::CUcontext>(native.context);
+  if (cu.cuCtxPushCurrent(context) != cuda::CUDA_SUCCESS) return false;
+  cuda::CUdeviceptr buffer = 0;
+  bool ok = cu.cuMemAlloc(&buffer, sizeof(int)) == cuda::CUDA_SUCCESS;
+  mark("alloc");
+  void *args[] = {&buffer};
+  ok = ok && cu.cuLaunchKernel(static_cast<cuda::CUfunction>(kernel), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr) ==
+                 cuda::CUDA_SUCCESS;
+  ok = ok && cu.cuCtxSynchronize() == cuda::CUDA_SUCCESS;
+  mark("launch");
+  int value = -1;
+  ok = ok && cu.cuMemcpyDtoH(&value, buffer, sizeof value) == cuda::CUDA_SUCCESS;
+  if (buffer) cu.cuMemFree(buffer);
+  cuda::CUcontext popped;
+  cu.cuCtxPopCurrent(&popped);
+  mark("copy");
+  return ok;
 }
 
 int child(int argc, char **argv) {
@@ -150,10 +169,10 @@ int child(int argc, char **argv) {
     if (!ok) return std::fprintf(stderr, "CUDA by hand failed\n"), 1;
     kernel = function;
   }
-  const bool launched = backend == "cuda" ? launchCuda(*cu, native, kernel)
-                                          : launchOpenCl(*clApi, native, static_cast<cl_kernel>(kernel));
-  if (!launched) return std::fprintf(stderr, "launch failed\n"), 1;
-  mark("launch");
+  if (backend == "cuda" ? !launchCuda(*cu, native, kernel, mark)
+                        : !launchOpenCl(*clApi, native, static_cast<cl_kernel>(kernel)))
+    return std::fprintf(stderr, "launch failed\n"), 1;
+  if (backend != "cuda") mark("launch");
   rusage after{};
   getrusage(RUSAGE_SELF, &after);
   phases += " page_faults=" + std::to_string(after.ru_minflt - before.ru_minflt + after.ru_majflt - before.ru_majflt);

@@ -1524,7 +1524,8 @@ TEST_F(DeviceDlopen, AKeptKernelThroughTheDiskCache) {
   EXPECT_NE(cold.err.find("1 stored"), std::string::npos) << cold.err;
   EXPECT_NE(hit.err.find("0 stored"), std::string::npos) << "the program built anew is not stored:\n" << hit.err;
   size_t entries = 0;
-  for (const auto &file : std::filesystem::directory_iterator(cache)) entries += file.path().extension() == ".devdl-cache";
+  for (const auto &file : std::filesystem::directory_iterator(cache))
+    entries += file.path().extension() == ".devdl-cache";
   EXPECT_EQ(entries, 1u);
 }
 

@@ -158,8 +158,8 @@ cl_program CL_API_CALL createProgramWithSource(cl_context context, cl_uint count
 }
 
 cl_program CL_API_CALL linkProgram(cl_context context, cl_uint count, const cl_device_id *devices, const char *options,
-                                   cl_uint inputs, const cl_program *programs, void(CL_CALLBACK *notify)(cl_program, void *),
-                                   void *data, cl_int *errOut) {
+                                   cl_uint inputs, const cl_program *programs,
+                                   void(CL_CALLBACK *notify)(cl_program, void *), void *data, cl_int *errOut) {
   return notIl(next->clLinkProgram(context, count, devices, options, inputs, programs, notify, data, errOut));
 }
 

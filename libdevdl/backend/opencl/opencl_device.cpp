@@ -159,7 +159,7 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
 llvm::Expected<std::pair<void *, size_t>> Program::driverAddress(std::string_view name) const {
   size_t size = 0;
   void *pointer = nullptr;
-  if (cl_int err = pointers_->clGetDeviceGlobalVariablePointerINTEL(id_, program_, std::string(name).c_str(), &size,
+  if (cl_int err = pointers_.clGetDeviceGlobalVariablePointerINTEL(id_, program_, std::string(name).c_str(), &size,
                                                                     &pointer);
       err != CL_SUCCESS)
     return fail(ErrorCode::NotFound, "variable `" + llvm::Twine(name) + "`: clGetDeviceGlobalVariablePointerINTEL on "
@@ -172,14 +172,15 @@ llvm::Expected<cl_command_queue> Program::copyQueue() const {
   cl_int err = api_.clGetProgramInfo(program_, CL_PROGRAM_CONTEXT, sizeof context, &context, nullptr);
   cl_command_queue queue =
       err == CL_SUCCESS ? api_.clCreateCommandQueueWithProperties(context, id_, nullptr, &err) : nullptr;
-  if (err != CL_SUCCESS) return clFailure("a command queue for a variable's copy: clCreateCommandQueueWithProperties", err);
+  if (err != CL_SUCCESS)
+    return clFailure("a command queue for a variable's copy: clCreateCommandQueueWithProperties", err);
   return queue;
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {
   if (const VariableLayout::Variable *placed = variables_ ? variables_->find(name) : nullptr)
     return variables_->data(*placed);
-  if (pointers_) {
+  if (pointers_.clGetDeviceGlobalVariablePointerINTEL) {
     auto address = driverAddress(name);
     if (!address) return address.takeError();
     return address->first;
@@ -198,14 +199,14 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
     std::memcpy(toDevice ? there : host, toDevice ? host : there, size);
     return llvm::Error::success();
   }
-  if (pointers_) {  // at the driver's address, with a copy of its unified shared memory
+  if (pointers_.clGetDeviceGlobalVariablePointerINTEL) {  // at the driver's address, copied as USM
     auto address = driverAddress(name);
     if (!address) return address.takeError();
     if (llvm::Error err = checkInsideVariable(name, address->second, offset, size)) return err;
     auto queue = copyQueue();
     if (!queue) return queue.takeError();
     char *there = static_cast<char *>(address->first) + offset;
-    const cl_int err = pointers_->clEnqueueMemcpyINTEL(*queue, CL_TRUE, toDevice ? there : host, toDevice ? host : there,
+    const cl_int err = pointers_.clEnqueueMemcpyINTEL(*queue, CL_TRUE, toDevice ? there : host, toDevice ? host : there,
                                                        size, 0, nullptr, nullptr);
     api_.clReleaseCommandQueue(*queue);
     if (err != CL_SUCCESS)
@@ -278,12 +279,14 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
   const auto type = deviceValue<cl_device_type>(api, device, CL_DEVICE_TYPE);
   caps_.hostMemory = (type & CL_DEVICE_TYPE_CPU) && deviceValue<cl_bool>(api, device, CL_DEVICE_HOST_UNIFIED_MEMORY);
-  if (hasWord(extensions, "cl_intel_global_variable_pointers") && hasWord(extensions, "cl_intel_unified_shared_memory")) {
+  if (hasWord(extensions, "cl_intel_global_variable_pointers") &&
+      hasWord(extensions, "cl_intel_unified_shared_memory")) {
     auto entry = [&](const char *name) { return api.clGetExtensionFunctionAddressForPlatform(platform, name); };
     pointers_.clGetDeviceGlobalVariablePointerINTEL =
         reinterpret_cast<VariablePointers::GetPointer>(entry("clGetDeviceGlobalVariablePointerINTEL"));
     pointers_.clEnqueueMemcpyINTEL = reinterpret_cast<VariablePointers::Memcpy>(entry("clEnqueueMemcpyINTEL"));
     caps_.variablePointers = pointers_.clGetDeviceGlobalVariablePointerINTEL && pointers_.clEnqueueMemcpyINTEL;
+    if (!caps_.variablePointers) pointers_ = {};  // both, or neither
   }
   // The aspects as SYCL's OpenCL backend derives them from the device's answers.
   aspects_[aspect::cpu] = type & CL_DEVICE_TYPE_CPU;
@@ -498,7 +501,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
 }
 
 std::unique_ptr<Program> Device::own(cl_program program) const {
-  return std::make_unique<Program>(api_, program, name_, device_, caps_.variablePointers ? &pointers_ : nullptr);
+  return std::make_unique<Program>(api_, program, name_, device_, pointers_);
 }
 
 llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const {

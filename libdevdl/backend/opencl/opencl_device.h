@@ -31,9 +31,8 @@ struct Capabilities {
 /// A built program, and the kernels made from it; released with this object.
 class Program final : public backend::Program {
  public:
-  /// `pointers`: where the device has Intel's variable pointers (Capabilities), else null.
-  Program(const Api &api, cl_program program, std::string device, cl_device_id id,
-          const VariablePointers *pointers = nullptr)
+  /// `pointers`: where the device has Intel's variable pointers (Capabilities), else none.
+  Program(const Api &api, cl_program program, std::string device, cl_device_id id, VariablePointers pointers = {})
       : api_(api), program_(program), device_(std::move(device)), id_(id), pointers_(pointers) {}
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
@@ -65,7 +64,7 @@ class Program final : public backend::Program {
   cl_program program_;
   std::string device_;
   cl_device_id id_;
-  const VariablePointers *pointers_;
+  VariablePointers pointers_;  // the driver's, where it gives variables' addresses
   KernelTable<cl_kernel> kernels_;
   std::unique_ptr<HostVariables> variables_;  // unmapped after the program is released
 };
