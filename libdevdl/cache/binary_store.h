@@ -92,6 +92,9 @@ class BinaryStore {
                      uint64_t buildNanoseconds) = 0;
   /// An entry loaded but refused by the backend: dropped, so that the next load builds it again.
   virtual void discard(const Key &key, std::string_view why) = 0;
+  /// An entry loaded, sound, that this process cannot take now (the backend said ErrorCode::Busy):
+  /// kept for the others, and counted as a miss here.
+  virtual void unusable(const Key &key, std::string_view why) = 0;
   /// Adds the build time a hit saved, less what loading it cost.
   virtual void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) = 0;
 };

@@ -503,6 +503,13 @@ void DiskCache::discard(const Key &key, std::string_view why) {
   report(pathOf(name) + ": " + std::string(why) + "; deleted, the program is built again");
 }
 
+void DiskCache::unusable(const Key &key, std::string_view why) {
+  std::lock_guard lock(mutex_);
+  if (stats_.hits) --stats_.hits;  // as discard()
+  ++stats_.misses;
+  report(pathOf(entryName(key)) + ": " + std::string(why) + "; kept, the program is built here");
+}
+
 void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {
   std::lock_guard lock(mutex_);
   if (buildNanoseconds > loadNanoseconds) stats_.nanosecondsSaved += buildNanoseconds - loadNanoseconds;

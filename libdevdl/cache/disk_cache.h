@@ -89,6 +89,7 @@ class DiskCache final : public BinaryStore {
   /// An entry loaded but refused by the backend (a driver that changed under the same version
   /// string): deleted so that the next load rebuilds it.
   void discard(const Key &key, std::string_view why) override;
+  void unusable(const Key &key, std::string_view why) override;
   /// Adds the build time a hit saved, less what loading it cost.
   void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) override;
 

@@ -76,12 +76,11 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
       // A sound entry this process cannot take now (the address its variables were placed at is
       // another program's here) stays for the others; the program built instead is not stored.
       busy = hasCode(refused, ErrorCode::Busy);
-      if (busy) {
-        if (Debug::get().on(Debug::Statistics))
-          Debug::get().print("cache: " + storeKey->hex() + " not loaded here: " + llvm::toString(std::move(refused)));
-      } else {
-        store.discard(*storeKey, "refused by " + device.name() + ": " + llvm::toString(std::move(refused)));
-      }
+      const std::string why = "refused by " + device.name() + ": " + llvm::toString(std::move(refused));
+      if (busy)
+        store.unusable(*storeKey, why);
+      else
+        store.discard(*storeKey, why);
     }
   }
   // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.

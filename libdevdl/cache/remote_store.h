@@ -93,6 +93,7 @@ class LayeredStore final : public BinaryStore {
   void store(const Key &key, std::string_view description, std::string_view binary,
              uint64_t buildNanoseconds) override;
   void discard(const Key &key, std::string_view why) override { local_.discard(key, why); }
+  void unusable(const Key &key, std::string_view why) override { local_.unusable(key, why); }
   void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) override {
     local_.saved(buildNanoseconds, loadNanoseconds);
   }

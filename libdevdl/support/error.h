@@ -48,7 +48,8 @@ class Failure : public llvm::ErrorInfo<Failure> {
 /// Makes a Failure error.
 llvm::Error fail(ErrorCode code, const llvm::Twine &message);
 
-/// Whether `err` holds a Failure of `code`; `err` holds the same errors after.
+/// Whether any Failure in `err` (one, or several joined) has `code`; `err` holds the same errors
+/// after.
 bool hasCode(llvm::Error &err, ErrorCode code);
 
 /// Adds the file name to every Failure in `err` that has none yet; other LLVM errors become

@@ -98,7 +98,7 @@ struct BuildLog {
 // A built OpenCL program: what the kernels of one or more modules come from.
 struct Built {
   cl_program program = nullptr;
-  devdl::test::HostPlacedVariables variables;  // at addresses its kernels use; none where it has no variables
+  std::unique_ptr<devdl::test::HostPlacedVariables> variables;  // at addresses its kernels use
   ~Built() {
     if (program) clReleaseProgram(program);
   }
@@ -194,8 +194,7 @@ std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built
   auto spir = devdl::backend::spirvToSpir(words, {}, false, place);
   if (!spir) return llvm::toString(spir.takeError());
   if (std::string why = buildBinary(*spir, "-x spir -spir-std=1.2", out); !why.empty()) return why;
-  std::swap((*out)->variables.region, variables->region);
-  (*out)->variables.addresses = std::move(variables->addresses);
+  (*out)->variables = std::move(variables);
   return {};
 }
 
@@ -614,7 +613,7 @@ ze_result_t ZE_APICALL moduleGetNativeBinary(ze_module_handle_t handle, size_t *
   const Module *module = asModule(handle);
   // PoCL's binary has the variables' addresses of this process in it: a module with variables
   // is built again from its SPIR-V.
-  const bool whole = module->builtAlone && module->built && !module->built->variables.region;
+  const bool whole = module->builtAlone && module->built && (!module->built->variables || !module->built->variables->region);
   const std::string program = whole ? programBinary(module->built->program) : std::string();
   NativeHeader header{};
   std::memcpy(header.magic, kNativeMagic, 8);
@@ -642,8 +641,9 @@ ze_result_t addressOf(ze_module_handle_t handle, const char *name, const std::se
   if (!name || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (!allowed || !exported.count(name)) return notFound;
   if (!module->linked) return ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED;
-  auto it = module->built->variables.addresses.find(name);
-  if (it == module->built->variables.addresses.end()) return notFound;
+  if (!module->built->variables) return notFound;
+  auto it = module->built->variables->addresses.find(name);
+  if (it == module->built->variables->addresses.end()) return notFound;
   *out = it->second.first;
   if (size) *size = it->second.second;
   return ZE_RESULT_SUCCESS;

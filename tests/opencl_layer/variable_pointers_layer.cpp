@@ -100,9 +100,12 @@ cl_program fromIl(cl_context context, std::vector<uint32_t> words, cl_int *errOu
     if (errOut) *errOut = err;
     return nullptr;
   };
-  cl_device_id device = nullptr;
-  if (cl_int err = next->clGetContextInfo(context, CL_CONTEXT_DEVICES, sizeof device, &device, nullptr);
-      err != CL_SUCCESS && err != CL_INVALID_VALUE)  // a context of several devices: its first
+  size_t size = 0;  // the context's devices: the program is for the first
+  if (cl_int err = next->clGetContextInfo(context, CL_CONTEXT_DEVICES, 0, nullptr, &size); err != CL_SUCCESS)
+    return fail(err);
+  std::vector<cl_device_id> devices(size / sizeof(cl_device_id));
+  if (devices.empty()) return fail(CL_INVALID_CONTEXT);
+  if (cl_int err = next->clGetContextInfo(context, CL_CONTEXT_DEVICES, size, devices.data(), nullptr); err != CL_SUCCESS)
     return fail(err);
   auto made = std::make_shared<IlProgram>();
   made->words = std::move(words);
@@ -118,8 +121,9 @@ cl_program fromIl(cl_context context, std::vector<uint32_t> words, cl_int *errOu
     return fail(CL_INVALID_VALUE);
   }
   const auto *bytes = reinterpret_cast<const unsigned char *>(spir->data());
-  const size_t size = spir->size();
-  cl_program program = next->clCreateProgramWithBinary(context, 1, &device, &size, &bytes, nullptr, errOut);
+  const size_t bitcodeSize = spir->size();
+  cl_program program =
+      next->clCreateProgramWithBinary(context, 1, devices.data(), &bitcodeSize, &bytes, nullptr, errOut);
   if (!program) return nullptr;
   std::lock_guard hold(lock);
   programs()[program] = std::move(made);
@@ -155,6 +159,11 @@ cl_program CL_API_CALL createProgramWithBinary(cl_context context, cl_uint count
 cl_program CL_API_CALL createProgramWithSource(cl_context context, cl_uint count, const char **strings,
                                                const size_t *lengths, cl_int *errOut) {
   return notIl(next->clCreateProgramWithSource(context, count, strings, lengths, errOut));
+}
+
+cl_program CL_API_CALL createProgramWithBuiltInKernels(cl_context context, cl_uint count, const cl_device_id *devices,
+                                                       const char *names, cl_int *errOut) {
+  return notIl(next->clCreateProgramWithBuiltInKernels(context, count, devices, names, errOut));
 }
 
 cl_program CL_API_CALL linkProgram(cl_context context, cl_uint count, const cl_device_id *devices, const char *options,
@@ -238,6 +247,7 @@ clInitLayer(cl_uint entries, const _cl_icd_dispatch *target, cl_uint *entriesOut
   dispatch.clCreateProgramWithIL = &createProgramWithIl;
   dispatch.clCreateProgramWithBinary = &createProgramWithBinary;
   dispatch.clCreateProgramWithSource = &createProgramWithSource;
+  dispatch.clCreateProgramWithBuiltInKernels = &createProgramWithBuiltInKernels;
   dispatch.clLinkProgram = &linkProgram;
   dispatch.clBuildProgram = &buildProgram;
   dispatch.clGetProgramInfo = &getProgramInfo;

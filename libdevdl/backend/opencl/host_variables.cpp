@@ -36,8 +36,9 @@ void *mapAt(uint64_t address, size_t bytes, std::string *why = nullptr, bool *ta
     if (why) *why = errno == EEXIST ? "it is taken" : std::strerror(errno);
     return nullptr;
   }
-  if (got != wanted) {  // a kernel before 4.17 takes the address as a hint
+  if (got != wanted) {  // a kernel before 4.17 takes the address as a hint: it is taken
     munmap(got, bytes);
+    if (taken) *taken = true;
     if (why) *why = "the kernel maps it elsewhere";
     return nullptr;
   }

@@ -167,8 +167,7 @@ llvm::Expected<std::pair<void *, size_t>> Program::driverAddress(std::string_vie
   return std::pair(pointer, size);
 }
 
-llvm::Expected<cl_command_queue> Program::copyQueue() const {
-  cl_context context = nullptr;
+llvm::Expected<cl_command_queue> Program::copyQueue(cl_context &context) const {
   cl_int err = api_.clGetProgramInfo(program_, CL_PROGRAM_CONTEXT, sizeof context, &context, nullptr);
   cl_command_queue queue =
       err == CL_SUCCESS ? api_.clCreateCommandQueueWithProperties(context, id_, nullptr, &err) : nullptr;
@@ -203,7 +202,8 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
     auto address = driverAddress(name);
     if (!address) return address.takeError();
     if (llvm::Error err = checkInsideVariable(name, address->second, offset, size)) return err;
-    auto queue = copyQueue();
+    cl_context context = nullptr;
+    auto queue = copyQueue(context);
     if (!queue) return queue.takeError();
     char *there = static_cast<char *>(address->first) + offset;
     const cl_int err = pointers_.clEnqueueMemcpyINTEL(*queue, CL_TRUE, toDevice ? there : host, toDevice ? host : there,
@@ -222,13 +222,12 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
     return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
                                             " gives no device addresses of program variables, and its program has no "
                                             "copy kernel of devdl's for it (" + errorName(err) + ")");
-  auto queue = copyQueue();
+  cl_context context = nullptr;
+  auto queue = copyQueue(context);
   if (!queue) {
     api_.clReleaseKernel(kernel);
     return queue.takeError();
   }
-  cl_context context = nullptr;
-  api_.clGetProgramInfo(program_, CL_PROGRAM_CONTEXT, sizeof context, &context, nullptr);
   std::string staging(8 + size, '\0');
   if (toDevice) std::memcpy(staging.data() + 8, host, size);
   cl_mem buffer = api_.clCreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, staging.size(),

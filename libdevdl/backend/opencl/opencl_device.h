@@ -57,8 +57,9 @@ class Program final : public backend::Program {
  private:
   /// The driver's address and size of a variable (clGetDeviceGlobalVariablePointerINTEL).
   llvm::Expected<std::pair<void *, size_t>> driverAddress(std::string_view name) const;
-  /// A command queue of the program's context on its device, for a copy; released with it.
-  llvm::Expected<cl_command_queue> copyQueue() const;
+  /// A command queue of the program's context (`context`) on its device, for a copy; the caller
+  /// releases it.
+  llvm::Expected<cl_command_queue> copyQueue(cl_context &context) const;
 
   const Api &api_;
   cl_program program_;
