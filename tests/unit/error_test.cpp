@@ -108,5 +108,25 @@ TEST(ReadErrors, FuzzRegressionsOptimizedForIl) {
   EXPECT_GT(linked, 0u);
 }
 
+// What the program cache asks of a backend's refusal (ErrorCode::Busy: keep the entry): a code
+// among joined errors, which stay as they were.
+TEST(Errors, HasCodeFindsACodeAmongJoinedErrorsAndKeepsThem) {
+  llvm::Error one = fail(ErrorCode::Busy, "taken");
+  EXPECT_TRUE(hasCode(one, ErrorCode::Busy));
+  EXPECT_FALSE(hasCode(one, ErrorCode::BadFormat));
+  EXPECT_EQ(llvm::toString(std::move(one)), "taken");
+  llvm::Error joined =
+      llvm::joinErrors(fail(ErrorCode::BadFormat, "bad"), inImage(fail(ErrorCode::Busy, "taken"), "image 0 (spirv)"));
+  EXPECT_TRUE(hasCode(joined, ErrorCode::Busy));
+  EXPECT_TRUE(hasCode(joined, ErrorCode::BadFormat));
+  EXPECT_EQ(llvm::toString(std::move(joined)), "bad\nimage 0 (spirv): taken");
+  llvm::Error other = llvm::createStringError(std::errc::invalid_argument, "not devdl's");
+  EXPECT_FALSE(hasCode(other, ErrorCode::Busy));
+  EXPECT_EQ(llvm::toString(std::move(other)), "not devdl's");
+  llvm::Error none = llvm::Error::success();
+  EXPECT_FALSE(hasCode(none, ErrorCode::Busy));
+  EXPECT_FALSE(!!none);
+}
+
 }  // namespace
 }  // namespace devdl::test
