@@ -479,11 +479,15 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
   llvm::collectUsedGlobalVariables(module, used, /*CompilerUsed=*/false);
   llvm::collectUsedGlobalVariables(module, used, /*CompilerUsed=*/true);
   std::map<const llvm::GlobalValue *, uint64_t> offsets;  // of those placed, once laid out
+  uint64_t total = 0;
   for (llvm::GlobalVariable &variable : module.globals()) {
     const uint64_t size = variable.isDeclaration() ? 0 : layout.getTypeAllocSize(variable.getValueType());
-    if (size && variable.getAddressSpace() == 1 && variable.getAlign().valueOrOne() <= kPage &&
-        !llvm::is_contained(used, &variable))
-      offsets[&variable] = 0;
+    if (!size || variable.getAddressSpace() != 1 || variable.getAlign().valueOrOne() > kPage ||
+        llvm::is_contained(used, &variable))
+      continue;
+    total += std::min(size, kMaxRegion + 1);
+    if (total > kMaxRegion) return llvm::Error::success();  // more than a region takes: none moves
+    offsets[&variable] = 0;
   }
   // Until none is dropped: a variable whose initializer holds an address outside the region.
   std::string scratch;
@@ -491,6 +495,10 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
     dropped = false;
     for (auto it = offsets.begin(); it != offsets.end();) {
       const auto *variable = llvm::cast<llvm::GlobalVariable>(it->first);
+      if (variable->getInitializer()->isNullValue()) {  // zero: nothing to write
+        ++it;
+        continue;
+      }
       scratch.assign(layout.getTypeAllocSize(variable->getValueType()), '\0');
       const bool stays = !writeConstant(*variable->getInitializer(), layout, scratch.data(), 0,
                                         [&](const llvm::GlobalValue &target, int64_t, uint64_t) {
@@ -503,6 +511,7 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
   if (offsets.empty()) return llvm::Error::success();
   VariableLayout region;
   std::vector<llvm::GlobalVariable *> moved;
+  uint64_t initialized = 0;  // where the last variable that does not start as zero ends
   for (llvm::GlobalVariable &variable : module.globals()) {  // in the module's order
     if (!offsets.count(&variable)) continue;
     const llvm::Align align = std::max(variable.getAlign().valueOrOne(), layout.getPrefTypeAlign(variable.getValueType()));
@@ -511,12 +520,14 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
     if (offset + size > kMaxRegion) return llvm::Error::success();  // more than a region takes: none moves
     offsets[&variable] = offset;
     region.size = offset + size;
+    if (!variable.getInitializer()->isNullValue()) initialized = region.size;
     // By the name an image exports it under (linkSpirv drops the others' names).
     if (variable.hasName()) region.variables.push_back({variable.getName().str(), offset, size});
     moved.push_back(&variable);
   }
-  region.initial.assign(region.size, '\0');
+  region.initial.assign(initialized, '\0');
   for (llvm::GlobalVariable *variable : moved) {
+    if (variable->getInitializer()->isNullValue()) continue;  // within `initial`: zero already
     const uint64_t offset = offsets[variable];
     writeConstant(*variable->getInitializer(), layout, region.initial.data() + offset, offset,
                   [&](const llvm::GlobalValue &target, int64_t addend, uint64_t at) {

@@ -87,8 +87,9 @@ struct VariableLayout {
   std::vector<Relocation> relocations;  // applied over `initial` once the region's address is known
 };
 
-/// The most bytes of variables placeVariables moves to host memory, and a stored program may name.
-inline constexpr uint64_t kMaxRegion = uint64_t(1) << 40;
+/// The most bytes of variables placeVariables moves to host memory, and a stored program may name:
+/// bounded, since what they start as is made in memory (a program with more keeps them all).
+inline constexpr uint64_t kMaxRegion = uint64_t(64) << 20;
 
 /// Where a region of `layout.size` bytes for the variables is, in host memory; or why there is none.
 using PlaceVariables = llvm::function_ref<llvm::Expected<uint64_t>(const VariableLayout &)>;
