@@ -247,6 +247,9 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     std::map<uint32_t, size_t> functionTypes;   // OpTypeFunction -> its parameter count
     std::optional<size_t> parametersExpected;   // in a function's header: what its type says
     size_t parameters = 0;                      // and what it has so far
+    // Builtin variables (BuiltIn decorations), and what is made of them: 1 the variable, 2 a
+    // generic pointer to it, 3 a place in either.
+    std::map<uint32_t, int> builtins;
   } scan;
   auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &scan = *static_cast<Scan *>(user);
@@ -269,6 +272,31 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
         inst->words[1] != SpvAddressingModelPhysical64)
       return refuse("addressing model " + std::to_string(inst->words[1]) + ", not OpenCL's Physical32 or Physical64");
     if (inst->result_id) scan.defined.insert(inst->result_id);
+    // It ends the process on a builtin variable used but as it lowers them to calls: loaded, or
+    // cast to a generic pointer that is loaded or indexed (OpPtrCastToGeneric, access chains) and
+    // that loaded.
+    if (inst->opcode == SpvOpDecorate && inst->num_words >= 3 && inst->words[2] == SpvDecorationBuiltIn)
+      scan.builtins[inst->words[1]] = 1;
+    const bool declares = annotates || inst->opcode == SpvOpEntryPoint || inst->opcode == SpvOpExecutionMode ||
+                          inst->opcode == SpvOpExecutionModeId || inst->opcode == SpvOpDecorationGroup ||
+                          inst->opcode == SpvOpGroupDecorate || inst->opcode == SpvOpGroupMemberDecorate;
+    for (uint16_t i = 0; i < inst->num_operands && !declares; ++i) {
+      const spv_operand_type_t type = inst->operands[i].type;
+      if (type != SPV_OPERAND_TYPE_ID && type != SPV_OPERAND_TYPE_OPTIONAL_ID) continue;
+      auto used = scan.builtins.find(word(i));
+      if (used == scan.builtins.end()) continue;
+      const bool chain = inst->opcode == SpvOpAccessChain || inst->opcode == SpvOpInBoundsAccessChain ||
+                         inst->opcode == SpvOpPtrAccessChain || inst->opcode == SpvOpInBoundsPtrAccessChain;
+      if (i == 2 && inst->opcode == SpvOpLoad) continue;
+      if (i == 2 && used->second == 1 && inst->opcode == SpvOpPtrCastToGeneric) {
+        scan.builtins[inst->result_id] = 2;
+      } else if (i == 2 && used->second == 2 && chain) {
+        scan.builtins[inst->result_id] = 3;
+      } else {
+        return refuse("builtin variable %" + std::to_string(word(i)) +
+                      " used other than loaded, which the SPIR-V to SPIR translator does not take");
+      }
+    }
     // It reads past a function's parameters where they are fewer than its type's.
     if (inst->opcode == SpvOpTypeFunction && inst->num_words >= 3) scan.functionTypes[inst->result_id] = inst->num_words - 3u;
     if (inst->opcode == SpvOpFunctionParameter) {
