@@ -250,6 +250,7 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     // Builtin variables (BuiltIn decorations), and what is made of them: 1 the variable, 2 a
     // generic pointer to it, 3 a place in either.
     std::map<uint32_t, int> builtins;
+    std::set<uint32_t> reservedNames;  // named as the translator names its own types
   } scan;
   auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &scan = *static_cast<Scan *>(user);
@@ -272,6 +273,14 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
         inst->words[1] != SpvAddressingModelPhysical64)
       return refuse("addressing model " + std::to_string(inst->words[1]) + ", not OpenCL's Physical32 or Physical64");
     if (inst->result_id) scan.defined.insert(inst->result_id);
+    // Its writer takes a structure named `spirv.X` or `opencl.X` for a type of its own, and asserts
+    // on one that is not.
+    if (inst->opcode == SpvOpName && inst->num_operands == 2) {
+      const std::string_view name(reinterpret_cast<const char *>(inst->words + inst->operands[1].offset));
+      if (name.starts_with("spirv.") || name.starts_with("opencl.")) scan.reservedNames.insert(inst->words[1]);
+    }
+    if (inst->opcode == SpvOpTypeStruct && scan.reservedNames.count(inst->result_id))
+      return refuse("a structure named as the SPIR-V to SPIR translator names its own types (spirv.*, opencl.*)");
     // It ends the process on a builtin variable used but as it lowers them to calls: loaded, or
     // cast to a generic pointer that is loaded or indexed (OpPtrCastToGeneric, access chains) and
     // that loaded.
