@@ -251,6 +251,8 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     // generic pointer to it, 3 a place in either.
     std::map<uint32_t, int> builtins;
     std::set<uint32_t> reservedNames;  // named as the translator names its own types
+    std::set<uint32_t> pointerTypes;   // OpTypePointer results
+    std::map<uint32_t, uint32_t> typeOf;  // result id -> its type
   } scan;
   auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &scan = *static_cast<Scan *>(user);
@@ -273,6 +275,20 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
         inst->words[1] != SpvAddressingModelPhysical64)
       return refuse("addressing model " + std::to_string(inst->words[1]) + ", not OpenCL's Physical32 or Physical64");
     if (inst->result_id) scan.defined.insert(inst->result_id);
+    if (inst->opcode == SpvOpTypePointer) scan.pointerTypes.insert(inst->result_id);
+    if (inst->result_id && inst->type_id) scan.typeOf[inst->result_id] = inst->type_id;
+    // It casts what a specialization constant's pointer operation takes to a pointer, which the
+    // validator does not check there.
+    if (inst->opcode == SpvOpSpecConstantOp && inst->num_operands >= 4) {
+      const uint32_t operation = word(2);
+      const bool onPointer = operation == SpvOpPtrCastToGeneric || operation == SpvOpGenericCastToPtr ||
+                             operation == SpvOpAccessChain || operation == SpvOpInBoundsAccessChain ||
+                             operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
+      auto type = scan.typeOf.find(word(3));
+      if (onPointer && (type == scan.typeOf.end() || !scan.pointerTypes.count(type->second)))
+        return refuse("a specialization constant's pointer operation on %" + std::to_string(word(3)) +
+                      ", not a pointer");
+    }
     // Its writer takes a structure named `spirv.X` or `opencl.X` for a type of its own, and asserts
     // on one that is not.
     if (inst->opcode == SpvOpName && inst->num_operands == 2) {
