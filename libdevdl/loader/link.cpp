@@ -211,22 +211,23 @@ llvm::Error Loader::conflictError(const LinkPlan &plan) {
                   "'s (a program has one definition of each name)");
 }
 
-std::vector<const bundle::LoadedBundle *> Loader::hostsOf(std::span<const uint32_t> plan,
-                                                          const bundle::LoadedBundle *except) const {
-  std::vector<const bundle::LoadedBundle *> hosts;
+std::vector<Loader::HostObject> Loader::hostsOf(std::span<const uint32_t> plan,
+                                                const bundle::LoadedBundle *except) const {
+  std::vector<HostObject> hosts;
   for (uint32_t id : plan) {
     const bundle::LoadedBundle *host = images_[id].host;
     // The executable is never unloaded.
-    if (host && host != except && !host->object.empty() && !llvm::is_contained(hosts, host)) hosts.push_back(host);
+    if (!host || host == except || host->object.empty()) continue;
+    HostObject object{host->object, host->base};
+    if (!llvm::is_contained(hosts, object)) hosts.push_back(std::move(object));
   }
   return hosts;
 }
 
-std::optional<std::vector<std::shared_ptr<const void>>> Loader::pin(
-    const std::vector<const bundle::LoadedBundle *> &hosts) {
+std::optional<std::vector<std::shared_ptr<const void>>> Loader::pin(const std::vector<HostObject> &hosts) {
   std::vector<std::shared_ptr<const void>> pins;
-  for (const bundle::LoadedBundle *host : hosts) {
-    auto reference = bundle::ObjectReference::take(host->object, host->base);
+  for (const HostObject &host : hosts) {
+    auto reference = bundle::ObjectReference::take(host.path, host.base);
     if (!reference) return std::nullopt;
     pins.push_back(std::move(reference));
   }
@@ -373,7 +374,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     // reads them (the root's own too).
     for (uint32_t id : linked.images) images_.hold(id);
     const auto hosts = hostsOf(linked.images, nullptr);
-    std::vector<std::vector<const bundle::LoadedBundle *>> useHosts;
+    std::vector<std::vector<HostObject>> useHosts;
     for (const cache::LinkedProgram::Use &use : job.uses) useHosts.push_back(hostsOf(use.plan, images_[use.root].host));
 
     lock.release();
@@ -431,7 +432,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     for (size_t u = 0; u < job.uses.size(); ++u) {
       cache::LinkedProgram::Use &use = job.uses[u];
       if (!images_.contains(use.root) || !images_[use.root].loaded) continue;
-      for (const bundle::LoadedBundle *host : useHosts[u])
+      for (const HostObject &host : useHosts[u])
         for (size_t h = 0; h < hosts.size(); ++h)
           if (hosts[h] == host) use.pins.push_back((*pins)[h]);
       uses.push_back(std::move(use));

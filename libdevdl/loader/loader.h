@@ -284,12 +284,17 @@ class Loader {
   /// let go (or another thread's build waited for). The root may have been unloaded when it
   /// returns: callers hold what they need.
   llvm::Expected<cache::LinkedProgram *> programFor(Lock &lock, uint32_t root);
+  /// A host object carrying images, as pin() takes a reference on it: copied, since the loader
+  /// drops its bundle once the host unloads it, which may be while the lock is let go.
+  struct HostObject {
+    std::string path;
+    uintptr_t base = 0;
+    bool operator==(const HostObject &) const = default;
+  };
   /// The host objects carrying images of `plan` but for `except`'s (loaded while it is).
-  std::vector<const bundle::LoadedBundle *> hostsOf(std::span<const uint32_t> plan,
-                                                    const bundle::LoadedBundle *except) const;
+  std::vector<HostObject> hostsOf(std::span<const uint32_t> plan, const bundle::LoadedBundle *except) const;
   /// References on `hosts`, taken with the lock let go: null where the host has unloaded one.
-  static std::optional<std::vector<std::shared_ptr<const void>>> pin(
-      const std::vector<const bundle::LoadedBundle *> &hosts);
+  static std::optional<std::vector<std::shared_ptr<const void>>> pin(const std::vector<HostObject> &hosts);
   /// The loaded images that import, directly or through others, from `plan`'s images, bind to
   /// them, go to `dev` and resolve completely: linked with the plan, a library's code is built
   /// once whichever kernel is asked for first. With the plan of each, in `uses`.
