@@ -98,7 +98,7 @@ struct BuildLog {
 // A built OpenCL program: what the kernels of one or more modules come from.
 struct Built {
   cl_program program = nullptr;
-  std::unique_ptr<devdl::test::HostPlacedVariables> variables;  // at addresses its kernels use
+  std::unique_ptr<devdl::test::HostVariables> variables;  // at addresses its kernels use; none without variables
   ~Built() {
     if (program) clReleaseProgram(program);
   }
@@ -189,9 +189,8 @@ std::string buildBinary(std::string_view binary, const char *options, std::share
 // memory (devdl's own placement, as for PoCL), built by PoCL. "" or the log.
 std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built> *out) {
   if (llvm::Error err = devdl::backend::checkTranslatable(words)) return llvm::toString(std::move(err));
-  auto variables = std::make_unique<devdl::test::HostPlacedVariables>();  // until the program holds them
-  auto place = [&](const devdl::backend::VariableLayout &layout) { return variables->place(layout); };
-  auto spir = devdl::backend::spirvToSpir(words, {}, false, place);
+  std::unique_ptr<devdl::test::HostVariables> variables;  // until the program holds them
+  auto spir = devdl::backend::spirvToSpir(words, {}, false, devdl::test::placeInto(variables));
   if (!spir) return llvm::toString(spir.takeError());
   if (std::string why = buildBinary(*spir, "-x spir -spir-std=1.2", out); !why.empty()) return why;
   (*out)->variables = std::move(variables);
@@ -613,7 +612,7 @@ ze_result_t ZE_APICALL moduleGetNativeBinary(ze_module_handle_t handle, size_t *
   const Module *module = asModule(handle);
   // PoCL's binary has the variables' addresses of this process in it: a module with variables
   // is built again from its SPIR-V.
-  const bool whole = module->builtAlone && module->built && (!module->built->variables || !module->built->variables->region);
+  const bool whole = module->builtAlone && module->built && !module->built->variables;
   const std::string program = whole ? programBinary(module->built->program) : std::string();
   NativeHeader header{};
   std::memcpy(header.magic, kNativeMagic, 8);
@@ -641,11 +640,10 @@ ze_result_t addressOf(ze_module_handle_t handle, const char *name, const std::se
   if (!name || !out) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (!allowed || !exported.count(name)) return notFound;
   if (!module->linked) return ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED;
-  if (!module->built->variables) return notFound;
-  auto it = module->built->variables->addresses.find(name);
-  if (it == module->built->variables->addresses.end()) return notFound;
-  *out = it->second.first;
-  if (size) *size = it->second.second;
+  const auto *variable = module->built->variables ? module->built->variables->find(name) : nullptr;
+  if (!variable) return notFound;
+  *out = module->built->variables->data(*variable);
+  if (size) *size = variable->size;
   return ZE_RESULT_SUCCESS;
 }
 

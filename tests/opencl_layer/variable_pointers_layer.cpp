@@ -46,7 +46,7 @@ constexpr std::string_view kBinaryMagic = "devdl-test-layer IL\n";
 // A program the layer made from IL: the IL, and where its variables are.
 struct IlProgram {
   std::vector<uint32_t> words;
-  std::unique_ptr<devdl::test::HostPlacedVariables> variables = std::make_unique<devdl::test::HostPlacedVariables>();
+  std::unique_ptr<devdl::test::HostVariables> variables;  // none where it has no variables
 };
 std::mutex lock;
 std::map<cl_program, std::shared_ptr<IlProgram>> &programs() {
@@ -113,9 +113,7 @@ cl_program fromIl(cl_context context, std::vector<uint32_t> words, cl_int *errOu
     llvm::consumeError(std::move(err));
     return fail(CL_INVALID_VALUE);
   }
-  auto spir = devdl::backend::spirvToSpir(made->words, {}, false, [&](const devdl::backend::VariableLayout &layout) {
-    return made->variables->place(layout);
-  });
+  auto spir = devdl::backend::spirvToSpir(made->words, {}, false, devdl::test::placeInto(made->variables));
   if (!spir) {
     llvm::consumeError(spir.takeError());
     return fail(CL_INVALID_VALUE);
@@ -202,10 +200,10 @@ cl_int CL_API_CALL getDeviceGlobalVariablePointer(cl_device_id, cl_program progr
   auto made = ilProgram(program);
   if (!made) return CL_INVALID_PROGRAM;
   if (!name || !pointerOut) return CL_INVALID_VALUE;
-  auto it = made->variables->addresses.find(name);
-  if (it == made->variables->addresses.end()) return CL_INVALID_ARG_VALUE;
-  *pointerOut = it->second.first;
-  if (sizeOut) *sizeOut = it->second.second;
+  const auto *variable = made->variables ? made->variables->find(name) : nullptr;
+  if (!variable) return CL_INVALID_ARG_VALUE;
+  *pointerOut = made->variables->data(*variable);
+  if (sizeOut) *sizeOut = variable->size;
   return CL_SUCCESS;
 }
 
