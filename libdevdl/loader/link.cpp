@@ -437,11 +437,18 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
           if (hosts[h] == host) use.pins.push_back((*pins)[h]);
       uses.push_back(std::move(use));
     }
+    const bool rootUses = !uses.empty() && uses.front().root == root;
+    cache::LinkedProgram *kept = nullptr;
     if (!uses.empty() && !programs_.find(dev, job.linked.key))
-      keepProgram(job.linked.key, job.linked.images, std::move(uses), dev, std::move(made->program));
+      kept = keepProgram(job.linked.key, job.linked.images, std::move(uses), dev, std::move(made->program));
     else
       released_.push_back(std::shared_ptr<backend::Program>(std::move(made->program)));
     finish();
+    // The root's program is the one just linked for its plan: bound now rather than planned again.
+    if (kept && rootUses) {
+      images_[root].program = kept;
+      return kept;
+    }
   }
 }
 
