@@ -44,6 +44,21 @@ void walkInstructions(std::span<const uint32_t> words, Visit visit) {
     if (!visit(at, count)) return;
 }
 
+// `words` without the instructions `drop(offset, word count)` picks. What the walk stopped at is
+// kept, for a parser to refuse.
+template <typename Drop>
+std::vector<uint32_t> withoutInstructions(std::span<const uint32_t> words, Drop drop) {
+  size_t end = std::min(words.size(), kHeaderWords);
+  std::vector<uint32_t> kept(words.begin(), words.begin() + end);
+  walkInstructions(words, [&](size_t at, size_t count) {
+    end = at + count;
+    if (!drop(at, count)) kept.insert(kept.end(), words.begin() + at, words.begin() + at + count);
+    return true;
+  });
+  kept.insert(kept.end(), words.begin() + end, words.end());
+  return kept;
+}
+
 [[maybe_unused]] std::string versionText(uint32_t version) {  // for the translator's checks
   return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
 }
@@ -129,17 +144,10 @@ void unnameLocalVariables(std::vector<uint32_t> &words) {
       linked.insert(words[at + 1]);
     return !inFunctions;
   });
-  size_t end = std::min(words.size(), kHeaderWords);
-  std::vector<uint32_t> kept(words.begin(), words.begin() + end);
-  walkInstructions(words, [&](size_t at, size_t count) {
-    end = at + count;
-    const bool local = (words[at] & 0xffff) == SpvOpName && count >= 2 && variables.count(words[at + 1]) &&
-                       !linked.count(words[at + 1]);
-    if (!local) kept.insert(kept.end(), words.begin() + at, words.begin() + at + count);
-    return true;
+  words = withoutInstructions(words, [&](size_t at, size_t count) {
+    return (words[at] & 0xffff) == SpvOpName && count >= 2 && variables.count(words[at + 1]) &&
+           !linked.count(words[at + 1]);
   });
-  kept.insert(kept.end(), words.begin() + end, words.end());  // what the walk stopped at, for the linker to refuse
-  words = std::move(kept);
 }
 
 llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *const> images,
@@ -385,13 +393,20 @@ std::mutex translator;
 llvm::Expected<std::unique_ptr<llvm::Module>> readModule(llvm::LLVMContext &context, std::span<const uint32_t> words,
                                                          std::span<const SpecConstant> specConstants,
                                                          SPIRV::BIsRepresentation builtins) {
-  if (llvm::Error err = checkTranslatable(words))
+  // A parameter's hint that its memory is neither read nor written (FuncParamAttr NoReadWrite):
+  // the translator's table has no LLVM attribute for it, and its reader asserts. Dropped, as a
+  // hint may be.
+  const std::vector<uint32_t> translated = withoutInstructions(words, [&](size_t at, size_t count) {
+    return (words[at] & 0xffff) == SpvOpDecorate && count == 4 && words[at + 2] == SpvDecorationFuncParamAttr &&
+           words[at + 3] == SpvFunctionParameterAttributeNoReadWrite;
+  });
+  if (llvm::Error err = checkTranslatable(translated))
     return fail(ErrorCode::Unsupported, "linked SPIR-V: " + llvm::toString(std::move(err)));
   SPIRV::TranslatorOpts options;
   options.enableAllExtensions();
   options.setDesiredBIsRepresentation(builtins);
   for (const auto &[id, value] : specConstants) options.setSpecConst(id, value);
-  std::istringstream in(std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4));
+  std::istringstream in(std::string(reinterpret_cast<const char *>(translated.data()), translated.size() * 4));
   llvm::Module *module = nullptr;
   std::string error;
   if (!llvm::readSpirv(context, options, in, module, error))

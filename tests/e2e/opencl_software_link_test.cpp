@@ -295,6 +295,29 @@ TEST_F(OpenClSoftwareLink, OptimizedAsSpirvWithTheConstantsApplied) {
   EXPECT_EQ(run(**program, "SpecKernel", 4), (std::vector<int>{5, 15, 25, 35}));
 }
 
+TEST_F(OpenClSoftwareLink, AParameterHintTheTranslatorHasNoAttributeForIsDropped) {
+  // FuncParamAttr NoReadWrite, valid SPIR-V: the translator's reader has no LLVM attribute for it
+  // and asserted (fuzz_link). SpecKernel's parameters, each so marked, are written all the same:
+  // had the hint reached LLVM, the stores could be gone; dropped, the kernel runs as written.
+  DeviceImage kernel = read("spec_kernel.spv");
+  std::vector<uint32_t> words(kernel.bytes.size() / 4);
+  std::memcpy(words.data(), kernel.bytes.data(), words.size() * 4);
+  size_t hints = 0;
+  for (size_t at = 5; at < words.size() && (words[at] >> 16); at += words[at] >> 16)
+    if ((words[at] & 0xffff) == 71 /* OpDecorate */ && (words[at] >> 16) == 4 && words[at + 2] == 38 /* FuncParamAttr */) {
+      words[at + 3] = 7;  // NoReadWrite
+      ++hints;
+    }
+  ASSERT_EQ(hints, 2u);
+  auto optimized = backend::optimizeSpirv(words);
+  ASSERT_TRUE(!!optimized) << errorText(optimized);
+  auto spir = backend::spirvToSpir(*optimized);
+  ASSERT_TRUE(!!spir) << errorText(spir);
+  auto program = device_->buildSpir(*spir);
+  ASSERT_TRUE(!!program) << errorText(program);
+  EXPECT_EQ(run(**program, "SpecKernel", 4), (std::vector<int>{5, 8, 11, 14}));
+}
+
 TEST_F(OpenClSoftwareLink, MissingLibraryNamesTheSymbol) {
   DeviceImage app = read("app.spv");
   const DeviceImage *plan[] = {&app};
