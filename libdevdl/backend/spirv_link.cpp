@@ -259,6 +259,7 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     // generic pointer to it, 3 a place in either.
     std::map<uint32_t, int> builtins;
     std::set<uint32_t> reservedNames;  // named as the translator names its own types
+    std::set<uint32_t> builtinNames;   // named as it names builtin variables
     std::set<uint32_t> pointerTypes;   // OpTypePointer results
     std::map<uint32_t, uint32_t> typeOf;  // result id -> its type
   } scan;
@@ -302,14 +303,16 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     if (inst->opcode == SpvOpName && inst->num_operands == 2) {
       const std::string_view name(reinterpret_cast<const char *>(inst->words + inst->operands[1].offset));
       if (name.starts_with("spirv.") || name.starts_with("opencl.")) scan.reservedNames.insert(inst->words[1]);
+      if (name.starts_with("__spirv_BuiltIn")) scan.builtinNames.insert(inst->words[1]);
     }
     if (inst->opcode == SpvOpTypeStruct && scan.reservedNames.count(inst->result_id))
       return refuse("a structure named as the SPIR-V to SPIR translator names its own types (spirv.*, opencl.*)");
     // It ends the process on a builtin variable used but as it lowers them to calls: loaded, or
     // cast to a generic pointer that is loaded or indexed (OpPtrCastToGeneric, access chains) and
-    // that loaded.
+    // that loaded. A variable named as it names builtins (`__spirv_BuiltIn*`) is one to it.
     if (inst->opcode == SpvOpDecorate && inst->num_words >= 3 && inst->words[2] == SpvDecorationBuiltIn)
       scan.builtins[inst->words[1]] = 1;
+    if (inst->opcode == SpvOpVariable && scan.builtinNames.count(inst->result_id)) scan.builtins[inst->result_id] = 1;
     const bool declares = annotates || inst->opcode == SpvOpEntryPoint || inst->opcode == SpvOpExecutionMode ||
                           inst->opcode == SpvOpExecutionModeId || inst->opcode == SpvOpDecorationGroup ||
                           inst->opcode == SpvOpGroupDecorate || inst->opcode == SpvOpGroupMemberDecorate;
@@ -327,7 +330,8 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
         scan.builtins[inst->result_id] = 3;
       } else {
         return refuse("builtin variable %" + std::to_string(word(i)) +
-                      " used other than loaded, which the SPIR-V to SPIR translator does not take");
+                      " (decorated or named so) used other than loaded, which the SPIR-V to SPIR translator "
+                      "does not take");
       }
     }
     // It reads past a function's parameters where they are fewer than its type's.
