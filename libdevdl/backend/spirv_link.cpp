@@ -260,8 +260,12 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     std::map<uint32_t, int> builtins;
     std::set<uint32_t> reservedNames;  // named as the translator names its own types
     std::set<uint32_t> builtinNames;   // named as it names builtin variables
-    std::set<uint32_t> pointerTypes;   // OpTypePointer results
-    std::map<uint32_t, uint32_t> typeOf;  // result id -> its type
+    std::map<uint32_t, uint32_t> pointee;  // OpTypePointer -> the type it points to
+    std::map<uint32_t, uint32_t> typeOf;   // result id -> its type
+    // Composite types -> their members' types (a struct) or their element's (any other), and
+    // the values of integer constants, which index structs.
+    std::map<uint32_t, std::pair<bool, std::vector<uint32_t>>> composites;  // (is a struct, types)
+    std::map<uint32_t, uint64_t> constants;
   } scan;
   auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &scan = *static_cast<Scan *>(user);
@@ -284,7 +288,14 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
         inst->words[1] != SpvAddressingModelPhysical64)
       return refuse("addressing model " + std::to_string(inst->words[1]) + ", not OpenCL's Physical32 or Physical64");
     if (inst->result_id) scan.defined.insert(inst->result_id);
-    if (inst->opcode == SpvOpTypePointer) scan.pointerTypes.insert(inst->result_id);
+    if (inst->opcode == SpvOpTypePointer && inst->num_words >= 4) scan.pointee[inst->result_id] = inst->words[3];
+    if (inst->opcode == SpvOpTypeStruct)
+      scan.composites[inst->result_id] = {true, std::vector<uint32_t>(inst->words + 2, inst->words + inst->num_words)};
+    const bool elements = inst->opcode == SpvOpTypeArray || inst->opcode == SpvOpTypeRuntimeArray ||
+                          inst->opcode == SpvOpTypeVector || inst->opcode == SpvOpTypeMatrix;
+    if (elements && inst->num_words >= 3) scan.composites[inst->result_id] = {false, {inst->words[2]}};
+    if (inst->opcode == SpvOpConstant && inst->num_words >= 4)
+      scan.constants[inst->result_id] = inst->words[3] | (inst->num_words >= 5 ? uint64_t(inst->words[4]) << 32 : 0);
     if (inst->result_id && inst->type_id) scan.typeOf[inst->result_id] = inst->type_id;
     // It casts what a specialization constant's pointer operation takes to a pointer, which the
     // validator does not check there.
@@ -294,9 +305,25 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
                              operation == SpvOpAccessChain || operation == SpvOpInBoundsAccessChain ||
                              operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
       auto type = scan.typeOf.find(word(3));
-      if (onPointer && (type == scan.typeOf.end() || !scan.pointerTypes.count(type->second)))
+      auto pointee = type == scan.typeOf.end() ? scan.pointee.end() : scan.pointee.find(type->second);
+      if (onPointer && pointee == scan.pointee.end())
         return refuse("a specialization constant's pointer operation on %" + std::to_string(word(3)) +
                       ", not a pointer");
+      // And it folds the chain's indexes into the pointed-to type unchecked: each must index a
+      // composite, a struct's by a constant in range.
+      const bool chain = onPointer && operation != SpvOpPtrCastToGeneric && operation != SpvOpGenericCastToPtr;
+      const bool ptrChain = operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
+      uint32_t at = chain ? pointee->second : 0;  // the type indexed next
+      for (uint16_t i = ptrChain ? 5 : 4; chain && i < inst->num_operands; ++i) {
+        auto composite = scan.composites.find(at);
+        auto index = scan.constants.find(word(i));
+        const bool isStruct = composite != scan.composites.end() && composite->second.first;
+        if (composite == scan.composites.end() ||
+            (isStruct && (index == scan.constants.end() || index->second >= composite->second.second.size())))
+          return refuse("a specialization constant's access chain whose index %" + std::to_string(word(i)) +
+                        " does not index its type");
+        at = composite->second.second[isStruct ? index->second : 0];
+      }
     }
     // Its writer takes a structure named `spirv.X` or `opencl.X` for a type of its own, and asserts
     // on one that is not.
