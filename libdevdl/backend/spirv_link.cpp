@@ -324,6 +324,17 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
                         " does not index its type");
         at = composite->second.second[isStruct ? index->second : 0];
       }
+      // Nor may an operation on numbers take or make a pointer (a pointer's UConvert crashed it).
+      const bool onPointers = onPointer || operation == SpvOpConvertPtrToU || operation == SpvOpConvertUToPtr ||
+                              operation == SpvOpBitcast;
+      bool pointers = scan.pointee.count(word(0)) != 0;
+      for (uint16_t i = 3; i < inst->num_operands && !onPointers; ++i) {
+        auto operandType = scan.typeOf.find(word(i));
+        pointers |= inst->operands[i].type == SPV_OPERAND_TYPE_ID && operandType != scan.typeOf.end() &&
+                    scan.pointee.count(operandType->second);
+      }
+      if (!onPointers && pointers)
+        return refuse("a specialization constant's operation " + std::to_string(operation) + " on or to a pointer");
     }
     // Its writer takes a structure named `spirv.X` or `opencl.X` for a type of its own, and asserts
     // on one that is not.
