@@ -59,6 +59,11 @@ std::vector<uint32_t> withoutInstructions(std::span<const uint32_t> words, Drop 
   return kept;
 }
 
+[[maybe_unused]] bool isAccessChain(uint32_t opcode) {  // for the translator's checks
+  return opcode == SpvOpAccessChain || opcode == SpvOpInBoundsAccessChain || opcode == SpvOpPtrAccessChain ||
+         opcode == SpvOpInBoundsPtrAccessChain;
+}
+
 [[maybe_unused]] std::string versionText(uint32_t version) {  // for the translator's checks
   return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
 }
@@ -301,9 +306,8 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
     // validator does not check there.
     if (inst->opcode == SpvOpSpecConstantOp && inst->num_operands >= 4) {
       const uint32_t operation = word(2);
-      const bool onPointer = operation == SpvOpPtrCastToGeneric || operation == SpvOpGenericCastToPtr ||
-                             operation == SpvOpAccessChain || operation == SpvOpInBoundsAccessChain ||
-                             operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
+      const bool chain = isAccessChain(operation);
+      const bool onPointer = chain || operation == SpvOpPtrCastToGeneric || operation == SpvOpGenericCastToPtr;
       auto type = scan.typeOf.find(word(3));
       auto pointee = type == scan.typeOf.end() ? scan.pointee.end() : scan.pointee.find(type->second);
       if (onPointer && pointee == scan.pointee.end())
@@ -311,7 +315,6 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
                       ", not a pointer");
       // And it folds the chain's indexes into the pointed-to type unchecked: each must index a
       // composite, a struct's by a constant in range.
-      const bool chain = onPointer && operation != SpvOpPtrCastToGeneric && operation != SpvOpGenericCastToPtr;
       const bool ptrChain = operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
       uint32_t at = chain ? pointee->second : 0;  // the type indexed next
       for (uint16_t i = ptrChain ? 5 : 4; chain && i < inst->num_operands; ++i) {
@@ -325,15 +328,15 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
         at = composite->second.second[isStruct ? index->second : 0];
       }
       // Nor may an operation on numbers take or make a pointer (a pointer's UConvert crashed it).
-      const bool onPointers = onPointer || operation == SpvOpConvertPtrToU || operation == SpvOpConvertUToPtr ||
-                              operation == SpvOpBitcast;
-      bool pointers = scan.pointee.count(word(0)) != 0;
-      for (uint16_t i = 3; i < inst->num_operands && !onPointers; ++i) {
+      const bool takesPointers = onPointer || operation == SpvOpConvertPtrToU || operation == SpvOpConvertUToPtr ||
+                                 operation == SpvOpBitcast;
+      bool pointers = scan.pointee.count(word(0)) != 0;  // the result's type
+      for (uint16_t i = 3; i < inst->num_operands; ++i) {
         auto operandType = scan.typeOf.find(word(i));
         pointers |= inst->operands[i].type == SPV_OPERAND_TYPE_ID && operandType != scan.typeOf.end() &&
                     scan.pointee.count(operandType->second);
       }
-      if (!onPointers && pointers)
+      if (!takesPointers && pointers)
         return refuse("a specialization constant's operation " + std::to_string(operation) + " on or to a pointer");
     }
     // Its writer takes a structure named `spirv.X` or `opencl.X` for a type of its own, and asserts
@@ -359,8 +362,7 @@ llvm::Error checkTranslatable(std::span<const uint32_t> words) {
       if (type != SPV_OPERAND_TYPE_ID && type != SPV_OPERAND_TYPE_OPTIONAL_ID) continue;
       auto used = scan.builtins.find(word(i));
       if (used == scan.builtins.end()) continue;
-      const bool chain = inst->opcode == SpvOpAccessChain || inst->opcode == SpvOpInBoundsAccessChain ||
-                         inst->opcode == SpvOpPtrAccessChain || inst->opcode == SpvOpInBoundsPtrAccessChain;
+      const bool chain = isAccessChain(inst->opcode);
       if (i == 2 && inst->opcode == SpvOpLoad) continue;
       if (i == 2 && used->second == 1 && inst->opcode == SpvOpPtrCastToGeneric) {
         scan.builtins[inst->result_id] = 2;
