@@ -107,8 +107,15 @@ std::vector<std::string> exportsOf(const dl_phdr_info *info, uintptr_t bundle) {
   return names;
 }
 
-int collectNotes(dl_phdr_info *info, size_t, void *data) {
-  auto &out = *static_cast<std::vector<LoadedBundle> *>(data);
+// The host loader's counters of loads and unloads: the same in every entry of one walk.
+uint64_t generationOf(const dl_phdr_info *info, size_t size) {
+  return size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ? info->dlpi_adds + info->dlpi_subs : 0;
+}
+
+int collectNotes(dl_phdr_info *info, size_t size, void *data) {
+  auto &found = *static_cast<LoadedObjects *>(data);
+  found.generation = generationOf(info, size);
+  std::vector<LoadedBundle> &out = found.bundles;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto &ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
@@ -164,20 +171,18 @@ void *globalScopeHandle() {
 
 }  // namespace
 
-std::vector<LoadedBundle> findLoadedBundles() {
-  std::vector<LoadedBundle> out;
-  dl_iterate_phdr(collectNotes, &out);
-  return out;
+LoadedObjects findLoadedBundles() {
+  LoadedObjects found;
+  dl_iterate_phdr(collectNotes, &found);
+  return found;
 }
 
 uint64_t loadedObjectsGeneration() {
   uint64_t generation = 0;
   dl_iterate_phdr(
       [](dl_phdr_info *info, size_t size, void *data) -> int {
-        // The counters are the same in every entry: read the first and stop.
-        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-          *static_cast<uint64_t *>(data) = info->dlpi_adds + info->dlpi_subs;
-        return 1;
+        *static_cast<uint64_t *>(data) = generationOf(info, size);
+        return 1;  // the first entry says it
       },
       &generation);
   return generation;

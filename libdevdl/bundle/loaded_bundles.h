@@ -30,8 +30,13 @@ struct LoadedBundle {
 };
 
 /// Every bundle of every object loaded in this process, in link-map order (the executable,
-/// preloaded objects, libraries in load order, then objects opened with dlopen).
-std::vector<LoadedBundle> findLoadedBundles();
+/// preloaded objects, libraries in load order, then objects opened with dlopen), and the
+/// generation (below) of that very list.
+struct LoadedObjects {
+  std::vector<LoadedBundle> bundles;
+  uint64_t generation = 0;
+};
+LoadedObjects findLoadedBundles();
 
 /// A number that changes whenever the host loader loads or unloads an object (glibc's
 /// dlpi_adds + dlpi_subs): a rescan for bundles is needed only when it moved. O(1).

@@ -48,7 +48,8 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
   const bool wasScanned = scanned_, preloaded = preloaded_;
   lock.release();
   ProcessView view;
-  view.generation = bundle::loadedObjectsGeneration();
+  // Once scanned, the objects are listed again only when the host loaded or unloaded one since.
+  if (wasScanned) view.generation = bundle::loadedObjectsGeneration();
   if (wasScanned && view.generation == scanned) {
     // Nothing loaded or unloaded; only a promotion to the global scope (a second dlopen with
     // RTLD_GLOBAL) can have changed what is global, and that counts as neither.
@@ -61,7 +62,9 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
     auto in = [](const std::vector<bundle::LoadedBundle> &list, const bundle::LoadedBundle &found) {
       return llvm::any_of(list, [&](const bundle::LoadedBundle &k) { return sameLoad(k, found); });
     };
-    for (bundle::LoadedBundle &found : bundle::findLoadedBundles()) {
+    bundle::LoadedObjects listed = bundle::findLoadedBundles();
+    view.generation = listed.generation;  // of the list itself, whatever was loaded meanwhile
+    for (bundle::LoadedBundle &found : listed.bundles) {
       ProcessView::Object object{std::move(found), false, std::nullopt};
       const bool knownGlobal = in(global, object.found), known = knownGlobal || in(local, object.found);
       // Once global, an object stays so while it is loaded: only the others are asked.

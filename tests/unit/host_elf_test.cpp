@@ -36,7 +36,7 @@ TEST(HostElf, DefaultBundleSymbolNamesTheBundlesXxh3InSixteenHexDigits) {
 
 std::vector<std::string> loadedModuleIds(const std::string &objectSuffix) {
   std::vector<std::string> ids;
-  for (const bundle::LoadedBundle &b : bundle::findLoadedBundles()) {
+  for (const bundle::LoadedBundle &b : bundle::findLoadedBundles().bundles) {
     if (!b.object.ends_with(objectSuffix)) continue;
     auto images = readBundleImages(b.bytes, nullptr);
     EXPECT_TRUE(!!images) << errorText(images);
@@ -52,15 +52,21 @@ TEST(HostElf, LoadedObjectsShowTheirBundlesInLinkMapOrder) {
   const std::string plugin = std::filesystem::path(DEVDL_TEST_PLUGIN).filename();
   EXPECT_EQ(loadedModuleIds(linked), std::vector<std::string>{"liblinked"});
   EXPECT_TRUE(loadedModuleIds(plugin).empty()) << "not loaded yet";
+  // A list says which generation of the host's objects it is, as loadedObjectsGeneration does.
+  const uint64_t before = bundle::findLoadedBundles().generation;
+  EXPECT_EQ(before, bundle::loadedObjectsGeneration());
 
   void *handle = dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
   EXPECT_EQ(loadedModuleIds(plugin), std::vector<std::string>{"libplugin"});
+  const uint64_t opened = bundle::findLoadedBundles().generation;
+  EXPECT_NE(opened, before) << "a load moves it";
+  EXPECT_EQ(opened, bundle::loadedObjectsGeneration());
   // The in-memory bundle is the one in the file, byte for byte.
   auto fromFile = readImageFile(DEVDL_TEST_PLUGIN);
   ASSERT_TRUE(!!fromFile) << errorText(fromFile);
   std::vector<std::string> order;
-  for (const bundle::LoadedBundle &b : bundle::findLoadedBundles()) {
+  for (const bundle::LoadedBundle &b : bundle::findLoadedBundles().bundles) {
     order.push_back(std::filesystem::path(b.object).filename());
     if (b.object.ends_with(plugin)) {
       auto images = readBundleImages(b.bytes, nullptr);
@@ -72,11 +78,12 @@ TEST(HostElf, LoadedObjectsShowTheirBundlesInLinkMapOrder) {
 
   ASSERT_EQ(dlclose(handle), 0);
   EXPECT_TRUE(loadedModuleIds(plugin).empty()) << "gone after dlclose";
+  EXPECT_NE(bundle::findLoadedBundles().generation, opened) << "an unload moves it";
 }
 
 // The loaded bundle of the object whose path ends with `suffix`.
 std::optional<bundle::LoadedBundle> loadedBundleOf(const std::string &suffix) {
-  for (bundle::LoadedBundle &b : bundle::findLoadedBundles())
+  for (bundle::LoadedBundle &b : bundle::findLoadedBundles().bundles)
     if (b.object.ends_with(suffix)) return std::move(b);
   return std::nullopt;
 }
