@@ -338,7 +338,8 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     job.uses.push_back({root, plan.images, {}});
     std::vector<uint32_t> withImporters{root};
     for (uint32_t importer : importersOf(plan, dev, job.uses)) withImporters.push_back(importer);
-    const LinkPlan linked = withImporters.size() == 1 ? plan : planFor(withImporters);
+    std::optional<LinkPlan> joint;
+    const LinkPlan &linked = withImporters.size() == 1 ? plan : joint.emplace(planFor(withImporters));
     const auto buildKey = std::make_pair(static_cast<const backend::Device *>(dev), keyOf(linked));
     // A thread already builds it: wait, and take the program it made (or build it alone after a
     // while: that thread may be waiting for the host loader's lock, which this one may hold).
