@@ -59,15 +59,6 @@ std::vector<uint32_t> withoutInstructions(std::span<const uint32_t> words, Drop 
   return kept;
 }
 
-[[maybe_unused]] bool isAccessChain(uint32_t opcode) {  // for the translator's checks
-  return opcode == SpvOpAccessChain || opcode == SpvOpInBoundsAccessChain || opcode == SpvOpPtrAccessChain ||
-         opcode == SpvOpInBoundsPtrAccessChain;
-}
-
-[[maybe_unused]] std::string versionText(uint32_t version) {  // for the translator's checks
-  return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
-}
-
 }  // namespace
 
 // The linker leaves each module's variable for a builtin (get_global_id reads
@@ -240,177 +231,245 @@ llvm::Expected<std::vector<uint32_t>> linkSpirv(std::span<const DeviceImage *con
 
 uint32_t linkedSpecId(size_t module, uint32_t specId) { return static_cast<uint32_t>(module) << 16 | specId; }
 
+#if DEVDL_HAVE_SPIRV_TRANSLATOR
+namespace {
+
+bool isAccessChain(uint32_t opcode) {
+  return opcode == SpvOpAccessChain || opcode == SpvOpInBoundsAccessChain || opcode == SpvOpPtrAccessChain ||
+         opcode == SpvOpInBoundsPtrAccessChain;
+}
+
+std::string versionText(uint32_t version) {
+  return std::to_string(version >> 16 & 0xff) + "." + std::to_string(version >> 8 & 0xff);
+}
+
+// What the SPIR-V to SPIR translator (15) exits, asserts or crashes on in modules the validator
+// accepts, each found by fuzz_link (tests/data/fuzz-regressions has an input for each): one pass
+// over the module, instruction by instruction, each limit a method that says why it refuses one
+// ("" where it does not), in the order they were found.
+class TranslatorLimits {
+ public:
+  std::string refuse(const spv_parsed_instruction_t &inst) {
+    std::string why = annotatedAfterDefinition(inst);
+    if (why.empty()) why = addressingModel(inst);
+    if (why.empty()) {
+      learn(inst);
+      why = specConstantOperation(inst);
+    }
+    if (why.empty()) why = reservedName(inst);
+    if (why.empty()) why = builtinUse(inst);
+    if (why.empty()) why = parameterCount(inst);
+    if (why.empty()) why = literals(inst);
+    return why;
+  }
+
+ private:
+  static uint32_t word(const spv_parsed_instruction_t &inst, uint16_t operand) {
+    return inst.words[inst.operands[operand].offset];
+  }
+  static bool annotates(uint32_t opcode) {
+    return opcode == SpvOpName || opcode == SpvOpMemberName || opcode == SpvOpDecorate ||
+           opcode == SpvOpMemberDecorate || opcode == SpvOpDecorateId || opcode == SpvOpDecorateString ||
+           opcode == SpvOpMemberDecorateString;
+  }
+
+  // What later instructions are checked against: the ids defined so far, their types, what the
+  // pointer types point to, composites' members and integer constants' values.
+  void learn(const spv_parsed_instruction_t &inst) {
+    if (inst.result_id) defined_.insert(inst.result_id);
+    if (inst.result_id && inst.type_id) typeOf_[inst.result_id] = inst.type_id;
+    if (inst.opcode == SpvOpTypePointer && inst.num_words >= 4) pointee_[inst.result_id] = inst.words[3];
+    if (inst.opcode == SpvOpTypeStruct)
+      composites_[inst.result_id] = {true, std::vector<uint32_t>(inst.words + 2, inst.words + inst.num_words)};
+    const bool elements = inst.opcode == SpvOpTypeArray || inst.opcode == SpvOpTypeRuntimeArray ||
+                          inst.opcode == SpvOpTypeVector || inst.opcode == SpvOpTypeMatrix;
+    if (elements && inst.num_words >= 3) composites_[inst.result_id] = {false, {inst.words[2]}};
+    if (inst.opcode == SpvOpConstant && inst.num_words >= 4)
+      constants_[inst.result_id] = inst.words[3] | (inst.num_words >= 5 ? uint64_t(inst.words[4]) << 32 : 0);
+  }
+
+  // It asserts that what a name or decoration targets is defined after it: only an
+  // OpExtInstImport or OpString comes before, and the validator lets them be named.
+  std::string annotatedAfterDefinition(const spv_parsed_instruction_t &inst) const {
+    if (!annotates(inst.opcode) || inst.num_words < 2 || !defined_.count(inst.words[1])) return "";
+    return "a name or decoration of %" + std::to_string(inst.words[1]) + ", defined before it";
+  }
+
+  // Logical addressing (not OpenCL's) leaves its reader without a target: it ends on some such
+  // modules, and its writer on the rest.
+  static std::string addressingModel(const spv_parsed_instruction_t &inst) {
+    if (inst.opcode != SpvOpMemoryModel || inst.num_words < 2 || inst.words[1] == SpvAddressingModelPhysical32 ||
+        inst.words[1] == SpvAddressingModelPhysical64)
+      return "";
+    return "addressing model " + std::to_string(inst.words[1]) + ", not OpenCL's Physical32 or Physical64";
+  }
+
+  // A specialization constant's operation, which the validator does not check: the translator
+  // casts what a pointer operation takes to a pointer, folds an access chain's indexes into the
+  // pointed-to type unchecked (each must index a composite, a struct's by a constant in range),
+  // and crashed on an operation on numbers that takes or makes a pointer (a pointer's UConvert).
+  std::string specConstantOperation(const spv_parsed_instruction_t &inst) const {
+    if (inst.opcode != SpvOpSpecConstantOp || inst.num_operands < 4) return "";
+    const uint32_t operation = word(inst, 2);
+    const bool chain = isAccessChain(operation);
+    const bool onPointer = chain || operation == SpvOpPtrCastToGeneric || operation == SpvOpGenericCastToPtr;
+    auto type = typeOf_.find(word(inst, 3));
+    auto pointee = type == typeOf_.end() ? pointee_.end() : pointee_.find(type->second);
+    if (onPointer && pointee == pointee_.end())
+      return "a specialization constant's pointer operation on %" + std::to_string(word(inst, 3)) + ", not a pointer";
+    const bool ptrChain = operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
+    uint32_t at = chain ? pointee->second : 0;  // the type indexed next
+    for (uint16_t i = ptrChain ? 5 : 4; chain && i < inst.num_operands; ++i) {
+      auto composite = composites_.find(at);
+      auto index = constants_.find(word(inst, i));
+      const bool isStruct = composite != composites_.end() && composite->second.first;
+      if (composite == composites_.end() ||
+          (isStruct && (index == constants_.end() || index->second >= composite->second.second.size())))
+        return "a specialization constant's access chain whose index %" + std::to_string(word(inst, i)) +
+               " does not index its type";
+      at = composite->second.second[isStruct ? index->second : 0];
+    }
+    const bool takesPointers = onPointer || operation == SpvOpConvertPtrToU || operation == SpvOpConvertUToPtr ||
+                               operation == SpvOpBitcast;
+    bool pointers = pointee_.count(word(inst, 0)) != 0;  // the result's type
+    for (uint16_t i = 3; i < inst.num_operands; ++i) {
+      auto operandType = typeOf_.find(word(inst, i));
+      pointers |= inst.operands[i].type == SPV_OPERAND_TYPE_ID && operandType != typeOf_.end() &&
+                  pointee_.count(operandType->second);
+    }
+    if (!takesPointers && pointers)
+      return "a specialization constant's operation " + std::to_string(operation) + " on or to a pointer";
+    return "";
+  }
+
+  // Its writer takes a structure named `spirv.X` or `opencl.X` for a type of its own, and asserts
+  // on one that is not. (Names of builtin variables are kept for builtinUse.)
+  std::string reservedName(const spv_parsed_instruction_t &inst) {
+    if (inst.opcode == SpvOpName && inst.num_operands == 2) {
+      const std::string_view name(reinterpret_cast<const char *>(inst.words + inst.operands[1].offset));
+      if (name.starts_with("spirv.") || name.starts_with("opencl.")) reservedNames_.insert(inst.words[1]);
+      if (name.starts_with("__spirv_BuiltIn")) builtinNames_.insert(inst.words[1]);
+    }
+    if (inst.opcode != SpvOpTypeStruct || !reservedNames_.count(inst.result_id)) return "";
+    return "a structure named as the SPIR-V to SPIR translator names its own types (spirv.*, opencl.*)";
+  }
+
+  // It ends the process on a builtin variable used but as it lowers them to calls: loaded, or
+  // cast to a generic pointer that is loaded or indexed (OpPtrCastToGeneric, access chains) and
+  // that loaded. A variable named as it names builtins (`__spirv_BuiltIn*`) is one to it.
+  std::string builtinUse(const spv_parsed_instruction_t &inst) {
+    if (inst.opcode == SpvOpDecorate && inst.num_words >= 3 && inst.words[2] == SpvDecorationBuiltIn)
+      builtins_[inst.words[1]] = Builtin::Variable;
+    if (inst.opcode == SpvOpVariable && builtinNames_.count(inst.result_id)) builtins_[inst.result_id] = Builtin::Variable;
+    const bool declares = annotates(inst.opcode) || inst.opcode == SpvOpEntryPoint ||
+                          inst.opcode == SpvOpExecutionMode || inst.opcode == SpvOpExecutionModeId ||
+                          inst.opcode == SpvOpDecorationGroup || inst.opcode == SpvOpGroupDecorate ||
+                          inst.opcode == SpvOpGroupMemberDecorate;
+    for (uint16_t i = 0; i < inst.num_operands && !declares; ++i) {
+      const spv_operand_type_t type = inst.operands[i].type;
+      if (type != SPV_OPERAND_TYPE_ID && type != SPV_OPERAND_TYPE_OPTIONAL_ID) continue;
+      auto used = builtins_.find(word(inst, i));
+      if (used == builtins_.end()) continue;
+      if (i == 2 && inst.opcode == SpvOpLoad) continue;
+      if (i == 2 && used->second == Builtin::Variable && inst.opcode == SpvOpPtrCastToGeneric)
+        builtins_[inst.result_id] = Builtin::Generic;
+      else if (i == 2 && used->second == Builtin::Generic && isAccessChain(inst.opcode))
+        builtins_[inst.result_id] = Builtin::Place;
+      else
+        return "builtin variable %" + std::to_string(word(inst, i)) +
+               " (decorated or named so) used other than loaded, which the SPIR-V to SPIR translator does not take";
+    }
+    return "";
+  }
+
+  // It reads past a function's parameters where they are fewer than its type's.
+  std::string parameterCount(const spv_parsed_instruction_t &inst) {
+    if (inst.opcode == SpvOpTypeFunction && inst.num_words >= 3) functionTypes_[inst.result_id] = inst.num_words - 3u;
+    if (inst.opcode == SpvOpFunctionParameter) {
+      ++parameters_;
+    } else if (parametersExpected_) {
+      if (parameters_ != *parametersExpected_)
+        return "a function with " + std::to_string(parameters_) + " parameters whose type has " +
+               std::to_string(*parametersExpected_);
+      parametersExpected_.reset();
+    }
+    if (inst.opcode == SpvOpFunction && inst.num_words >= 5) {
+      auto type = functionTypes_.find(inst.words[4]);
+      parametersExpected_ = type == functionTypes_.end() ? 0 : type->second;
+      parameters_ = 0;
+    }
+    return "";
+  }
+
+  // It exits on an extension it does not know and on a string padded with other than zeros, and
+  // LLVM asserts that an alignment is a power of 2: one of a memory access (the literal after an
+  // Aligned mask) or of an Alignment decoration.
+  static std::string literals(const spv_parsed_instruction_t &inst) {
+    static constexpr std::string_view kKnownExtensions[] = {
+#define EXT(X) #X,
+#include <LLVMSPIRVLib/LLVMSPIRVExtensions.inc>
+#undef EXT
+    };
+    for (uint16_t i = 0; i < inst.num_operands; ++i) {
+      const spv_parsed_operand_t &operand = inst.operands[i];
+      if (operand.type == SPV_OPERAND_TYPE_LITERAL_STRING) {
+        const char *text = reinterpret_cast<const char *>(inst.words + operand.offset);
+        const size_t size = operand.num_words * 4u;
+        const std::string_view string(text, strnlen(text, size));
+        if (std::any_of(text + string.size(), text + size, [](char c) { return c != 0; }))
+          return "a string padded with other than zeros";
+        if (inst.opcode == SpvOpExtension && !llvm::is_contained(kKnownExtensions, string))
+          return "SPIR-V extension `" + std::string(string) + "`, which the SPIR-V to SPIR translator does not know";
+      }
+      const bool alignedAccess = (operand.type == SPV_OPERAND_TYPE_MEMORY_ACCESS ||
+                                  operand.type == SPV_OPERAND_TYPE_OPTIONAL_MEMORY_ACCESS) &&
+                                 (word(inst, i) & SpvMemoryAccessAlignedMask) && i + 1 < inst.num_operands;
+      const bool alignmentDecoration = operand.type == SPV_OPERAND_TYPE_DECORATION &&
+                                       word(inst, i) == SpvDecorationAlignment && i + 1 < inst.num_operands;
+      if ((alignedAccess || alignmentDecoration) && !llvm::isPowerOf2_32(word(inst, i + 1)))
+        return "alignment " + std::to_string(word(inst, i + 1)) + ", not a power of 2";
+    }
+    return "";
+  }
+
+  std::set<uint32_t> defined_;               // result ids so far
+  std::map<uint32_t, uint32_t> typeOf_;      // result id -> its type
+  std::map<uint32_t, uint32_t> pointee_;     // OpTypePointer -> the type it points to
+  // Composite types -> their members' types (a struct) or their element's (any other).
+  std::map<uint32_t, std::pair<bool, std::vector<uint32_t>>> composites_;  // (is a struct, types)
+  std::map<uint32_t, uint64_t> constants_;   // integer constants' values, which index structs
+  std::set<uint32_t> reservedNames_;         // named as the translator names its own types
+  std::set<uint32_t> builtinNames_;          // named as it names builtin variables
+  // Builtin variables, and what is made of them: a generic pointer to one, a place in either.
+  enum class Builtin { Variable, Generic, Place };
+  std::map<uint32_t, Builtin> builtins_;
+  std::map<uint32_t, size_t> functionTypes_;  // OpTypeFunction -> its parameter count
+  std::optional<size_t> parametersExpected_;  // in a function's header: what its type says
+  size_t parameters_ = 0;                     // and what it has so far
+};
+
+}  // namespace
+#endif
+
 llvm::Error checkTranslatable(std::span<const uint32_t> words) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR
   return llvm::Error::success();  // nothing is translated
 #else
-  static constexpr std::string_view kKnownExtensions[] = {
-#define EXT(X) #X,
-#include <LLVMSPIRVLib/LLVMSPIRVExtensions.inc>
-#undef EXT
-  };
-  // The translator exits on a version it does not know.
+  // It exits on a version it does not know.
   const uint32_t newest = static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion);
   if (words.size() > kVersionWord && words[kVersionWord] > newest)
     return fail(ErrorCode::Unsupported, "SPIR-V version " + versionText(words[kVersionWord]) +
                                             ", newer than the SPIR-V to SPIR translator reads (" + versionText(newest) + ")");
   struct Scan {
+    TranslatorLimits limits;
     std::string refused;
-    std::set<uint32_t> defined;                 // result ids so far
-    std::map<uint32_t, size_t> functionTypes;   // OpTypeFunction -> its parameter count
-    std::optional<size_t> parametersExpected;   // in a function's header: what its type says
-    size_t parameters = 0;                      // and what it has so far
-    // Builtin variables (BuiltIn decorations), and what is made of them: 1 the variable, 2 a
-    // generic pointer to it, 3 a place in either.
-    std::map<uint32_t, int> builtins;
-    std::set<uint32_t> reservedNames;  // named as the translator names its own types
-    std::set<uint32_t> builtinNames;   // named as it names builtin variables
-    std::map<uint32_t, uint32_t> pointee;  // OpTypePointer -> the type it points to
-    std::map<uint32_t, uint32_t> typeOf;   // result id -> its type
-    // Composite types -> their members' types (a struct) or their element's (any other), and
-    // the values of integer constants, which index structs.
-    std::map<uint32_t, std::pair<bool, std::vector<uint32_t>>> composites;  // (is a struct, types)
-    std::map<uint32_t, uint64_t> constants;
   } scan;
   auto check = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &scan = *static_cast<Scan *>(user);
-    auto refuse = [&](const std::string &what) {
-      scan.refused = what + " (opcode " + std::to_string(inst->opcode) + ")";
-      return SPV_REQUESTED_TERMINATION;
-    };
-    auto word = [&](uint16_t operand) { return inst->words[inst->operands[operand].offset]; };
-    // The translator asserts that what a name or decoration targets is defined after it: only an
-    // OpExtInstImport or OpString comes before, and the validator lets them be named.
-    const bool annotates = inst->opcode == SpvOpName || inst->opcode == SpvOpMemberName ||
-                           inst->opcode == SpvOpDecorate || inst->opcode == SpvOpMemberDecorate ||
-                           inst->opcode == SpvOpDecorateId || inst->opcode == SpvOpDecorateString ||
-                           inst->opcode == SpvOpMemberDecorateString;
-    if (annotates && inst->num_words >= 2 && scan.defined.count(inst->words[1]))
-      return refuse("a name or decoration of %" + std::to_string(inst->words[1]) + ", defined before it");
-    // Logical addressing (not OpenCL's) leaves the reader without a target: it ends on some such
-    // modules, and its writer on the rest.
-    if (inst->opcode == SpvOpMemoryModel && inst->num_words >= 2 && inst->words[1] != SpvAddressingModelPhysical32 &&
-        inst->words[1] != SpvAddressingModelPhysical64)
-      return refuse("addressing model " + std::to_string(inst->words[1]) + ", not OpenCL's Physical32 or Physical64");
-    if (inst->result_id) scan.defined.insert(inst->result_id);
-    if (inst->opcode == SpvOpTypePointer && inst->num_words >= 4) scan.pointee[inst->result_id] = inst->words[3];
-    if (inst->opcode == SpvOpTypeStruct)
-      scan.composites[inst->result_id] = {true, std::vector<uint32_t>(inst->words + 2, inst->words + inst->num_words)};
-    const bool elements = inst->opcode == SpvOpTypeArray || inst->opcode == SpvOpTypeRuntimeArray ||
-                          inst->opcode == SpvOpTypeVector || inst->opcode == SpvOpTypeMatrix;
-    if (elements && inst->num_words >= 3) scan.composites[inst->result_id] = {false, {inst->words[2]}};
-    if (inst->opcode == SpvOpConstant && inst->num_words >= 4)
-      scan.constants[inst->result_id] = inst->words[3] | (inst->num_words >= 5 ? uint64_t(inst->words[4]) << 32 : 0);
-    if (inst->result_id && inst->type_id) scan.typeOf[inst->result_id] = inst->type_id;
-    // It casts what a specialization constant's pointer operation takes to a pointer, which the
-    // validator does not check there.
-    if (inst->opcode == SpvOpSpecConstantOp && inst->num_operands >= 4) {
-      const uint32_t operation = word(2);
-      const bool chain = isAccessChain(operation);
-      const bool onPointer = chain || operation == SpvOpPtrCastToGeneric || operation == SpvOpGenericCastToPtr;
-      auto type = scan.typeOf.find(word(3));
-      auto pointee = type == scan.typeOf.end() ? scan.pointee.end() : scan.pointee.find(type->second);
-      if (onPointer && pointee == scan.pointee.end())
-        return refuse("a specialization constant's pointer operation on %" + std::to_string(word(3)) +
-                      ", not a pointer");
-      // And it folds the chain's indexes into the pointed-to type unchecked: each must index a
-      // composite, a struct's by a constant in range.
-      const bool ptrChain = operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
-      uint32_t at = chain ? pointee->second : 0;  // the type indexed next
-      for (uint16_t i = ptrChain ? 5 : 4; chain && i < inst->num_operands; ++i) {
-        auto composite = scan.composites.find(at);
-        auto index = scan.constants.find(word(i));
-        const bool isStruct = composite != scan.composites.end() && composite->second.first;
-        if (composite == scan.composites.end() ||
-            (isStruct && (index == scan.constants.end() || index->second >= composite->second.second.size())))
-          return refuse("a specialization constant's access chain whose index %" + std::to_string(word(i)) +
-                        " does not index its type");
-        at = composite->second.second[isStruct ? index->second : 0];
-      }
-      // Nor may an operation on numbers take or make a pointer (a pointer's UConvert crashed it).
-      const bool takesPointers = onPointer || operation == SpvOpConvertPtrToU || operation == SpvOpConvertUToPtr ||
-                                 operation == SpvOpBitcast;
-      bool pointers = scan.pointee.count(word(0)) != 0;  // the result's type
-      for (uint16_t i = 3; i < inst->num_operands; ++i) {
-        auto operandType = scan.typeOf.find(word(i));
-        pointers |= inst->operands[i].type == SPV_OPERAND_TYPE_ID && operandType != scan.typeOf.end() &&
-                    scan.pointee.count(operandType->second);
-      }
-      if (!takesPointers && pointers)
-        return refuse("a specialization constant's operation " + std::to_string(operation) + " on or to a pointer");
-    }
-    // Its writer takes a structure named `spirv.X` or `opencl.X` for a type of its own, and asserts
-    // on one that is not.
-    if (inst->opcode == SpvOpName && inst->num_operands == 2) {
-      const std::string_view name(reinterpret_cast<const char *>(inst->words + inst->operands[1].offset));
-      if (name.starts_with("spirv.") || name.starts_with("opencl.")) scan.reservedNames.insert(inst->words[1]);
-      if (name.starts_with("__spirv_BuiltIn")) scan.builtinNames.insert(inst->words[1]);
-    }
-    if (inst->opcode == SpvOpTypeStruct && scan.reservedNames.count(inst->result_id))
-      return refuse("a structure named as the SPIR-V to SPIR translator names its own types (spirv.*, opencl.*)");
-    // It ends the process on a builtin variable used but as it lowers them to calls: loaded, or
-    // cast to a generic pointer that is loaded or indexed (OpPtrCastToGeneric, access chains) and
-    // that loaded. A variable named as it names builtins (`__spirv_BuiltIn*`) is one to it.
-    if (inst->opcode == SpvOpDecorate && inst->num_words >= 3 && inst->words[2] == SpvDecorationBuiltIn)
-      scan.builtins[inst->words[1]] = 1;
-    if (inst->opcode == SpvOpVariable && scan.builtinNames.count(inst->result_id)) scan.builtins[inst->result_id] = 1;
-    const bool declares = annotates || inst->opcode == SpvOpEntryPoint || inst->opcode == SpvOpExecutionMode ||
-                          inst->opcode == SpvOpExecutionModeId || inst->opcode == SpvOpDecorationGroup ||
-                          inst->opcode == SpvOpGroupDecorate || inst->opcode == SpvOpGroupMemberDecorate;
-    for (uint16_t i = 0; i < inst->num_operands && !declares; ++i) {
-      const spv_operand_type_t type = inst->operands[i].type;
-      if (type != SPV_OPERAND_TYPE_ID && type != SPV_OPERAND_TYPE_OPTIONAL_ID) continue;
-      auto used = scan.builtins.find(word(i));
-      if (used == scan.builtins.end()) continue;
-      const bool chain = isAccessChain(inst->opcode);
-      if (i == 2 && inst->opcode == SpvOpLoad) continue;
-      if (i == 2 && used->second == 1 && inst->opcode == SpvOpPtrCastToGeneric) {
-        scan.builtins[inst->result_id] = 2;
-      } else if (i == 2 && used->second == 2 && chain) {
-        scan.builtins[inst->result_id] = 3;
-      } else {
-        return refuse("builtin variable %" + std::to_string(word(i)) +
-                      " (decorated or named so) used other than loaded, which the SPIR-V to SPIR translator "
-                      "does not take");
-      }
-    }
-    // It reads past a function's parameters where they are fewer than its type's.
-    if (inst->opcode == SpvOpTypeFunction && inst->num_words >= 3) scan.functionTypes[inst->result_id] = inst->num_words - 3u;
-    if (inst->opcode == SpvOpFunctionParameter) {
-      ++scan.parameters;
-    } else if (scan.parametersExpected) {
-      if (scan.parameters != *scan.parametersExpected)
-        return refuse("a function with " + std::to_string(scan.parameters) + " parameters whose type has " +
-                      std::to_string(*scan.parametersExpected));
-      scan.parametersExpected.reset();
-    }
-    if (inst->opcode == SpvOpFunction && inst->num_words >= 5) {
-      auto type = scan.functionTypes.find(inst->words[4]);
-      scan.parametersExpected = type == scan.functionTypes.end() ? 0 : type->second;
-      scan.parameters = 0;
-    }
-    for (uint16_t i = 0; i < inst->num_operands; ++i) {
-      const spv_parsed_operand_t &operand = inst->operands[i];
-      if (operand.type == SPV_OPERAND_TYPE_LITERAL_STRING) {
-        const char *text = reinterpret_cast<const char *>(inst->words + operand.offset);
-        const size_t size = operand.num_words * 4u;
-        const std::string_view string(text, strnlen(text, size));
-        if (std::any_of(text + string.size(), text + size, [](char c) { return c != 0; }))
-          return refuse("a string padded with other than zeros");
-        if (inst->opcode == SpvOpExtension && !llvm::is_contained(kKnownExtensions, string))
-          return refuse("SPIR-V extension `" + std::string(string) + "`, which the SPIR-V to SPIR translator does not know");
-      }
-      // LLVM asserts that an alignment is a power of 2: one of a memory access (the literal after
-      // an Aligned mask) or of an Alignment decoration.
-      const bool alignedAccess = (operand.type == SPV_OPERAND_TYPE_MEMORY_ACCESS ||
-                                  operand.type == SPV_OPERAND_TYPE_OPTIONAL_MEMORY_ACCESS) &&
-                                 (word(i) & SpvMemoryAccessAlignedMask) && i + 1 < inst->num_operands;
-      const bool alignmentDecoration = operand.type == SPV_OPERAND_TYPE_DECORATION && word(i) == SpvDecorationAlignment &&
-                                       i + 1 < inst->num_operands;
-      if ((alignedAccess || alignmentDecoration) && !llvm::isPowerOf2_32(word(i + 1)))
-        return refuse("alignment " + std::to_string(word(i + 1)) + ", not a power of 2");
-    }
-    return SPV_SUCCESS;
+    const std::string why = scan.limits.refuse(*inst);
+    if (why.empty()) return SPV_SUCCESS;
+    scan.refused = why + " (opcode " + std::to_string(inst->opcode) + ")";
+    return SPV_REQUESTED_TERMINATION;
   };
   spirv::Context context;
   if (spirv::Diagnostic diagnostic; spvBinaryParse(context.get(), &scan, words.data(), words.size(), nullptr, check,

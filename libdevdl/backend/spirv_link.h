@@ -48,10 +48,11 @@ uint32_t linkedSpecId(size_t module, uint32_t specId);
 bool canTranslateToSpir();
 
 /// Whether the translator takes `words` without ending the process, where the SPIR-V validator
-/// lets through what it exits or asserts on (a version or an extension it does not know, a string
-/// padded with other than zeros, an alignment not a power of 2, a name or decoration of an
-/// OpExtInstImport, a function with fewer parameters than its type, an addressing model other
-/// than OpenCL's; tests/data/fuzz-regressions has each). An error says which.
+/// lets through what it exits, asserts or crashes on (a version or an extension it does not know,
+/// an alignment not a power of 2, a function with fewer parameters than its type, a builtin
+/// variable used other than loaded, a specialization constant's operation it folds unchecked, and
+/// more: TranslatorLimits in spirv_link.cpp has each, tests/data/fuzz-regressions an input for
+/// each). An error says which.
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
 
 /// The kernel of devdl's that copies `variable` between the host and the device (copyKernels):
