@@ -307,7 +307,8 @@ class TranslatorLimits {
   // A specialization constant's operation, which the validator does not check: the translator
   // casts what a pointer operation takes to a pointer, folds an access chain's indexes into the
   // pointed-to type unchecked (each must index a composite, a struct's by a constant in range),
-  // and crashed on an operation on numbers that takes or makes a pointer (a pointer's UConvert).
+  // and crashed on an operation on numbers that takes or makes a pointer (a pointer's UConvert),
+  // and on a conversion from a number of what is a pointer.
   std::string specConstantOperation(const spv_parsed_instruction_t &inst) const {
     if (inst.opcode != SpvOpSpecConstantOp || inst.num_operands < 4) return "";
     const uint32_t operation = word(inst, 2);
@@ -329,6 +330,12 @@ class TranslatorLimits {
                " does not index its type";
       at = composite->second.second[isStruct ? index->second : 0];
     }
+    // Its conversions between pointers and numbers take the operand for what they convert from (a
+    // pointer's ConvertUToPtr crashed it).
+    const bool operandIsPointer = pointee != pointee_.end();
+    if ((operation == SpvOpConvertUToPtr && operandIsPointer) || (operation == SpvOpConvertPtrToU && !operandIsPointer))
+      return "a specialization constant's conversion " + std::to_string(operation) + " of %" +
+             std::to_string(word(inst, 3)) + (operandIsPointer ? ", a pointer" : ", not a pointer");
     const bool takesPointers = onPointer || operation == SpvOpConvertPtrToU || operation == SpvOpConvertUToPtr ||
                                operation == SpvOpBitcast;
     bool pointers = pointee_.count(word(inst, 0)) != 0;  // the result's type

@@ -148,6 +148,7 @@ TEST(TranslatorLimits, EachFuzzFindIsRefusedForWhatItIs) {
       {"spirv-spec-constant-cast-of-a-number", "a specialization constant's pointer operation on %40, not a pointer"},
       {"spirv-spec-constant-chain-past-its-type", "a specialization constant's access chain whose index %23 does not"},
       {"spirv-spec-constant-conversion-of-a-pointer", "a specialization constant's operation 113 on or to a pointer"},
+      {"spirv-spec-constant-number-conversion-of-a-pointer", "a specialization constant's conversion 120 of %81, a pointer"},
       {"spirv-string-padding", "a string padded with other than zeros"},
       {"spirv-structure-named-as-the-translators", "a structure named as the SPIR-V to SPIR translator names its own"},
       {"spirv-variable-named-as-a-builtin", "builtin variable %9 (decorated or named so) used other than loaded"},
