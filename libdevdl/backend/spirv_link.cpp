@@ -249,11 +249,12 @@ std::string versionText(uint32_t version) {
 // ("" where it does not), in the order they were found.
 class TranslatorLimits {
  public:
+  /// Why the translator cannot take `inst`, after the instructions before it; "" where it can.
   std::string refuse(const spv_parsed_instruction_t &inst) {
     std::string why = annotatedAfterDefinition(inst);
     if (why.empty()) why = addressingModel(inst);
     if (why.empty()) {
-      learn(inst);
+      learn(inst);  // what it defines counts from here on
       why = specConstantOperation(inst);
     }
     if (why.empty()) why = reservedName(inst);
