@@ -22,6 +22,16 @@ mkdir -p "$stage/lib" "$stage/bin" "$stage/images" "$stage/samples"
 cp -P "$build"/libdevdl/libdevdl.so* "$stage/lib/"
 cp -P "$build"/samples/cuda-seed/libcudaseedlib.so "$stage/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/"  # no static Google Benchmark in Debian
+# The remote cache's benchmark there: hiredis (devdl opens it at run time) and Debian's
+# redis-server, with the libraries it needs beyond the C and C++ runtimes, behind a script that
+# points it at them (DEVDL_TEST_REDIS_SERVER, set by gpu-run.sh).
+cp -L /usr/lib/x86_64-linux-gnu/libhiredis.so.0.14 "$stage/lib/"
+mkdir -p "$stage/redis/lib"
+cp -L /usr/bin/redis-server "$stage/redis/redis-server.bin"
+ldd /usr/bin/redis-server | awk '$3 ~ /^\// { print $3 }' | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s)\.so' |
+  xargs -I{} cp -L {} "$stage/redis/lib/"
+printf '#!/bin/sh\nd=$(dirname "$0")\nLD_LIBRARY_PATH=$d/lib exec "$d/redis-server.bin" "$@"\n' > "$stage/redis/redis-server"
+chmod +x "$stage/redis/redis-server"
 cp "$build"/tests/devdl_cuda_tests "$build"/tests/devdl_suite_tests \
    "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
    "$build"/bench/bench_lto \

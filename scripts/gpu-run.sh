@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 stage=build/portable/stage
 export LD_LIBRARY_PATH=$PWD/$stage/lib
 export DEVDL_TEST_IMAGES=$PWD/$stage/images
+export DEVDL_TEST_REDIS_SERVER=$PWD/$stage/redis/redis-server  # for the remote cache's benchmark
 status=0
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 

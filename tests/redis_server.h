@@ -1,6 +1,7 @@
-// A real redis-server (Debian's) on a free loopback port, for the remote cache's tests and
-// benchmarks: started by the constructor, which waits until it answers, and killed with the
-// object. Nothing is saved to disk. Where it cannot start, why() says so.
+// A real redis-server (Debian's; DEVDL_TEST_REDIS_SERVER names another, as the GPU machine's
+// stage carries one) on a free loopback port, for the remote cache's tests and benchmarks:
+// started by the constructor, which waits until it answers, and killed with the object. Nothing
+// is saved to disk. Where it cannot start, why() says so.
 #pragma once
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,7 +27,8 @@ class RedisServer {
  public:
   /// `options` go to redis-server after devdl's own (--requirepass SECRET, say).
   explicit RedisServer(std::vector<std::string> options = {}) {
-    const std::string program = "/usr/bin/redis-server";
+    const char *named = std::getenv("DEVDL_TEST_REDIS_SERVER");
+    const std::string program = named && *named ? named : "/usr/bin/redis-server";
     if (access(program.c_str(), X_OK) != 0) {
       why_ = "no " + program + " (Debian: redis-server, scripts/setup-debian.sh)";
       return;
