@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cinttypes>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -387,10 +388,12 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
           close(std::exchange(file.fd, -1));
           continue;
         }
-        // Who builds, for what waiters say; nothing else reads it.
-        const std::string pid = std::to_string(getpid()) + "\n";
-        const bool named = ftruncate(file.fd, 0) == 0 && pwrite(file.fd, pid.data(), pid.size(), 0) > 0;
-        (void)named;
+        // Who builds, for what waiters say; nothing else reads it. At one width, over whatever a
+        // last holder wrote: ext4 writes out a file cut to nothing and written again when it is
+        // closed (auto_da_alloc), which made letting go of the lock cost 0.2-0.6 ms.
+        char pid[32];
+        const int length = std::snprintf(pid, sizeof pid, "%20ld\n", static_cast<long>(getpid()));
+        [[maybe_unused]] const ssize_t written = pwrite(file.fd, pid, static_cast<size_t>(length), 0);
         lockedHere_.push_back(key);
         BuildTurn turn;
         turn.lock = std::make_unique<FileLock>(*this, key, std::exchange(file.fd, -1));

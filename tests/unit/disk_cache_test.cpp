@@ -603,6 +603,10 @@ TEST(DiskCacheBuildLock, ALockHeldByAKilledProcessIsTakenOverAtOnce) {
   EXPECT_TRUE(turn.lock);
   EXPECT_FALSE(turn.entry);
   EXPECT_EQ(cache.statistics().waits, 0u) << "the kernel let go of the dead process's lock";
+  // The file names its new holder, for what waiters say, over what the dead one wrote.
+  const std::vector<std::string> locks = filesIn(dir, ".lock-");
+  ASSERT_EQ(locks.size(), 1u);
+  EXPECT_EQ(std::strtol(readFile(dir + "/" + locks[0]).c_str(), nullptr, 10), getpid());
   turn.lock.reset();
   EXPECT_TRUE(filesIn(dir, ".lock-").empty());
 }
