@@ -438,6 +438,15 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
 }
 
 void DiskCache::store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds) {
+  write(key, description, binary, buildNanoseconds, /*sync=*/true);
+}
+
+void DiskCache::storeCopy(const Key &key, const Entry &entry) {
+  write(key, entry.description(), entry.binary(), entry.buildNanoseconds, /*sync=*/false);
+}
+
+void DiskCache::write(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds,
+                      bool sync) {
   std::lock_guard lock(mutex_);
   if (!enabled() || !storing_) return;
   description = description.substr(0, Entry::kMaxDescription);
@@ -449,11 +458,12 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
   if (!prepare()) return;
   const std::string header = entryHeader(key, description, binary, buildNanoseconds);
 
-  // Written whole under a name no reader looks for, synced, then renamed into place: readers
-  // see the old entry, or none, or the new one, never a part; a writer killed on the way leaves
-  // only a temporary file, which evict() removes later. A name that exists already was left by a
-  // killed writer that had this process ID (before a reboot, or in another PID namespace sharing
-  // the directory), or is being written by another cache object of this process: the next is taken.
+  // Written whole under a name no reader looks for, synced (where asked), then renamed into
+  // place: readers see the old entry, or none, or the new one, never a part; a writer killed on
+  // the way leaves only a temporary file, which evict() removes later. A name that exists
+  // already was left by a killed writer that had this process ID (before a reboot, or in another
+  // PID namespace sharing the directory), or is being written by another cache object of this
+  // process: the next is taken.
   const std::string name = entryName(key);
   std::string temporary, failure;
   bool created = false, lostThisOne = false;
@@ -470,7 +480,7 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
              !writeAll(file.fd, binary.data(), binary.size()) ||
              !writeAll(file.fd, description.data(), description.size()))
       failure = "cannot write " + pathOf(temporary) + ": " + errnoText();
-    else if (fsync(file.fd) != 0) failure = "cannot sync " + pathOf(temporary) + ": " + errnoText();
+    else if (sync && fsync(file.fd) != 0) failure = "cannot sync " + pathOf(temporary) + ": " + errnoText();
   }
   if (failure.empty() && renameat(directoryFd_, temporary.c_str(), directoryFd_, name.c_str()) != 0) {
     // ENOENT: the temporary file was deleted meanwhile (devdl-cache clear); only this entry is lost.
@@ -488,7 +498,7 @@ void DiskCache::store(const Key &key, std::string_view description, std::string_
     return;
   }
   // The rename itself survives a crash once the directory is synced.
-  fsync(directoryFd_);
+  if (sync) fsync(directoryFd_);
   ++stats_.stores;
   stats_.bytesWritten += size;
   evict();

@@ -308,7 +308,7 @@ BuildTurn LayeredStore::awaitTurn(const Key &key) {
   BuildTurn turn = local_.awaitTurn(key);
   if (turn.entry) return turn;
   if (std::optional<Entry> entry = remote_->load(key)) {
-    local_.store(key, entry->description(), entry->binary(), entry->buildNanoseconds);
+    local_.storeCopy(key, *entry);
     turn.entry = std::move(entry);
   }
   return turn;
