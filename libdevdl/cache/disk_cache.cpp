@@ -37,6 +37,11 @@ constexpr int64_t kLastUseResolutionSeconds = 60;
 constexpr int kTemporaryNameAttempts = 16;
 // A key's lock file: ".lock-<key>", held (flock) by the process that builds the key's program.
 constexpr const char *kLockPrefix = ".lock-";
+// The tally: the entries' total bytes as the last sweep found them plus what was stored since,
+// and how many stores that was ("%20" PRIu64 " %10u\n", written over itself under its flock), so
+// that a store reads one small file rather than the whole directory.
+constexpr const char *kTallyName = ".size";
+constexpr int kTallyLooks = 50;  // a millisecond apart
 // A waiter looks again after this, doubling up to the longest: builds take milliseconds to
 // seconds, and a look is a system call.
 constexpr std::chrono::milliseconds kFirstLook{1}, kLongestLook{20};
@@ -227,8 +232,12 @@ DiskCache &DiskCache::process() {
   return cache;
 }
 
-DiskCache::DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait)
-    : enabled_(!directory.empty()), directory_(std::move(directory)), maxSize_(maxSize), buildWait_(buildWait) {}
+DiskCache::DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait, unsigned sweepEvery)
+    : enabled_(!directory.empty()),
+      directory_(std::move(directory)),
+      maxSize_(maxSize),
+      buildWait_(buildWait),
+      sweepEvery_(std::max(sweepEvery, 1u)) {}
 
 DiskCache::~DiskCache() {
   if (holdsDirectory()) close(directoryFd_);
@@ -460,7 +469,7 @@ void DiskCache::write(const Key &key, std::string_view description, std::string_
 
   // Written whole under a name no reader looks for, synced (where asked), then renamed into
   // place: readers see the old entry, or none, or the new one, never a part; a writer killed on
-  // the way leaves only a temporary file, which evict() removes later. A name that exists
+  // the way leaves only a temporary file, which a sweep removes later. A name that exists
   // already was left by a killed writer that had this process ID (before a reboot, or in another
   // PID namespace sharing the directory), or is being written by another cache object of this
   // process: the next is taken.
@@ -501,7 +510,44 @@ void DiskCache::write(const Key &key, std::string_view description, std::string_
   if (sync) fsync(directoryFd_);
   ++stats_.stores;
   stats_.bytesWritten += size;
-  evict();
+  tally(size);
+}
+
+void DiskCache::tally(uint64_t bytes) {
+  // Under the tally's lock, so that processes storing at once count each other's entries and
+  // sweep one at a time. A tally that cannot be kept means a sweep at each store, as without one;
+  // one held for long (the sweep of a large directory, a stopped process) leaves this entry to
+  // be counted by the next sweep rather than hold the store up.
+  Fd file(openat(directoryFd_, kTallyName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  struct stat st;
+  if (file.fd < 0 || fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    sweep();
+    return;
+  }
+  for (int look = 0; flock(file.fd, LOCK_EX | LOCK_NB) != 0; ++look) {
+    if (errno != EWOULDBLOCK) {
+      sweep();
+      return;
+    }
+    if (look == kTallyLooks) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  char text[64] = {};
+  uint64_t total = 0;
+  unsigned stores = 0;
+  // Empty (new) or unreadable: the directory says what the total is.
+  const bool known = pread(file.fd, text, sizeof text - 1, 0) > 0 &&
+                     std::sscanf(text, "%" SCNu64 " %u", &total, &stores) == 2;
+  total += bytes;
+  if (!known || total > maxSize_ || ++stores >= sweepEvery_) {
+    const std::optional<uint64_t> swept = sweep();
+    if (!swept) return;  // left as it was: the next store sweeps again where it must
+    total = *swept;
+    stores = 0;
+  }
+  char line[64];
+  const int length = std::snprintf(line, sizeof line, "%20" PRIu64 " %10u\n", total, stores);
+  [[maybe_unused]] const ssize_t written = pwrite(file.fd, line, static_cast<size_t>(length), 0);
 }
 
 void DiskCache::discard(const Key &key, std::string_view why) {
@@ -528,10 +574,10 @@ void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {
   if (buildNanoseconds > loadNanoseconds) stats_.nanosecondsSaved += buildNanoseconds - loadNanoseconds;
 }
 
-void DiskCache::evict() {
+std::optional<uint64_t> DiskCache::sweep() {
   // An open file description of its own: readdir moves its offset, which a dup would share.
   Directory dir(fdopendir(openat(directoryFd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
-  if (!dir) return;
+  if (!dir) return std::nullopt;
   struct File {
     std::string name;
     uint64_t size;
@@ -553,7 +599,7 @@ void DiskCache::evict() {
       total += static_cast<uint64_t>(st.st_size);
     }
   }
-  if (total <= maxSize_) return;
+  if (total <= maxSize_) return total;
   std::sort(entries.begin(), entries.end(), [](const File &a, const File &b) {
     return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
   });
@@ -566,6 +612,7 @@ void DiskCache::evict() {
     }
   }
   report("evicted the least recently used entries down to " + bytesText(total) + " (bound " + bytesText(maxSize_) + ")");
+  return total;
 }
 
 llvm::Expected<std::vector<EntryFile>> DiskCache::list() const {
@@ -615,6 +662,8 @@ llvm::Expected<size_t> DiskCache::clear() const {
       firstKept = pathOf(d->d_name) + ": " + errnoText();
     }
   }
+  // The tally goes with them (not counted: bookkeeping); the next store counts what is left.
+  unlinkat(dirfd(dir->get()), kTallyName, 0);
   if (kept)
     return fail(ErrorCode::Io, "deleted " + std::to_string(deleted) + " files, but not " + std::to_string(kept) +
                                    " (" + firstKept + (kept > 1 ? ", and more" : "") + ")");

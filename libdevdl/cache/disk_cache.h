@@ -67,7 +67,12 @@ class DiskCache final : public BinaryStore {
   /// statistics are printed at exit under DEVDL_DEBUG=statistics.
   static DiskCache &process();
 
-  DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait = kDefaultBuildWait);
+  /// A store sweeps the directory (evicts over the bound, removes what killed writers and
+  /// builders left) when the tally says the cache is over its bound, and after this many stores.
+  static constexpr unsigned kDefaultSweepEvery = 256;
+
+  DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait = kDefaultBuildWait,
+            unsigned sweepEvery = kDefaultSweepEvery);
   ~DiskCache();
   DiskCache(const DiskCache &) = delete;
   DiskCache &operator=(const DiskCache &) = delete;
@@ -124,7 +129,12 @@ class DiskCache final : public BinaryStore {
   /// store() and storeCopy(): with `sync`, the entry is on disk before its name is.
   void write(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds,
              bool sync);
-  void evict();
+  /// Adds a stored entry's `bytes` to the tally (.size), sweeping where it asks for a sweep.
+  void tally(uint64_t bytes);
+  /// Reads the whole directory: evicts the least recently used entries over the bound and removes
+  /// what killed writers and builders left. The entries' total after it; nullopt where the
+  /// directory could not be read.
+  std::optional<uint64_t> sweep();
   void report(const std::string &text) const;
 
   std::mutex mutex_;  // of everything below once the cache is in use
@@ -132,6 +142,7 @@ class DiskCache final : public BinaryStore {
   std::string directory_;
   uint64_t maxSize_;
   std::chrono::milliseconds buildWait_;
+  unsigned sweepEvery_;
   std::vector<Key> lockedHere_;  // keys whose lock file this process holds
   int directoryFd_ = -1;  // open once prepared: entries are opened, written and renamed in it
   dev_t directoryDevice_ = 0;  // what directoryFd_ was opened on
