@@ -88,8 +88,9 @@ class DiskCache final : public BinaryStore {
   /// this process do not wait here for each other: the loader has them wait for each other.
   BuildTurn awaitTurn(const Key &key) override;
   /// Stores an entry atomically and durably (synced before it is renamed into place), then
-  /// evicts the least recently used entries over the bound. Failures only disable storing for
-  /// the rest of the process.
+  /// counts it in the tally, which has the directory swept where the cache is over its bound
+  /// (the least recently used entries evicted). Failures only disable storing for the rest of
+  /// the process.
   void store(const Key &key, std::string_view description, std::string_view binary,
              uint64_t buildNanoseconds) override;
   /// The same for a copy of an entry another store keeps (the remote store's), but not synced: a
