@@ -261,6 +261,7 @@ class TranslatorLimits {
     if (why.empty()) why = builtinUse(inst);
     if (why.empty()) why = parameterCount(inst);
     if (why.empty()) why = literals(inst);
+    if (why.empty()) why = unimplemented(inst);
     return why;
   }
 
@@ -438,6 +439,13 @@ class TranslatorLimits {
         return "alignment " + std::to_string(word(inst, i + 1)) + ", not a power of 2";
     }
     return "";
+  }
+
+  // It asserts on an instruction it has no class for: SPIR-V 1.4's decorations with string
+  // operands (OpDecorateString with any decoration).
+  static std::string unimplemented(const spv_parsed_instruction_t &inst) {
+    if (inst.opcode != SpvOpDecorateString && inst.opcode != SpvOpMemberDecorateString) return "";
+    return "an OpDecorateString or OpMemberDecorateString, which the SPIR-V to SPIR translator does not read";
   }
 
   std::set<uint32_t> defined_;               // result ids so far

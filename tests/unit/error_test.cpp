@@ -152,6 +152,7 @@ TEST(TranslatorLimits, EachFuzzFindIsRefusedForWhatItIs) {
       {"spirv-string-padding", "a string padded with other than zeros"},
       {"spirv-structure-named-as-the-translators", "a structure named as the SPIR-V to SPIR translator names its own"},
       {"spirv-variable-named-as-a-builtin", "builtin variable %9 (decorated or named so) used other than loaded"},
+      {"spirv-decorate-string", "an OpDecorateString or OpMemberDecorateString, which the SPIR-V to SPIR"},
       {"bundle-alignment-not-a-power-of-2", "alignment 132, not a power of 2"},
       {"bundle-spirv-version-newer-than-the-translator", "SPIR-V version 1.5, newer than the SPIR-V to SPIR", {0, 2}},
   };
