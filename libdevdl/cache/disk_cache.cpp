@@ -139,6 +139,14 @@ bool isLockName(std::string_view name) {
          keyFromHex(name.substr(std::strlen(kLockPrefix)));
 }
 
+/// Writes a small file's text (a lock's holder, the tally) over its last one, which was written
+/// at the same width: never after cutting the file to nothing, as ext4 writes out a file cut to
+/// nothing and written again when it is closed (auto_da_alloc), which made letting go of a build
+/// lock cost 0.2-0.6 ms.
+void writeOver(int fd, const char *text, int length) {
+  [[maybe_unused]] const ssize_t written = pwrite(fd, text, static_cast<size_t>(length), 0);
+}
+
 /// Whether `name` in the directory `dirFd` still leads to the file open on `fd`.
 bool stillNamed(int fd, int dirFd, const char *name) {
   struct stat open, named;
@@ -397,12 +405,9 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
           close(std::exchange(file.fd, -1));
           continue;
         }
-        // Who builds, for what waiters say; nothing else reads it. At one width, over whatever a
-        // last holder wrote: ext4 writes out a file cut to nothing and written again when it is
-        // closed (auto_da_alloc), which made letting go of the lock cost 0.2-0.6 ms.
+        // Who builds, for what waiters say; nothing else reads it.
         char pid[32];
-        const int length = std::snprintf(pid, sizeof pid, "%20ld\n", static_cast<long>(getpid()));
-        [[maybe_unused]] const ssize_t written = pwrite(file.fd, pid, static_cast<size_t>(length), 0);
+        writeOver(file.fd, pid, std::snprintf(pid, sizeof pid, "%20ld\n", static_cast<long>(getpid())));
         lockedHere_.push_back(key);
         BuildTurn turn;
         turn.lock = std::make_unique<FileLock>(*this, key, std::exchange(file.fd, -1));
@@ -546,8 +551,7 @@ void DiskCache::tally(uint64_t bytes) {
     stores = 0;
   }
   char line[64];
-  const int length = std::snprintf(line, sizeof line, "%20" PRIu64 " %10u\n", total, stores);
-  [[maybe_unused]] const ssize_t written = pwrite(file.fd, line, static_cast<size_t>(length), 0);
+  writeOver(file.fd, line, std::snprintf(line, sizeof line, "%20" PRIu64 " %10u\n", total, stores));
 }
 
 void DiskCache::discard(const Key &key, std::string_view why) {
