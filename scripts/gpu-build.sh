@@ -19,7 +19,8 @@ fi
 
 rm -rf "$stage"
 mkdir -p "$stage/lib" "$stage/bin" "$stage/images" "$stage/samples"
-cp -P "$build"/libdevdl/libdevdl.so* "$stage/lib/"
+cp -P "$build"/libdevdl/libdevdl.so "$build"/libdevdl/libdevdl.so.0 "$stage/lib/"
+strip -o "$stage/lib/$(readlink "$build/libdevdl/libdevdl.so.0")" "$build/libdevdl/libdevdl.so.0"
 cp -P "$build"/samples/cuda-seed/libcudaseedlib.so "$stage/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/"  # no static Google Benchmark in Debian
 # The remote cache's benchmark there: hiredis (devdl opens it at run time) and Debian's

@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config git file
+  # the linker that lays out the hit path together (libdevdl/hit_path.order)
+  lld-15
   # LLVM 15 (Object, BitReader) and the SPIRV-LLVM-Translator built on it: PoCL 3 uses the same LLVM
   llvm-15 llvm-15-dev libllvmspirvlib-15-dev zlib1g-dev libzstd-dev libtinfo-dev libedit-dev libxml2-dev
   # SPIR-V parsing, validation and linking

@@ -7,8 +7,9 @@
 #   scripts/test.sh --fuzz [S]    every parser's libFuzzer target for S seconds each (default 30;
 #                                 build/fuzz with clang-14), seeded from build/test
 #   scripts/test.sh --portable    the portable library (DEVDL_PORTABLE: LLVM linked in, no SPIR
-#                                 translator), as the GPU machine gets it, and its unit and
-#                                 loader tests (build/portable, which scripts/gpu-build.sh shares)
+#                                 translator), as the GPU machine gets it, its unit and loader
+#                                 tests, and its hit path's layout (build/portable, which
+#                                 scripts/gpu-build.sh shares)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -45,6 +46,7 @@ case "${1:-}" in
     cmake --build build/portable -j "$jobs" --target devdl devdl_unit_tests devdl_loader_tests
     DEVDL_CACHE=0 build/portable/tests/devdl_unit_tests
     DEVDL_CACHE=0 build/portable/tests/devdl_loader_tests
+    ctest --test-dir build/portable --output-on-failure -R '^HitPath\.'
     ;;
   *) echo "usage: scripts/test.sh [--sanitize | --tsan | --fuzz [SECONDS] | --portable]" >&2; exit 2 ;;
 esac
