@@ -68,18 +68,18 @@ struct Fd {
 };
 
 /// Why an opened entry file cannot be trusted ("" when it can): it must be a plain file of
-/// this user that nobody else can write.
-std::string untrusted(const struct stat &st) {
+/// `user` (this user) that nobody else can write.
+std::string untrusted(const struct stat &st, uid_t user) {
   if (!S_ISREG(st.st_mode)) return "not a regular file";
-  if (st.st_uid != geteuid()) return "owned by user " + std::to_string(st.st_uid) + ", not by this user";
+  if (st.st_uid != user) return "owned by user " + std::to_string(st.st_uid) + ", not by this user";
   if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by others";
   return "";
 }
 
 /// Reads and verifies the entry open on `fd`; `expected` is the key its name says. The reason
 /// when it is bad.
-std::string readEntry(int fd, const struct stat &st, const Key &expected, Entry &out) {
-  if (std::string why = untrusted(st); !why.empty()) return why;
+std::string readEntry(int fd, const struct stat &st, uid_t user, const Key &expected, Entry &out) {
+  if (std::string why = untrusted(st, user); !why.empty()) return why;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kHeaderSize) return "truncated (" + std::to_string(size) + " bytes)";
   // The whole file in one read, as LLVM reads files: mapped from 16 KB on (no copy, no page of
@@ -313,6 +313,7 @@ std::string DiskCache::openDirectoryChecked() {
   directoryFd_ = fd;
   directoryDevice_ = st.st_dev;
   directoryInode_ = st.st_ino;
+  user_ = st.st_uid;
   return "";
 }
 
@@ -334,9 +335,9 @@ std::optional<Entry> DiskCache::read(const Key &key) {
     return std::nullopt;
   }
   Entry entry;
-  if (std::string why = readEntry(file.fd, st, key, entry); !why.empty()) {
+  if (std::string why = readEntry(file.fd, st, user_, key, entry); !why.empty()) {
     ++stats_.misses;
-    if (untrusted(st).empty()) {
+    if (untrusted(st, user_).empty()) {
       // Delete it only if it is still the file read: another process may have put a good
       // entry in its place meanwhile.
       struct stat now;
@@ -624,6 +625,7 @@ llvm::Expected<std::vector<EntryFile>> DiskCache::list() const {
   if (!dir) return dir.takeError();
   std::vector<EntryFile> files;
   if (!*dir) return files;
+  const uid_t user = geteuid();
   while (const dirent *d = readdir(dir->get())) {
     const std::optional<Key> key = keyFromName(d->d_name);
     if (!key) continue;
@@ -638,7 +640,7 @@ llvm::Expected<std::vector<EntryFile>> DiskCache::list() const {
       file.size = static_cast<uint64_t>(st.st_size);
       file.lastUsed = st.st_mtime;
       Entry entry;
-      file.problem = readEntry(fd.fd, st, *key, entry);
+      file.problem = readEntry(fd.fd, st, user, *key, entry);
       if (file.problem.empty()) file.description = entry.description();
     }
     files.push_back(std::move(file));

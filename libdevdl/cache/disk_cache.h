@@ -148,6 +148,7 @@ class DiskCache final : public BinaryStore {
   int directoryFd_ = -1;  // open once prepared: entries are opened, written and renamed in it
   dev_t directoryDevice_ = 0;  // what directoryFd_ was opened on
   ino_t directoryInode_ = 0;
+  uid_t user_ = 0;  // this user, as the directory was checked to be its: entries must be too
   bool storing_ = true;
   unsigned temporaries_ = 0;  // numbers this object's temporary files
   Statistics stats_;
