@@ -281,6 +281,7 @@ class TranslatorLimits {
     if (inst.result_id) defined_.insert(inst.result_id);
     if (inst.result_id && inst.type_id) typeOf_[inst.result_id] = inst.type_id;
     if (inst.opcode == SpvOpTypePointer && inst.num_words >= 4) pointee_[inst.result_id] = inst.words[3];
+    if (inst.opcode == SpvOpTypeInt) integers_.insert(inst.result_id);
     if (inst.opcode == SpvOpTypeStruct)
       composites_[inst.result_id] = {true, std::vector<uint32_t>(inst.words + 2, inst.words + inst.num_words)};
     const bool elements = inst.opcode == SpvOpTypeArray || inst.opcode == SpvOpTypeRuntimeArray ||
@@ -308,9 +309,9 @@ class TranslatorLimits {
 
   // A specialization constant's operation, which the validator does not check: the translator
   // casts what a pointer operation takes to a pointer, folds an access chain's indexes into the
-  // pointed-to type unchecked (each must index a composite, a struct's by a constant in range),
-  // and crashed on an operation on numbers that takes or makes a pointer (a pointer's UConvert),
-  // and on a conversion from a number of what is a pointer.
+  // pointed-to type unchecked (each must be an integer and index a composite, a struct's by a
+  // constant in range), and crashed on an operation on numbers that takes or makes a pointer (a
+  // pointer's UConvert), and on a conversion from a number of what is a pointer.
   std::string specConstantOperation(const spv_parsed_instruction_t &inst) const {
     if (inst.opcode != SpvOpSpecConstantOp || inst.num_operands < 4) return "";
     const uint32_t operation = word(inst, 2);
@@ -321,6 +322,12 @@ class TranslatorLimits {
     if (onPointer && pointee == pointee_.end())
       return "a specialization constant's pointer operation on %" + std::to_string(word(inst, 3)) + ", not a pointer";
     const bool ptrChain = operation == SpvOpPtrAccessChain || operation == SpvOpInBoundsPtrAccessChain;
+    for (uint16_t i = 4; chain && i < inst.num_operands; ++i) {  // a pointer chain's element too
+      auto indexType = typeOf_.find(word(inst, i));
+      if (indexType == typeOf_.end() || !integers_.count(indexType->second))
+        return "a specialization constant's access chain whose index %" + std::to_string(word(inst, i)) +
+               " is not an integer";
+    }
     uint32_t at = chain ? pointee->second : 0;  // the type indexed next
     for (uint16_t i = ptrChain ? 5 : 4; chain && i < inst.num_operands; ++i) {
       auto composite = composites_.find(at);
@@ -451,6 +458,7 @@ class TranslatorLimits {
   std::set<uint32_t> defined_;               // result ids so far
   std::map<uint32_t, uint32_t> typeOf_;      // result id -> its type
   std::map<uint32_t, uint32_t> pointee_;     // OpTypePointer -> the type it points to
+  std::set<uint32_t> integers_;              // OpTypeInt ids, the types an index may have
   // Composite types -> their members' types (a struct) or their element's (any other).
   std::map<uint32_t, std::pair<bool, std::vector<uint32_t>>> composites_;  // (is a struct, types)
   std::map<uint32_t, uint64_t> constants_;   // integer constants' values, which index structs
