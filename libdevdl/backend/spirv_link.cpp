@@ -259,6 +259,7 @@ class TranslatorLimits {
     }
     if (why.empty()) why = reservedName(inst);
     if (why.empty()) why = builtinUse(inst);
+    if (why.empty()) why = builtinKind(inst);
     if (why.empty()) why = parameterCount(inst);
     if (why.empty()) why = literals(inst);
     if (why.empty()) why = unimplemented(inst);
@@ -368,6 +369,56 @@ class TranslatorLimits {
     }
     if (inst.opcode != SpvOpTypeStruct || !reservedNames_.count(inst.result_id)) return "";
     return "a structure named as the SPIR-V to SPIR translator names its own types (spirv.*, opencl.*)";
+  }
+
+  // Reading a kernel module, it knows OpenCL's builtins alone (the work-item functions' and the
+  // subgroups'), and asserts on a variable decorated as another (a shader's PointSize) or named
+  // as one (`__spirv_BuiltInPointSize`, whether by OpName or by its linkage). Names of nothing it
+  // knows are not builtins to it: only OpenCL's pass.
+  static std::string builtinKind(const spv_parsed_instruction_t &inst) {
+    if (inst.opcode == SpvOpDecorate && inst.num_words >= 4 && inst.words[2] == SpvDecorationBuiltIn &&
+        !isOpenClBuiltin(static_cast<SpvBuiltIn>(inst.words[3])))
+      return "builtin " + std::to_string(inst.words[3]) + " (of %" + std::to_string(inst.words[1]) +
+             "), which is not one of OpenCL's";
+    const bool named = inst.opcode == SpvOpName && inst.num_operands == 2;
+    const bool linked = inst.opcode == SpvOpDecorate && inst.num_operands >= 3 &&
+                        inst.words[2] == SpvDecorationLinkageAttributes;
+    if (!named && !linked) return "";
+    const std::string_view name(reinterpret_cast<const char *>(inst.words + inst.operands[named ? 1 : 2].offset));
+    constexpr std::string_view kPrefix = "__spirv_BuiltIn";
+    if (!name.starts_with(kPrefix) || isOpenClBuiltinName(name.substr(kPrefix.size()))) return "";
+    return "a name `" + std::string(name) + "`, which is not one of OpenCL's builtins";
+  }
+  // OpenCL's builtins: those the translator lowers to work-item and subgroup functions.
+  static constexpr std::pair<SpvBuiltIn, std::string_view> kOpenClBuiltins[] = {
+      {SpvBuiltInNumWorkgroups, "NumWorkgroups"},
+      {SpvBuiltInWorkgroupSize, "WorkgroupSize"},
+      {SpvBuiltInWorkgroupId, "WorkgroupId"},
+      {SpvBuiltInLocalInvocationId, "LocalInvocationId"},
+      {SpvBuiltInGlobalInvocationId, "GlobalInvocationId"},
+      {SpvBuiltInLocalInvocationIndex, "LocalInvocationIndex"},
+      {SpvBuiltInWorkDim, "WorkDim"},
+      {SpvBuiltInGlobalSize, "GlobalSize"},
+      {SpvBuiltInEnqueuedWorkgroupSize, "EnqueuedWorkgroupSize"},
+      {SpvBuiltInGlobalOffset, "GlobalOffset"},
+      {SpvBuiltInGlobalLinearId, "GlobalLinearId"},
+      {SpvBuiltInSubgroupSize, "SubgroupSize"},
+      {SpvBuiltInSubgroupMaxSize, "SubgroupMaxSize"},
+      {SpvBuiltInNumSubgroups, "NumSubgroups"},
+      {SpvBuiltInNumEnqueuedSubgroups, "NumEnqueuedSubgroups"},
+      {SpvBuiltInSubgroupId, "SubgroupId"},
+      {SpvBuiltInSubgroupLocalInvocationId, "SubgroupLocalInvocationId"},
+      {SpvBuiltInSubgroupEqMask, "SubgroupEqMask"},
+      {SpvBuiltInSubgroupGeMask, "SubgroupGeMask"},
+      {SpvBuiltInSubgroupGtMask, "SubgroupGtMask"},
+      {SpvBuiltInSubgroupLeMask, "SubgroupLeMask"},
+      {SpvBuiltInSubgroupLtMask, "SubgroupLtMask"},
+  };
+  static bool isOpenClBuiltin(SpvBuiltIn builtin) {
+    return llvm::any_of(kOpenClBuiltins, [&](const auto &known) { return known.first == builtin; });
+  }
+  static bool isOpenClBuiltinName(std::string_view name) {
+    return llvm::any_of(kOpenClBuiltins, [&](const auto &known) { return known.second == name; });
   }
 
   // It ends the process on a builtin variable used but as it lowers them to calls: loaded, or

@@ -157,6 +157,9 @@ TEST(TranslatorLimits, EachFuzzFindIsRefusedForWhatItIs) {
       {"spirv-structure-named-as-the-translators", "a structure named as the SPIR-V to SPIR translator names its own"},
       {"spirv-variable-named-as-a-builtin", "builtin variable %9 (decorated or named so) used other than loaded"},
       {"spirv-decorate-string", "an OpDecorateString or OpMemberDecorateString, which the SPIR-V to SPIR"},
+      {"spirv-builtin-not-one-of-opencls", "builtin 1 (of %"},
+      // The find with its builtin decoration and linkage taken off, and its variable named as one.
+      {"spirv-named-as-a-builtin-not-one-of-opencls", "a name `__spirv_BuiltInPointSize`, which is not one of OpenCL's"},
       {"bundle-alignment-not-a-power-of-2", "alignment 132, not a power of 2"},
       {"bundle-spirv-version-newer-than-the-translator", "SPIR-V version 1.5, newer than the SPIR-V to SPIR", {0, 2}},
   };
