@@ -373,8 +373,9 @@ class TranslatorLimits {
 
   // Reading a kernel module, it knows OpenCL's builtins alone (the work-item functions' and the
   // subgroups'), and asserts on a variable decorated as another (a shader's PointSize) or named
-  // as one (`__spirv_BuiltInPointSize`, whether by OpName or by its linkage). Names of nothing it
-  // knows are not builtins to it: only OpenCL's pass.
+  // as one (`__spirv_BuiltInPointSize`, whether by OpName or by its linkage). Of such names only
+  // OpenCL's builtins' pass: one that names no builtin would pass it too, but the names are the
+  // implementation's, and telling the two apart would take a list of every builtin.
   static std::string builtinKind(const spv_parsed_instruction_t &inst) {
     if (inst.opcode == SpvOpDecorate && inst.num_words >= 4 && inst.words[2] == SpvDecorationBuiltIn &&
         !isOpenClBuiltin(static_cast<SpvBuiltIn>(inst.words[3])))
