@@ -365,7 +365,7 @@ class TranslatorLimits {
     if (inst.opcode == SpvOpName && inst.num_operands == 2) {
       const std::string_view name(reinterpret_cast<const char *>(inst.words + inst.operands[1].offset));
       if (name.starts_with("spirv.") || name.starts_with("opencl.")) reservedNames_.insert(inst.words[1]);
-      if (name.starts_with("__spirv_BuiltIn")) builtinNames_.insert(inst.words[1]);
+      if (name.starts_with(kBuiltinPrefix)) builtinNames_.insert(inst.words[1]);
     }
     if (inst.opcode != SpvOpTypeStruct || !reservedNames_.count(inst.result_id)) return "";
     return "a structure named as the SPIR-V to SPIR translator names its own types (spirv.*, opencl.*)";
@@ -386,10 +386,11 @@ class TranslatorLimits {
                         inst.words[2] == SpvDecorationLinkageAttributes;
     if (!named && !linked) return "";
     const std::string_view name(reinterpret_cast<const char *>(inst.words + inst.operands[named ? 1 : 2].offset));
-    constexpr std::string_view kPrefix = "__spirv_BuiltIn";
-    if (!name.starts_with(kPrefix) || isOpenClBuiltinName(name.substr(kPrefix.size()))) return "";
+    if (!name.starts_with(kBuiltinPrefix) || isOpenClBuiltinName(name.substr(kBuiltinPrefix.size()))) return "";
     return "a name `" + std::string(name) + "`, which is not one of OpenCL's builtins";
   }
+  // How it names builtin variables, and takes a variable so named for one.
+  static constexpr std::string_view kBuiltinPrefix = "__spirv_BuiltIn";
   // OpenCL's builtins: those the translator lowers to work-item and subgroup functions.
   static constexpr std::pair<SpvBuiltIn, std::string_view> kOpenClBuiltins[] = {
       {SpvBuiltInNumWorkgroups, "NumWorkgroups"},
