@@ -249,7 +249,13 @@ DiskCache::DiskCache(std::string directory, uint64_t maxSize, std::chrono::milli
 
 DiskCache::~DiskCache() {
   if (holdsDirectory()) close(directoryFd_);
-  if (!Debug::get().on(Debug::Statistics) || stats_.hits + stats_.misses == 0) return;
+  if (!Debug::get().on(Debug::Statistics)) return;
+  const Statistics &summaries = summaryStats_;
+  if (summaries.hits + summaries.misses != 0)
+    report("image summaries: " + std::to_string(summaries.hits) + " used, " + std::to_string(summaries.misses) +
+           " missing, " + std::to_string(summaries.stores) + " stored, " + std::to_string(summaries.rejected) +
+           " bad deleted; read " + bytesText(summaries.bytesRead) + ", wrote " + bytesText(summaries.bytesWritten));
+  if (stats_.hits + stats_.misses == 0) return;
   char saved[32], waited[32];
   std::snprintf(saved, sizeof saved, "%.1f ms", static_cast<double>(stats_.nanosecondsSaved) / 1e6);
   std::snprintf(waited, sizeof waited, "%.1f ms", static_cast<double>(stats_.waitNanoseconds) / 1e6);
@@ -319,10 +325,15 @@ std::string DiskCache::openDirectoryChecked() {
 
 std::optional<Entry> DiskCache::load(const Key &key) {
   std::lock_guard lock(mutex_);
-  return read(key);
+  return read(key, stats_, "the program is built again");
 }
 
-std::optional<Entry> DiskCache::read(const Key &key) {
+std::optional<Entry> DiskCache::loadSummary(const Key &key) {
+  std::lock_guard lock(mutex_);
+  return read(key, summaryStats_, "the image file is read");
+}
+
+std::optional<Entry> DiskCache::read(const Key &key, Statistics &counts, std::string_view instead) {
   if (!prepare()) return std::nullopt;
   const std::string name = entryName(key);
   // O_NONBLOCK: a FIFO put in an entry's place must not hang the load before fstat shows it is
@@ -331,12 +342,12 @@ std::optional<Entry> DiskCache::read(const Key &key) {
   struct stat st;
   if (file.fd < 0 || fstat(file.fd, &st) != 0) {
     if (errno != ENOENT) report("cannot read " + pathOf(name) + ": " + errnoText());
-    ++stats_.misses;
+    ++counts.misses;
     return std::nullopt;
   }
   Entry entry;
   if (std::string why = readEntry(file.fd, st, user_, key, entry); !why.empty()) {
-    ++stats_.misses;
+    ++counts.misses;
     if (untrusted(st, user_).empty()) {
       // Delete it only if it is still the file read: another process may have put a good
       // entry in its place meanwhile.
@@ -344,10 +355,10 @@ std::optional<Entry> DiskCache::read(const Key &key) {
       if (fstatat(directoryFd_, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
           now.st_dev == st.st_dev)
         unlinkat(directoryFd_, name.c_str(), 0);
-      ++stats_.rejected;
-      report(pathOf(name) + ": " + why + "; deleted, the program is built again");
+      ++counts.rejected;
+      report(pathOf(name) + ": " + why + "; deleted, " + std::string(instead));
     } else {
-      report(pathOf(name) + ": not trusted, " + why + "; the program is built again");
+      report(pathOf(name) + ": not trusted, " + why + "; " + std::string(instead));
     }
     return std::nullopt;
   }
@@ -357,8 +368,8 @@ std::optional<Entry> DiskCache::read(const Key &key) {
     const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
     futimens(file.fd, times);
   }
-  ++stats_.hits;
-  stats_.bytesRead += static_cast<uint64_t>(st.st_size);
+  ++counts.hits;
+  counts.bytesRead += static_cast<uint64_t>(st.st_size);
   return entry;
 }
 
@@ -414,7 +425,7 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
         turn.lock = std::make_unique<FileLock>(*this, key, std::exchange(file.fd, -1));
         // Another process may have stored the entry since the miss, having waited for it or
         // not. The miss was counted: this read counts what it came to instead.
-        turn.entry = read(key);
+        turn.entry = read(key, stats_, "the program is built again");
         --stats_.misses;
         if (!holder.empty()) {
           const uint64_t waited = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - start).count());
@@ -453,15 +464,19 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
 }
 
 void DiskCache::store(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds) {
-  write(key, description, binary, buildNanoseconds, /*sync=*/true);
+  write(key, description, binary, buildNanoseconds, /*sync=*/true, stats_);
 }
 
 void DiskCache::storeCopy(const Key &key, const Entry &entry) {
-  write(key, entry.description(), entry.binary(), entry.buildNanoseconds, /*sync=*/false);
+  write(key, entry.description(), entry.binary(), entry.buildNanoseconds, /*sync=*/false, stats_);
+}
+
+void DiskCache::storeSummary(const Key &key, std::string_view description, std::string_view summary) {
+  write(key, description, summary, 0, /*sync=*/false, summaryStats_);
 }
 
 void DiskCache::write(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds,
-                      bool sync) {
+                      bool sync, Statistics &counts) {
   std::lock_guard lock(mutex_);
   if (!enabled() || !storing_) return;
   description = description.substr(0, Entry::kMaxDescription);
@@ -514,8 +529,8 @@ void DiskCache::write(const Key &key, std::string_view description, std::string_
   }
   // The rename itself survives a crash once the directory is synced.
   if (sync) fsync(directoryFd_);
-  ++stats_.stores;
-  stats_.bytesWritten += size;
+  ++counts.stores;
+  counts.bytesWritten += size;
   tally(size);
 }
 

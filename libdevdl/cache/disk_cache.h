@@ -104,6 +104,13 @@ class DiskCache final : public BinaryStore {
   /// Adds the build time a hit saved, less what loading it cost.
   void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) override;
 
+  /// The summary of an image file (cache/image_summary.h) by its key, verified as an entry is;
+  /// counted apart from the programs.
+  std::optional<Entry> loadSummary(const Key &key);
+  /// Stores a summary as storeCopy() stores an entry, not synced: a torn one fails its checks,
+  /// which costs reading its image file again.
+  void storeSummary(const Key &key, std::string_view description, std::string_view summary);
+
   /// Every entry file, checked as load() checks it (for devdl-cache); none where the directory
   /// does not exist, an error naming it where it cannot be read.
   llvm::Expected<std::vector<EntryFile>> list() const;
@@ -113,11 +120,14 @@ class DiskCache final : public BinaryStore {
   llvm::Expected<size_t> clear() const;
 
   const Statistics &statistics() const { return stats_; }
+  /// The same for image summaries (hits: summaries used, misses: files read without one).
+  const Statistics &summaryStatistics() const { return summaryStats_; }
 
  private:
   class FileLock;
-  /// load() with mutex_ held.
-  std::optional<Entry> read(const Key &key);
+  /// load() and loadSummary() with mutex_ held: counted in `counts`; a bad entry's report ends
+  /// with what happens `instead`.
+  std::optional<Entry> read(const Key &key, Statistics &counts, std::string_view instead);
   std::string pathOf(const std::string &name) const;
   /// Whether the cache can be used now: its directory open (and made, where missing). When it
   /// cannot be, says why under DEVDL_DEBUG=statistics and turns the cache off.
@@ -127,9 +137,9 @@ class DiskCache final : public BinaryStore {
   std::string openDirectoryChecked();
   /// Whether directoryFd_ is still the directory openDirectoryChecked() opened and checked.
   bool holdsDirectory() const;
-  /// store() and storeCopy(): with `sync`, the entry is on disk before its name is.
+  /// store(), storeCopy() and storeSummary(): with `sync`, the entry is on disk before its name is.
   void write(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds,
-             bool sync);
+             bool sync, Statistics &counts);
   /// Adds a stored entry's `bytes` to the tally (.size), sweeping where it asks for a sweep.
   void tally(uint64_t bytes);
   /// Reads the whole directory: evicts the least recently used entries over the bound and removes
@@ -152,6 +162,7 @@ class DiskCache final : public BinaryStore {
   bool storing_ = true;
   unsigned temporaries_ = 0;  // numbers this object's temporary files
   Statistics stats_;
+  Statistics summaryStats_;
 };
 
 }  // namespace devdl::cache

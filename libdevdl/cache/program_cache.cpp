@@ -8,6 +8,7 @@
 #include <llvm/Support/FormatVariadic.h>
 
 #include <chrono>
+#include <deque>
 
 namespace devdl::cache {
 
@@ -85,15 +86,24 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   }
   // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.
   const bool storing = storeKey && store.enabled() && !busy;
-  for (const backend::LinkInput &input : inputs)
+  // The images taken from their files' summaries are read now, for this link only.
+  std::vector<backend::LinkInput> linked(inputs.begin(), inputs.end());
+  std::deque<DeviceImage> read;
+  for (backend::LinkInput &input : linked) {
+    if (!input.image->unread) continue;
+    auto image = readUnread(*input.image);
+    if (!image) return inImage(image.takeError(), input.label);
+    input.image = &read.emplace_back(std::move(*image));
+  }
+  for (const backend::LinkInput &input : linked)
     if (llvm::Error err = checkImage(*input.image)) return inImage(std::move(err), input.label);
   std::string binary;
   const auto start = Clock::now();
-  auto built = device.link(inputs, storing ? &binary : nullptr);
+  auto built = device.link(linked, storing ? &binary : nullptr);
   if (!built) return built.takeError();
   if (storing) {
     std::string description = device.name();
-    for (const backend::LinkInput &input : inputs) description += "\n" + input.label;
+    for (const backend::LinkInput &input : linked) description += "\n" + input.label;
     store.store(*storeKey, description, binary, nanoseconds(start));
   }
   return Built{std::move(*built), {}};

@@ -5,6 +5,8 @@
 #include <llvm/Support/Allocator.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,6 +16,8 @@
 #include <vector>
 
 namespace devdl {
+
+class RegularFile;
 
 using Bytes = std::span<const uint8_t>;
 
@@ -122,6 +126,23 @@ class DeviceImage {
   /// Its bytes passed its format's reader (readRawImage); an image a bundle recorded the symbols
   /// of has not, until checkImage (image/read_image.h) reads them.
   bool checked = false;
+
+  /// An image taken from its file's summary (cache/image_summary.h) rather than read has no
+  /// bytes: readUnread (image/read_image.h) reads them from the file when it is linked.
+  struct Unread {
+    std::shared_ptr<const RegularFile> file;  // kept open: the file opened, whatever is renamed over its name
+    uint32_t index = 0;                       // among the file's images
+    uint64_t hashLow = 0, hashHigh = 0;       // XXH3-128 of its bytes, which they must have still
+    std::array<uint8_t, 8> head{};            // its first bytes (head())
+    uint8_t headSize = 0;
+  };
+  std::optional<Unread> unread;
+
+  /// Its first bytes, at most 8, unread or not: what a backend may judge it by without the rest
+  /// (a SPIR-V module's version).
+  Bytes head() const {
+    return unread ? Bytes(unread->head.data(), unread->headSize) : bytes.first(std::min<size_t>(bytes.size(), 8));
+  }
 
   /// A label for messages and listings: "image 2 (spirv)".
   std::string label(size_t index) const;

@@ -4,6 +4,7 @@
 #include "bundle/offload_binary.h"
 #include "image/readers.h"
 #include "support/error.h"
+#include "support/xxh3.h"
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Support/Endian.h>
@@ -299,6 +300,23 @@ llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format, std::s
   if (llvm::Error err = readers::derive(image)) return err;
   image.checked = true;
   return image;
+}
+
+llvm::Expected<DeviceImage> readUnread(const DeviceImage &image) {
+  const DeviceImage::Unread &unread = *image.unread;
+  auto file = readImageFile(*unread.file);
+  const bool same = file && unread.index < file->images.size() && [&] {
+    const Bytes bytes = file->images[unread.index].bytes;
+    const xxh3::Hash128 hash = xxh3::hash128(bytes.data(), bytes.size());
+    return hash.low == unread.hashLow && hash.high == unread.hashHigh;
+  }();
+  // Named by the caller, as the image it links ("lib.spv: image 0 (spirv)"). The file had the
+  // summary's bytes when it was opened: whatever it reads as now, it changed.
+  if (!same)
+    return fail(ErrorCode::Io, "the file changed since it was opened, and its bytes then were not kept: the image "
+                               "was known from the file's summary in the disk cache" +
+                                   (file ? std::string() : " (it reads now as: " + llvm::toString(file.takeError()) + ")"));
+  return std::move(file->images[unread.index]);
 }
 
 llvm::Error checkImage(const DeviceImage &image) {

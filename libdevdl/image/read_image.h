@@ -41,6 +41,11 @@ llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name,
 llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format,
                                          std::shared_ptr<Storage> storage);
 
+/// The image `image.unread` says where to find, read: its file read again, as it was opened, and
+/// its image there, which must have the bytes summarized (their hash). Fails where the file
+/// changed since (Io, for the caller to name the image) or cannot be read (naming the file).
+llvm::Expected<DeviceImage> readUnread(const DeviceImage &image);
+
 /// Reads the bytes of an image as a loose file's are read (the SPIR-V validator, the ELF, PTX,
 /// fatbin and bitcode readers), unless they were: an image is linked only once this passed, so
 /// a bundle's recorded symbols never let unchecked bytes reach a linker or translator. Native

@@ -10,7 +10,9 @@ namespace devdl {
 uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned index, Handle *owner,
                          const bundle::LoadedBundle *host) {
   std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
-  const xxh3::Hash128 xxh = xxh3::hash128(image.bytes.data(), image.bytes.size());
+  // An image from its file's summary has the hash of the bytes it will be read with.
+  const xxh3::Hash128 xxh = image.unread ? xxh3::Hash128{image.unread->hashLow, image.unread->hashHigh}
+                                         : xxh3::hash128(image.bytes.data(), image.bytes.size());
   const cache::ContentHash hash{xxh.low, xxh.high};
   uint32_t id = static_cast<uint32_t>(images_.size());
   if (!freeIds_.empty()) {
@@ -23,7 +25,7 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   }
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("loaded " + label + " (" + std::to_string(image.symbols.size()) + " symbols, id " +
-                       std::to_string(id) + ")");
+                       std::to_string(id) + (image.unread ? ", from the file's summary: read when linked" : "") + ")");
   auto loaded = std::make_unique<LoadedImage>();
   loaded->image = std::move(image);
   loaded->label = std::move(label);

@@ -5,6 +5,7 @@
 #include "loader/object_registry.h"
 #include "support/environment.h"
 #include "loader/files.h"
+#include "cache/image_summary.h"
 #include "cache/remote_store.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -17,6 +18,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 
 namespace devdl {
@@ -51,7 +53,8 @@ Remembered &slotFor(const void *handle, std::string_view name) {
 Loader::Loader(Options options)
     : devices_(options.backends, std::move(options.backendChoice)),
       programs_(options.store),
-      buildWait_(options.buildWait) {
+      buildWait_(options.buildWait),
+      summaries_(options.summaries) {
   changed();
 }
 
@@ -65,7 +68,8 @@ Loader &Loader::instance() {
   static Loader *loader = [] {
     const char *choice = devdlVariable("DEVDL_BACKEND");
     auto store = []() -> cache::BinaryStore & { return cache::processStore(); };
-    return new Loader({backend::builtinBackends(), store, choice ? choice : ""});
+    return new Loader({backend::builtinBackends(), store, choice ? choice : "", std::chrono::milliseconds(1000),
+                       &cache::DiskCache::process});
   }();
   return *loader;
 }
@@ -118,6 +122,26 @@ cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, s
   return programs_.add(std::move(key), std::move(images), std::move(uses), device, std::move(program));
 }
 
+llvm::Expected<ImageFile> Loader::readFile(const std::shared_ptr<const RegularFile> &file) {
+  cache::DiskCache *cache = summaries_ ? &summaries_() : nullptr;
+  struct timespec now {};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const std::optional<cache::Key> key = cache && cache->enabled() ? cache::summaryKey(file->status(), now) : std::nullopt;
+  if (!key) return readImageFile(*file);
+  if (std::optional<cache::Entry> entry = cache->loadSummary(*key)) {
+    auto images = cache::imagesOfSummary(std::move(*entry), file);
+    if (images) return images;
+    // Its checksum held, so devdl wrote it: reported, and the file read as if it had none.
+    if (Debug::get().on(Debug::Statistics)) Debug::get().print("cache: " + llvm::toString(images.takeError()));
+    else llvm::consumeError(images.takeError());
+  }
+  auto read = readImageFile(*file);
+  if (read)
+    if (std::string summary = cache::summarize(*read); !summary.empty())
+      cache->storeSummary(*key, "image summary of " + file->path(), summary);
+  return read;
+}
+
 std::vector<Loader::NewImage> Loader::prepare(ImageFile read, bool mayOpenDevice) {
   std::vector<NewImage> images;
   for (DeviceImage &image : read.images) images.push_back(judge(std::move(image), mayOpenDevice));
@@ -132,13 +156,14 @@ llvm::Expected<void *> Loader::open(const char *name, int flags) {
   }
   if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
     return fail(ErrorCode::InvalidArgument, "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");
-  auto file = openNamedFile(name);
-  if (!file) return file.takeError();
-  const std::string &path = file->path();
+  auto opened = openNamedFile(name);
+  if (!opened) return opened.takeError();
+  // Shared: the images taken from its summary read it when they are linked.
+  const auto file = std::make_shared<const RegularFile>(std::move(*opened));
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {file->status().st_dev, file->status().st_ino, nullptr, 0}, flags, path,
-                               [&] { return readImageFile(*file); });
+  auto handle = openIdentified(lock, {file->status().st_dev, file->status().st_ino, nullptr, 0}, flags, file->path(),
+                               [&] { return readFile(file); });
   if (!handle) return handle.takeError();
   return *handle;
 }

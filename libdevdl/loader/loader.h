@@ -26,6 +26,7 @@
 
 #include "backend/registry.h"
 #include "bundle/loaded_bundles.h"
+#include "cache/disk_cache.h"
 #include "cache/program_cache.h"
 #include "image/read_image.h"
 #include "loader/image_table.h"
@@ -88,6 +89,8 @@ class Loader {
     /// program itself: the other thread may be waiting for the host loader's lock, held by this
     /// one (a host constructor calling devdl while a backend loads a library).
     std::chrono::milliseconds buildWait{1000};
+    /// The disk cache that keeps image files' summaries (cache/image_summary.h); none where null.
+    cache::DiskCache &(*summaries)() = nullptr;
   };
   explicit Loader(Options options);
   ~Loader();
@@ -211,6 +214,9 @@ class Loader {
   std::vector<uint32_t> planOf(uint32_t root);
 
   // loader.cpp: handles.
+  /// The images of a file, with the lock let go: from its summary where the disk cache has one,
+  /// else read (and summarized for the next process).
+  llvm::Expected<ImageFile> readFile(const std::shared_ptr<const RegularFile> &file);
   /// Images of a file or memory, read with the lock let go, each judged (see judge()).
   std::vector<NewImage> prepare(ImageFile read, bool mayOpenDevice);
   /// The handle for `identity` (named `name` in errors): the one open, or a new one from what
@@ -331,6 +337,7 @@ class Loader {
     bool done = false;
   };
   const std::chrono::milliseconds buildWait_;
+  cache::DiskCache &(*const summaries_)();
   std::map<std::pair<const backend::Device *, std::vector<cache::ContentHash>>, std::shared_ptr<Building>> building_;
 };
 

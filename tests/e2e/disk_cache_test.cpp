@@ -4,12 +4,15 @@
 // line DEVDL_DEBUG=statistics prints at exit.
 #include "backend/opencl/opencl_device.h"
 #include "cache/disk_cache.h"
+#include "cache/image_summary.h"
 #include "test_support.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -34,6 +37,15 @@ struct Load {
   double savedMs = -1;
   std::tuple<int, int, int> counts() const { return {hits, misses, stored}; }
 };
+
+// What DEVDL_DEBUG=statistics says of image files' summaries: used, missing, stored; none of
+// them where it says nothing (no file was large and unchanged long enough to have one).
+std::tuple<int, int, int> summaries(const Load &load) {
+  static const std::regex line(R"(cache: image summaries: (\d+) used, (\d+) missing, (\d+) stored)");
+  std::smatch m;
+  if (!std::regex_search(load.result.err, m, line)) return {0, 0, 0};
+  return {std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3])};
+}
 
 Load parse(CommandResult result) {
   Load load;
@@ -69,7 +81,8 @@ class DiskCacheE2E : public ::testing::Test {
       if (const char *value = std::getenv(name)) saved_.emplace_back(name, value);
     unsetenv("DEVDL_CACHE");  // the test runner turns it off
     unsetenv("DEVDL_BUILD_OPTIONS");
-    dir_ = test::scratchDir() + "/cache";
+    scratch_ = test::scratchDir();
+    dir_ = scratch_ + "/cache";
     setenv("DEVDL_CACHE_DIR", dir_.c_str(), 1);
     setenv("DEVDL_DEBUG", "statistics", 1);
   }
@@ -84,7 +97,24 @@ class DiskCacheE2E : public ::testing::Test {
   }
   std::vector<cache::EntryFile> entries() const { return llvm::cantFail(cache::DiskCache(dir_, ~uint64_t(0)).list()); }
 
-  std::string dir_;
+  // lib_large.spv (94 KiB, with the seed's library function) copied where the test may change it,
+  // once it last changed long enough ago to be summarized.
+  std::string largeLibrary() const {
+    const std::string path = scratch_ + "/lib_large.spv";
+    test::writeFile(path, test::readFile(image("lib_large.spv")));
+    std::this_thread::sleep_for(std::chrono::seconds(cache::kSettledSeconds) + std::chrono::milliseconds(50));
+    return path;
+  }
+  // The seed's program with `library` in place of lib.spv; `options` first (--spec, --flip-after-open...).
+  static Load seedWith(const std::string &library, std::vector<std::string> options = {}) {
+    std::vector<std::string> argv = {DEVDL_TEST_CACHE_PROBE};
+    argv.insert(argv.end(), options.begin(), options.end());
+    for (const std::string &arg : {std::string("1"), std::string("AppKernel"), library, image("app.spv")})
+      argv.push_back(arg);
+    return parse(test::run(argv));
+  }
+
+  std::string scratch_, dir_;
 
  private:
   // What the tests set, restored after each.
@@ -248,6 +278,89 @@ TEST_F(DiskCacheE2E, EightProcessesColdStartingTogetherBuildOnce) {
   EXPECT_EQ(hits, 7);
   ASSERT_EQ(entries().size(), 1u);
   EXPECT_EQ(entries()[0].problem, "");
+}
+
+// Image files' summaries (cache/image_summary.h): a process that opens a large file again,
+// unchanged, takes its images from the summary, and reads the file only to link it.
+TEST_F(DiskCacheE2E, ALargeFileIsKnownByItsSummaryAndReadOnlyToBeLinked) {
+  const std::string library = largeLibrary();
+  Load cold = seedWith(library), warm = seedWith(library);
+  for (const Load *load : {&cold, &warm}) {
+    ASSERT_EQ(load->result.status, 0) << load->result.err;
+    EXPECT_EQ(load->result.out, kSeedOutput);
+  }
+  EXPECT_EQ(summaries(cold), std::make_tuple(0, 1, 1)) << "used, missing, stored: " << cold.result.err;
+  EXPECT_EQ(summaries(warm), std::make_tuple(1, 0, 0)) << "used, missing, stored: " << warm.result.err;
+  EXPECT_EQ(warm.counts(), std::make_tuple(1, 0, 0)) << "the program: hits, misses, stored";
+  // Another program of it (other build options) is linked from the file, read now.
+  setenv("DEVDL_BUILD_OPTIONS", "-cl-fast-relaxed-math", 1);
+  Load linked = seedWith(library);
+  ASSERT_EQ(linked.result.status, 0) << linked.result.err;
+  EXPECT_EQ(linked.result.out, kSeedOutput);
+  EXPECT_EQ(summaries(linked), std::make_tuple(1, 0, 0));
+  EXPECT_EQ(linked.counts(), std::make_tuple(0, 1, 1));
+  // The summary is an entry of the cache, listed as one.
+  const auto files = entries();
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(std::count_if(files.begin(), files.end(),
+                          [&](const cache::EntryFile &f) {
+                            return f.problem.empty() && f.description == "image summary of " + library;
+                          }),
+            1);
+}
+
+TEST_F(DiskCacheE2E, SmallAndJustChangedFilesHaveNoSummary) {
+  const Load small = seed();
+  ASSERT_EQ(small.result.status, 0) << small.result.err;
+  EXPECT_EQ(summaries(small), std::make_tuple(0, 0, 0)) << "lib.spv and app.spv are read: " << small.result.err;
+  // A file written in place, its modification time set back: its change time says it changed.
+  const std::string library = largeLibrary();
+  ASSERT_EQ(summaries(seedWith(library)), std::make_tuple(0, 1, 1));
+  struct stat before;
+  ASSERT_EQ(stat(library.c_str(), &before), 0);
+  test::writeFile(library, test::readFile(library));
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, library.c_str(), times, 0), 0);
+  const Load changed = seedWith(library);
+  ASSERT_EQ(changed.result.status, 0) << changed.result.err;
+  EXPECT_EQ(changed.result.out, kSeedOutput);
+  EXPECT_EQ(summaries(changed), std::make_tuple(0, 0, 0)) << "changed just now: read, and not summarized yet";
+}
+
+TEST_F(DiskCacheE2E, AFileChangedInPlaceBetweenItsOpenAndItsLinkIsAnError) {
+  const std::string library = largeLibrary();
+  ASSERT_EQ(summaries(seedWith(library)), std::make_tuple(0, 1, 1));
+  // Another program, so that the file is read to link it: it no longer holds what was opened.
+  setenv("DEVDL_BUILD_OPTIONS", "-cl-fast-relaxed-math", 1);
+  const Load flipped = seedWith(library, {"--flip-after-open", library});
+  EXPECT_EQ(flipped.result.status, 1);
+  EXPECT_EQ(flipped.result.out, "");
+  EXPECT_NE(flipped.result.err.find(library + ": image 0 (spirv): the file changed since it was opened"),
+            std::string::npos)
+      << flipped.result.err;
+  EXPECT_EQ(std::get<2>(flipped.counts()), 0) << "nothing stored";
+}
+
+TEST_F(DiskCacheE2E, AFileReplacedBetweenItsOpenAndItsLinkIsLinkedAsOpened) {
+  const std::string library = largeLibrary();
+  const std::string original = test::readFile(library);
+  ASSERT_EQ(summaries(seedWith(library)), std::make_tuple(0, 1, 1));
+  // Renamed over, as builds and package managers replace files: the file opened is still there.
+  setenv("DEVDL_BUILD_OPTIONS", "-cl-fast-relaxed-math", 1);
+  const Load replaced = seedWith(library, {"--replace-after-open", library});
+  ASSERT_EQ(replaced.result.status, 0) << replaced.result.err;
+  EXPECT_EQ(replaced.result.out, kSeedOutput);
+  EXPECT_EQ(summaries(replaced), std::make_tuple(1, 0, 0));
+  EXPECT_NE(test::readFile(library), original) << "the probe replaced it";
+}
+
+TEST_F(DiskCacheE2E, WithoutTheCacheAFileChangedAfterItsOpenIsLinkedAsOpened) {
+  const std::string library = largeLibrary();
+  setenv("DEVDL_CACHE", "0", 1);
+  const Load flipped = seedWith(library, {"--flip-after-open", library});
+  ASSERT_EQ(flipped.result.status, 0) << flipped.result.err;
+  EXPECT_EQ(flipped.result.out, kSeedOutput) << "its bytes were read when it was opened";
+  EXPECT_EQ(summaries(flipped), std::make_tuple(0, 0, 0));
 }
 
 TEST_F(DiskCacheE2E, AnUnwritableCacheDirectoryStillLoads) {

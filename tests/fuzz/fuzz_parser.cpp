@@ -7,6 +7,7 @@
 #include "backend/spirv_link.h"
 #include "bundle/host_elf.h"
 #include "cache/disk_cache.h"
+#include "cache/image_summary.h"
 #include "image/aspects.h"
 #include "image/host_objects.h"
 #include "image/local_definitions.h"
@@ -29,7 +30,7 @@
 
 namespace {
 
-enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, CacheEntry, Link };
+enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, CacheEntry, Summary, Link };
 
 // A disk cache entry as a file under the key "fuzz" (tests/data/fuzz-seeds has a valid
 // one to start from), then looked up and listed as devdl and devdl-cache do.
@@ -49,6 +50,30 @@ void readCacheEntry(devdl::Bytes bytes) {
   cache.load(key);
   // The bytes as the binary of an entry the OpenCL backend stored (tests/data/fuzz-seeds has one).
   llvm::consumeError(devdl::backend::opencl::readStoredProgram(devdl::asText(bytes)).takeError());
+}
+
+// The bytes as an image file's summary (cache/image_summary.h) come out of a disk cache entry
+// (tests/data/fuzz-seeds has one), of a file that holds these very bytes: each image it gives
+// then read from the file, as when it is linked.
+llvm::Error readSummary(devdl::Bytes bytes) {
+  using namespace devdl;
+  static const std::string path = [] {
+    char name[] = "/tmp/devdl-fuzz-summary-XXXXXX";
+    close(mkstemp(name));
+    return std::string(name);
+  }();
+  const int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+  if (fd < 0 || write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::abort();
+  close(fd);
+  auto file = RegularFile::open(path);
+  if (!file) std::abort();
+  cache::Entry entry;
+  entry.file = llvm::MemoryBuffer::getMemBufferCopy(std::string(cache::Entry::kHeaderSize, '\0') + std::string(asText(bytes)));
+  entry.binarySize = bytes.size();
+  auto images = cache::imagesOfSummary(std::move(entry), std::make_shared<const RegularFile>(std::move(*file)));
+  if (!images) return images.takeError();
+  for (const DeviceImage &image : images->images) llvm::consumeError(readUnread(image).takeError());
+  return llvm::Error::success();
 }
 
 // Reads an image of `format`, then makes its definitions local in a copy (a name it does not
@@ -154,6 +179,7 @@ llvm::Error parse(devdl::Bytes bytes) {
     case HostElf: return bundle::findBundlesInElf(bytes).takeError();
     case AnyFile: return readImageMemory(bytes, "fuzz", storage).takeError();
     case CacheEntry: readCacheEntry(bytes); return llvm::Error::success();
+    case Summary: return readSummary(bytes);
     case Link: return link(bytes, storage);
   }
   return llvm::Error::success();

@@ -2,8 +2,9 @@
 # Runs every fuzz target for a bounded time. Usage: run-fuzzers.sh FUZZ_BUILD TEST_BUILD [SECONDS]
 # Each target starts from the test images (bundles of images that link among them too) and host
 # libraries of TEST_BUILD (a build with the tests), from inputs the build does not make
-# (tests/data/fuzz-seeds: a disk cache entry, a program binary as the OpenCL backend stores it)
-# and from the inputs that once crashed a parser (tests/data/fuzz-regressions). Inputs that fail are left in FUZZ_BUILD/fuzz-artifacts.
+# (tests/data/fuzz-seeds: a disk cache entry, a program binary as the OpenCL backend stores it, an
+# image file's summary) and from the inputs that once crashed a parser (tests/data/fuzz-regressions).
+# Inputs that fail are left in FUZZ_BUILD/fuzz-artifacts.
 set -euo pipefail
 build=$1 tests=$2 seconds=${3:-30}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -204,8 +204,8 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
     if (why) *why = "Level Zero device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
     return false;
   }
-  uint32_t word = 0;
-  if (image.bytes.size() >= 8) std::memcpy(&word, image.bytes.data() + 4, 4);
+  uint32_t word = 0;  // the version, from the head: an image from its file's summary has no other bytes yet
+  if (const Bytes head = image.head(); head.size() >= 8) std::memcpy(&word, head.data() + 4, 4);
   const uint32_t major = (word >> 16) & 0xff, minor = (word >> 8) & 0xff;
   if (spirvVersion_ && ZE_MAKE_VERSION(major, minor) > spirvVersion_) {
     if (why)
