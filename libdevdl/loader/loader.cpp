@@ -124,9 +124,10 @@ cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, s
 
 llvm::Expected<ImageFile> Loader::readFile(const std::shared_ptr<const RegularFile> &file) {
   cache::DiskCache *cache = summaries_ ? &summaries_() : nullptr;
+  if (!cache || !cache->enabled()) return readImageFile(*file);
   struct timespec now {};
   clock_gettime(CLOCK_REALTIME, &now);
-  const std::optional<cache::Key> key = cache && cache->enabled() ? cache::summaryKey(file->status(), now) : std::nullopt;
+  const std::optional<cache::Key> key = cache::summaryKey(file->status(), now);
   if (!key) return readImageFile(*file);
   if (std::optional<cache::Entry> entry = cache->loadSummary(*key)) {
     auto images = cache::imagesOfSummary(std::move(*entry), file);

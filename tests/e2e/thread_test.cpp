@@ -2,12 +2,16 @@
 // `scripts/test.sh --tsan`): opens, symbol lookups, closes and errors interleave; each thread
 // sees its own errors and the same kernel object for the same program.
 #include "cache/disk_cache.h"
+#include "cache/image_summary.h"
 #include "devdl.h"
 #include "test_support.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -66,8 +70,15 @@ TEST(Threads, EveryEntryPointAtOnce) {
 TEST(Threads, LoadsThroughTheDiskCacheAtOnce) {
   // The process's disk cache is set up from the environment at its first link: the threads
   // run in a new process of this program, given a cache of its own (and, under ThreadSanitizer,
-  // checked there too: a race fails it).
+  // checked there too: a race fails it). The seed's library is the large one, which the threads
+  // open by its summary once one stored it, and read to link (cache/image_summary.h).
+  const std::string libPath = image("lib_large.spv");
   if (!std::getenv("DEVDL_TEST_THREADS_CHILD")) {
+    // Summarized only once it last changed long enough ago (just built, it may not have).
+    struct stat st {};
+    ASSERT_EQ(stat(libPath.c_str(), &st), 0);
+    const auto settled = std::chrono::system_clock::from_time_t(st.st_ctim.tv_sec + cache::kSettledSeconds + 1);
+    std::this_thread::sleep_until(settled);
     const std::string dir = scratchDir() + "/cache";
     setenv("DEVDL_TEST_THREADS_CHILD", "1", 1);
     setenv("DEVDL_CACHE_DIR", dir.c_str(), 1);
@@ -82,14 +93,16 @@ TEST(Threads, LoadsThroughTheDiskCacheAtOnce) {
     if (child.out.find("[  SKIPPED ]") != std::string::npos) GTEST_SKIP() << child.out;
     EXPECT_NE(child.out.find("[  PASSED  ] 1 test"), std::string::npos) << child.out;
     const auto entries = llvm::cantFail(cache::DiskCache(dir, ~uint64_t(0)).list());
-    EXPECT_EQ(entries.size(), 2u) << "one entry for each program";
+    EXPECT_EQ(entries.size(), 3u) << "one entry for each program, and the large library's summary";
+    EXPECT_EQ(std::count_if(entries.begin(), entries.end(),
+                            [&](const auto &entry) { return entry.description == "image summary of " + libPath; }),
+              1);
     for (const auto &entry : entries) EXPECT_EQ(entry.problem, "") << entry.path;
     return;
   }
   devdl_native native{};
   native.size = sizeof native;
   if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
-  const std::string libPath = image("lib.spv");
   const std::string users[] = {image("app.spv"), image("chain_top.spv")};
   const std::string chain[] = {image("chain_mid.spv"), image("chain_base.spv")};
   std::atomic<int> failures{0};

@@ -101,6 +101,24 @@ TEST(DiskCache, StoredEntryLoadsBackWithWhatItCost) {
   EXPECT_TRUE(other.load(keyOf("one")));
 }
 
+TEST(DiskCache, SummariesAreEntriesCountedApart) {
+  const std::string dir = scratchDir() + "/cache";
+  DiskCache cache(dir, kUnbounded);
+  EXPECT_FALSE(cache.loadSummary(keyOf("file")));
+  cache.storeSummary(keyOf("file"), "image summary of lib.spv", "summary");
+  auto entry = cache.loadSummary(keyOf("file"));
+  ASSERT_TRUE(entry);
+  EXPECT_EQ(entry->binary(), "summary");
+  EXPECT_EQ(cache.summaryStatistics().hits, 1u);
+  EXPECT_EQ(cache.summaryStatistics().misses, 1u);
+  EXPECT_EQ(cache.summaryStatistics().stores, 1u);
+  EXPECT_EQ(cache.statistics().hits + cache.statistics().misses + cache.statistics().stores, 0u)
+      << "the programs' figures are the programs'";
+  const auto files = llvm::cantFail(cache.list());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].description, "image summary of lib.spv");
+}
+
 TEST(DiskCache, AnEntryTheBackendRefusesIsAMissNotAHit) {
   DiskCache cache(scratchDir(), kUnbounded);
   cache.store(keyOf("one"), "", "binary", 1);
