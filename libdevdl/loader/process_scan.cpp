@@ -182,8 +182,9 @@ std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
   const char *list = devdlVariable("DEVDL_PRELOAD");
   // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.
   for (const std::string &item : preloadList(list)) {
-    auto file = openNamedFile(item.c_str());
-    auto read = file ? readImageFile(*file) : file.takeError();
+    auto opened = openNamedFile(item.c_str());
+    const auto file = opened ? std::make_shared<const RegularFile>(std::move(*opened)) : nullptr;
+    auto read = file ? readFile(file) : opened.takeError();
     if (!read) {
       std::fprintf(stderr, "devdl: DEVDL_PRELOAD: %s: ignored\n", llvm::toString(read.takeError()).c_str());
       continue;

@@ -118,8 +118,8 @@ class DiskCacheE2E : public ::testing::Test {
 
  private:
   // What the tests set, restored after each.
-  static constexpr const char *kVariables[] = {"DEVDL_CACHE",         "DEVDL_CACHE_DIR", "DEVDL_CACHE_MAX_SIZE",
-                                               "DEVDL_BUILD_OPTIONS", "XDG_CACHE_HOME",  "DEVDL_DEBUG"};
+  static constexpr const char *kVariables[] = {"DEVDL_CACHE",    "DEVDL_CACHE_DIR", "DEVDL_CACHE_MAX_SIZE", "DEVDL_BUILD_OPTIONS",
+                                               "XDG_CACHE_HOME", "DEVDL_DEBUG",     "DEVDL_PRELOAD"};
   std::vector<std::pair<std::string, std::string>> saved_;
 };
 
@@ -307,6 +307,20 @@ TEST_F(DiskCacheE2E, ALargeFileIsKnownByItsSummaryAndReadOnlyToBeLinked) {
                             return f.problem.empty() && f.description == "image summary of " + library;
                           }),
             1);
+}
+
+TEST_F(DiskCacheE2E, APreloadedLargeFileIsKnownByItsSummaryToo) {
+  const std::string library = largeLibrary();
+  setenv("DEVDL_PRELOAD", library.c_str(), 1);
+  const Load cold = parse(test::run(probeCommand(1, "AppKernel", {"app.spv"})));
+  const Load warm = parse(test::run(probeCommand(1, "AppKernel", {"app.spv"})));
+  unsetenv("DEVDL_PRELOAD");
+  for (const Load *load : {&cold, &warm}) {
+    ASSERT_EQ(load->result.status, 0) << load->result.err;
+    EXPECT_EQ(load->result.out, kSeedOutput);
+  }
+  EXPECT_EQ(summaries(cold), std::make_tuple(0, 1, 1)) << cold.result.err;
+  EXPECT_EQ(summaries(warm), std::make_tuple(1, 0, 0)) << warm.result.err;
 }
 
 TEST_F(DiskCacheE2E, SmallAndJustChangedFilesHaveNoSummary) {
