@@ -323,6 +323,26 @@ TEST_F(DiskCacheE2E, APreloadedLargeFileIsKnownByItsSummaryToo) {
   EXPECT_EQ(summaries(warm), std::make_tuple(1, 0, 0)) << warm.result.err;
 }
 
+TEST_F(DiskCacheE2E, ADamagedSummaryIsDeletedAndTheFileRead) {
+  const std::string library = largeLibrary();
+  ASSERT_EQ(summaries(seedWith(library)), std::make_tuple(0, 1, 1));
+  std::string path;
+  for (const cache::EntryFile &file : entries())
+    if (file.description == "image summary of " + library) path = file.path;
+  ASSERT_FALSE(path.empty());
+  std::string bytes = test::readFile(path);
+  bytes[cache::Entry::kHeaderSize + 20] ^= 0x01;  // in the first image's hash
+  test::writeFile(path, bytes);
+  chmod(path.c_str(), 0600);
+  const Load damaged = seedWith(library);
+  ASSERT_EQ(damaged.result.status, 0) << damaged.result.err;
+  EXPECT_EQ(damaged.result.out, kSeedOutput);
+  EXPECT_EQ(summaries(damaged), std::make_tuple(0, 1, 1)) << "read, and summarized again";
+  EXPECT_NE(damaged.result.err.find(path + ": checksum mismatch; deleted, the image file is read"), std::string::npos)
+      << damaged.result.err;
+  EXPECT_EQ(damaged.hits, 1) << "the program, from the file's hash";
+}
+
 TEST_F(DiskCacheE2E, SmallAndJustChangedFilesHaveNoSummary) {
   const Load small = seed();
   ASSERT_EQ(small.result.status, 0) << small.result.err;
