@@ -22,6 +22,7 @@
 // without), and a second machine's first load from a Redis store the first one filled.
 //
 // Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
+#include "backend/opencl/host_variables.h"
 #include "backend/opencl/opencl_api.h"
 #include "cache/disk_cache.h"
 #include "cache/image_summary.h"
@@ -199,8 +200,13 @@ int child(int argc, char **argv) {
     std::unique_ptr<llvm::MemoryBuffer> file;
     devdl::cache::Entry entry;
     std::string error = "cannot read " + std::string(argv[3]);
-    const std::string_view binary = mode == "floor" ? floorRead(argc, argv, entry, error, mark) : readFile(argv[3], file);
+    std::string_view binary = mode == "floor" ? floorRead(argc, argv, entry, error, mark) : readFile(argv[3], file);
     if (binary.empty()) return std::fprintf(stderr, "%s\n", error.c_str()), 1;
+    if (mode == "floor") {  // the driver's binary, after devdl's header
+      auto stored = devdl::backend::opencl::readStoredProgram(binary);
+      if (!stored) return std::fprintf(stderr, "%s\n", llvm::toString(stored.takeError()).c_str()), 1;
+      binary = stored->driverBinary;
+    }
     mark("read");
     const auto *bytes = reinterpret_cast<const unsigned char *>(binary.data());
     const size_t size = binary.size();
@@ -273,7 +279,17 @@ void firstKernelInAFreshProcess(benchmark::State &state, const std::string &back
     state.SkipWithError("the first load stored no single program");
     return;
   }
-  std::ofstream(binaryFile, std::ios::binary) << entry->binary();
+  // On OpenCL the entry holds the driver's binary after devdl's header (its host variables).
+  std::string_view binary = entry->binary();
+  if (backend == "opencl") {
+    auto stored = devdl::backend::opencl::readStoredProgram(binary);
+    if (!stored) {
+      state.SkipWithError(llvm::toString(stored.takeError()).c_str());
+      return;
+    }
+    binary = stored->driverBinary;
+  }
+  std::ofstream(binaryFile, std::ios::binary) << binary;
   const std::vector<std::string> floor = {backend,
                                           "floor",
                                           lib,
