@@ -164,7 +164,7 @@ std::string_view floorRead(int argc, char **argv, devdl::cache::Entry &entry, st
 
 int child(int argc, char **argv) {
   if (argc < 4)
-    return std::fprintf(stderr, "usage: --child opencl|cuda devdl LIB APP | binary FILE | floor LIB APP ENTRY KEY\n"), 2;
+    return std::fprintf(stderr, "usage: --child opencl|cuda devdl LIB APP | binary FILE | floor LIB APP ENTRY KEYLOW KEYHIGH\n"), 2;
   const std::string backend = argv[1], mode = argv[2];
   setenv("DEVDL_BACKEND", backend.c_str(), 1);
   devdl_native native{};
