@@ -82,7 +82,15 @@ std::string summarize(const ImageFile &read) {
 }
 
 llvm::Expected<ImageFile> imagesOfSummary(Entry entry, std::shared_ptr<const RegularFile> file) {
-  const std::string_view summary = entry.binary();
+  // The images' strings are views into the summary, and live as long as they do: a summary the
+  // cache mapped (a large one) is copied, since a mapping would fault (SIGBUS) where the entry's
+  // file were cut short meanwhile.
+  std::string_view summary = entry.binary();
+  std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(entry.file);  // the same bytes: `summary` stays
+  if (buffer->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap) {
+    buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(summary.data(), summary.size()));
+    summary = std::string_view(buffer->getBufferStart(), buffer->getBufferSize());
+  }
   auto bad = [&](const llvm::Twine &why) { return inFile(fail(ErrorCode::BadFormat, "image summary: " + why), file->path()); };
   Header header;
   if (summary.size() < sizeof header) return bad("truncated");
@@ -92,7 +100,7 @@ llvm::Expected<ImageFile> imagesOfSummary(Entry entry, std::shared_ptr<const Reg
   if (header.images == 0 || header.images > (summary.size() - sizeof header) / sizeof(Head))
     return bad(llvm::Twine(header.images) + " images in " + llvm::Twine(summary.size()) + " bytes");
   const size_t bundleAt = sizeof header + header.images * sizeof(Head);
-  auto storage = std::make_shared<Storage>(std::move(entry.file));  // what the images' strings are in
+  auto storage = std::make_shared<Storage>(std::move(buffer));  // what the images' strings are in
   auto images = readBundleImages(asBytes(summary.substr(bundleAt)), storage);
   if (!images) return inFile(images.takeError(), file->path());
   if (images->size() != header.images)

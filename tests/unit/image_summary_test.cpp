@@ -1,8 +1,11 @@
 // Image files' summaries on their own: the key follows the file's status, a summary gives back
 // what reading the file gives but its bytes, and reading those later finds them or says the file
 // changed. Their use by the loader, with real programs, is in tests/e2e/disk_cache_test.cpp.
+#include "cache/disk_cache.h"
 #include "cache/image_summary.h"
 #include "test_support.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -139,6 +142,36 @@ TEST(ImageSummary, ReadingTheBytesOfAChangedFileFailsSayingSo) {
     auto again = readUnread(known->images[0]);
     EXPECT_NE(test::errorText(again).find("the file changed since it was opened"), std::string::npos);
   }
+}
+
+TEST(ImageSummary, ALargeSummaryOutlivesItsEntrysFile) {
+  // A summary over 16 KB, which the disk cache maps: the images keep a copy of their strings.
+  const std::string dir = test::scratchDir();
+  ImageFile many{"many.spv", {}};
+  DeviceImage image;
+  image.format = ImageFormat::SpirV;
+  const std::string bytes = test::readFile(test::image("lib.spv"));
+  image.bytes = asBytes(bytes);
+  image.storage = std::make_shared<Storage>();
+  for (int i = 0; i < 2000; ++i)
+    image.symbols.push_back({image.storage->save("AFunctionOfALargeLibrary" + std::to_string(i)), SymbolKind::Function});
+  many.images.push_back(image);
+  const std::string summary = summarize(many);
+  ASSERT_GT(summary.size(), 32u * 1024);
+  DiskCache cache(dir + "/cache", uint64_t(1) << 30);
+  const Key key = KeyBuilder().add("many").finish();
+  cache.storeSummary(key, "image summary of many.spv", summary);
+  auto entry = cache.loadSummary(key);
+  ASSERT_TRUE(entry);
+  const auto file = opened(test::image("lib.spv"));
+  auto known = imagesOfSummary(std::move(*entry), file);
+  ASSERT_TRUE(bool(known)) << llvm::toString(known.takeError());
+  // The entry's file cut short, as another process could: what was read stays.
+  const auto entries = llvm::cantFail(cache.list());
+  ASSERT_EQ(entries.size(), 1u);
+  ASSERT_EQ(truncate(entries[0].path.c_str(), 0), 0);
+  ASSERT_EQ(known->images.size(), 1u);
+  EXPECT_EQ(symbolsOf(known->images[0]), symbolsOf(image));
 }
 
 TEST(ImageSummary, NativeBinariesAreNotSummarized) {
