@@ -89,9 +89,10 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   // The images taken from their files' summaries are read now, for this link only.
   std::vector<backend::LinkInput> linked(inputs.begin(), inputs.end());
   std::deque<DeviceImage> read;
+  UnreadFiles files;
   for (backend::LinkInput &input : linked) {
     if (!input.image->unread) continue;
-    auto image = readUnread(*input.image);
+    auto image = readUnread(*input.image, files);
     if (!image) return inImage(image.takeError(), input.label);
     input.image = &read.emplace_back(std::move(*image));
   }

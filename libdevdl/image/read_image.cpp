@@ -303,10 +303,21 @@ llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format, std::s
 }
 
 llvm::Expected<DeviceImage> readUnread(const DeviceImage &image) {
+  UnreadFiles files;
+  return readUnread(image, files);
+}
+
+llvm::Expected<DeviceImage> readUnread(const DeviceImage &image, UnreadFiles &files) {
   const DeviceImage::Unread &unread = *image.unread;
-  auto file = readImageFile(*unread.file);
-  const bool same = file && unread.index < file->images.size() && [&] {
-    const Bytes bytes = file->images[unread.index].bytes;
+  auto known = files.find(unread.file.get());
+  std::string unreadable;  // why the file cannot be read now, where it cannot
+  if (known == files.end()) {
+    auto file = readImageFile(*unread.file);
+    if (file) known = files.emplace(unread.file.get(), std::move(*file)).first;
+    else unreadable = llvm::toString(file.takeError());
+  }
+  const bool same = known != files.end() && unread.index < known->second.images.size() && [&] {
+    const Bytes bytes = known->second.images[unread.index].bytes;
     const xxh3::Hash128 hash = xxh3::hash128(bytes.data(), bytes.size());
     return hash.low == unread.hashLow && hash.high == unread.hashHigh;
   }();
@@ -315,8 +326,8 @@ llvm::Expected<DeviceImage> readUnread(const DeviceImage &image) {
   if (!same)
     return fail(ErrorCode::Io, "the file changed since it was opened, and its bytes then were not kept: the image "
                                "was known from the file's summary in the disk cache" +
-                                   (file ? std::string() : " (it reads now as: " + llvm::toString(file.takeError()) + ")"));
-  return std::move(file->images[unread.index]);
+                                   (unreadable.empty() ? std::string() : " (it reads now as: " + unreadable + ")"));
+  return known->second.images[unread.index];  // a copy, sharing the file's storage
 }
 
 llvm::Error checkImage(const DeviceImage &image) {

@@ -7,6 +7,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format,
 /// its image there, which must have the bytes summarized (their hash). Fails where the file
 /// changed since (Io, for the caller to name the image) or cannot be read (naming the file).
 llvm::Expected<DeviceImage> readUnread(const DeviceImage &image);
+/// The same for the images of one link: `files` keeps the files read, each read once however many
+/// of its images the link takes.
+using UnreadFiles = std::map<const RegularFile *, ImageFile>;
+llvm::Expected<DeviceImage> readUnread(const DeviceImage &image, UnreadFiles &files);
 
 /// Reads the bytes of an image as a loose file's are read (the SPIR-V validator, the ELF, PTX,
 /// fatbin and bitcode readers), unless they were: an image is linked only once this passed, so

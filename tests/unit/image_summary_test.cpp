@@ -116,6 +116,25 @@ TEST(ImageSummary, GivesWhatReadingGivesButTheBytes) {
   }
 }
 
+TEST(ImageSummary, TheImagesOfOneLinkReadTheirFileOnce) {
+  const auto file = opened(test::image("seed-spirv.devdl"));  // two images
+  ASSERT_TRUE(file);
+  auto read = readImageFile(*file);
+  ASSERT_TRUE(bool(read));
+  auto known = imagesOfSummary(entryOf(summarize(*read)), file);
+  ASSERT_TRUE(bool(known));
+  ASSERT_EQ(known->images.size(), 2u);
+  UnreadFiles files;
+  auto first = readUnread(known->images[0], files), second = readUnread(known->images[1], files);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(files.size(), 1u);
+  EXPECT_EQ(first->storage, second->storage) << "one read of the file";
+  for (size_t i = 0; i < 2; ++i) {
+    const Bytes bytes = (i ? second : first)->bytes, was = read->images[i].bytes;
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), was.begin(), was.end())) << "image " << i;
+  }
+}
+
 TEST(ImageSummary, ReadingTheBytesOfAChangedFileFailsSayingSo) {
   const std::string path = test::scratchDir() + "/lib_large.spv";
   test::writeFile(path, test::readFile(test::image("lib_large.spv")));
