@@ -270,6 +270,11 @@ class TranslatorLimits {
   static uint32_t word(const spv_parsed_instruction_t &inst, uint16_t operand) {
     return inst.words[inst.operands[operand].offset];
   }
+  // A literal string operand, up to its NUL and never past its words.
+  static std::string_view text(const spv_parsed_instruction_t &inst, uint16_t operand) {
+    const char *at = reinterpret_cast<const char *>(inst.words + inst.operands[operand].offset);
+    return {at, strnlen(at, inst.operands[operand].num_words * 4u)};
+  }
   static bool annotates(uint32_t opcode) {
     return opcode == SpvOpName || opcode == SpvOpMemberName || opcode == SpvOpDecorate ||
            opcode == SpvOpMemberDecorate || opcode == SpvOpDecorateId || opcode == SpvOpDecorateString ||
@@ -363,7 +368,7 @@ class TranslatorLimits {
   // on one that is not. (Names of builtin variables are kept for builtinUse.)
   std::string reservedName(const spv_parsed_instruction_t &inst) {
     if (inst.opcode == SpvOpName && inst.num_operands == 2) {
-      const std::string_view name(reinterpret_cast<const char *>(inst.words + inst.operands[1].offset));
+      const std::string_view name = text(inst, 1);
       if (name.starts_with("spirv.") || name.starts_with("opencl.")) reservedNames_.insert(inst.words[1]);
       if (name.starts_with(kBuiltinPrefix)) builtinNames_.insert(inst.words[1]);
     }
@@ -385,7 +390,7 @@ class TranslatorLimits {
     const bool linked = inst.opcode == SpvOpDecorate && inst.num_operands >= 3 &&
                         inst.words[2] == SpvDecorationLinkageAttributes;
     if (!named && !linked) return "";
-    const std::string_view name(reinterpret_cast<const char *>(inst.words + inst.operands[named ? 1 : 2].offset));
+    const std::string_view name = text(inst, named ? 1 : 2);
     if (!name.starts_with(kBuiltinPrefix) || isOpenClBuiltinName(name.substr(kBuiltinPrefix.size()))) return "";
     return "a name `" + std::string(name) + "`, which is not one of OpenCL's builtins";
   }
@@ -482,10 +487,9 @@ class TranslatorLimits {
     for (uint16_t i = 0; i < inst.num_operands; ++i) {
       const spv_parsed_operand_t &operand = inst.operands[i];
       if (operand.type == SPV_OPERAND_TYPE_LITERAL_STRING) {
-        const char *text = reinterpret_cast<const char *>(inst.words + operand.offset);
-        const size_t size = operand.num_words * 4u;
-        const std::string_view string(text, strnlen(text, size));
-        if (std::any_of(text + string.size(), text + size, [](char c) { return c != 0; }))
+        const std::string_view string = text(inst, i);
+        const char *end = reinterpret_cast<const char *>(inst.words + operand.offset + operand.num_words);
+        if (std::any_of(string.data() + string.size(), end, [](char c) { return c != 0; }))
           return "a string padded with other than zeros";
         if (inst.opcode == SpvOpExtension && !llvm::is_contained(kKnownExtensions, string))
           return "SPIR-V extension `" + std::string(string) + "`, which the SPIR-V to SPIR translator does not know";
