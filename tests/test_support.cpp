@@ -121,4 +121,12 @@ CommandResult Child::wait() {
 
 CommandResult run(const std::vector<std::string> &argv) { return Child(argv).wait(); }
 
+std::vector<std::string> linesOf(const std::string &text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
 }  // namespace devdl::test

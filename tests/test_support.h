@@ -62,6 +62,9 @@ class Child {
 /// Runs argv[0] with the arguments, without a shell, capturing stdout and stderr.
 CommandResult run(const std::vector<std::string> &argv);
 
+/// The lines of `text` that are not empty.
+std::vector<std::string> linesOf(const std::string &text);
+
 inline bool contains(const std::vector<std::string> &lines, const std::string &line) {
   return std::find(lines.begin(), lines.end(), line) != lines.end();
 }

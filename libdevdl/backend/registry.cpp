@@ -4,6 +4,7 @@
 #include "backend/opencl/opencl_device.h"
 #include "support/debug.h"
 #include "support/error.h"
+#include "support/waiting.h"
 
 #include "devdl.h"
 
@@ -50,8 +51,13 @@ bool takes(const BackendEntry &row, LinkFamily family) {
 
 std::span<const BackendEntry> builtinBackends() { return kBuiltin; }
 
-Devices::Devices(std::span<const BackendEntry> table, std::string choice)
-    : table_(table), choice_(std::move(choice)), chosen_(nullptr), slots_(new std::atomic<const Opened *>[table.size()]) {
+Devices::Devices(std::span<const BackendEntry> table, std::string choice, std::chrono::milliseconds hostLockWait)
+    : table_(table),
+      choice_(std::move(choice)),
+      chosen_(nullptr),
+      slots_(new std::atomic<const Opened *>[table.size()]),
+      opening_(table.size(), false),
+      hostLockWait_(hostLockWait) {
   for (size_t i = 0; i < table.size(); ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
   for (const BackendEntry &row : table_)
     if (!choice_.empty() && (row.name == choice_ || (!row.alias.empty() && row.alias == choice_))) chosen_ = &row;
@@ -91,7 +97,35 @@ const Devices::Opened *Devices::publish(size_t slot, std::unique_ptr<Opened> ope
   }
   std::lock_guard lock(published_);
   kept_.push_back(std::move(opened));
+  done_.notify_all();
   return kept_.back().get();
+}
+
+const Devices::Opened *Devices::open(size_t slot, const BackendEntry &row) {
+  auto published = [&] { return slots_[slot].load(std::memory_order_acquire) != nullptr; };
+  bool opener = false;
+  {
+    std::unique_lock lock(published_);
+    if (!opening_[slot] && !published()) opening_[slot] = opener = true;
+    else if (waitForOther(lock, done_, hostLockWait_, published)) return slots_[slot].load(std::memory_order_acquire);
+    // Else the opener may wait for the host loader's lock this thread holds: one more is opened.
+  }
+  auto made = std::make_unique<Opened>();
+  auto device = inBuild(row) ? row.openDefault()
+                             : llvm::Expected<std::unique_ptr<Device>>(fail(
+                                   ErrorCode::Unsupported, "the " + std::string(row.name) + " backend is not in this build"));
+  if (device) made->device = std::move(*device);
+  else made->error = llvm::toString(device.takeError());
+  Opened *mine = made.get();
+  const Opened *opened = publish(slot, std::move(made), /*force=*/false);
+  if (opener) {
+    std::lock_guard lock(published_);
+    opening_[slot] = false;
+  }
+  if (opened == mine && opened->device && Debug::get().on(Debug::Libs))
+    Debug::get().print("backend " + std::string(row.name) + ": device " + opened->device->name() + ", linking by " +
+                       std::string(opened->device->linkMethod()));
+  return opened;
 }
 
 llvm::Expected<Device *> Devices::device(int number) {
@@ -107,19 +141,7 @@ llvm::Expected<Device *> Devices::device(int number) {
       return fail(ErrorCode::NotFound,
                   "the " + std::string(row->name) + " backend is not used: DEVDL_BACKEND=" + choice_);
   }
-  if (!opened) {
-    auto made = std::make_unique<Opened>();
-    auto device = inBuild(*row) ? row->openDefault()
-                                : llvm::Expected<std::unique_ptr<Device>>(fail(
-                                      ErrorCode::Unsupported, "the " + std::string(row->name) + " backend is not in this build"));
-    if (device) made->device = std::move(*device);
-    else made->error = llvm::toString(device.takeError());
-    Opened *mine = made.get();
-    opened = publish(slot, std::move(made), /*force=*/false);
-    if (opened == mine && opened->device && Debug::get().on(Debug::Libs))
-      Debug::get().print("backend " + std::string(row->name) + ": device " + opened->device->name() + ", linking by " +
-                         std::string(opened->device->linkMethod()));
-  }
+  if (!opened) opened = open(slot, *row);
   if (!opened->device) return fail(ErrorCode::NotFound, opened->error);
   return opened->device.get();
 }
@@ -146,14 +168,17 @@ bool Devices::opensNothingFor(const DeviceImage &image) const {
 
 Device *Devices::forImage(const DeviceImage &image, std::string *why) {
   const LinkFamily family = linkFamily(image.format);
-  std::string first;
+  // The first reason of a backend DEVDL_BACKEND allows, else of one it turned off.
+  std::string first, turnedOff;
   for (const BackendEntry &row : table_) {
     if (!takes(row, family)) continue;
     auto dev = device(row.number);
     if (dev) return *dev;
-    std::string reason = llvm::toString(dev.takeError());
-    if (first.empty()) first = std::move(reason);
+    std::string &reason = choice_.empty() || chosen_ == &row ? first : turnedOff;
+    if (reason.empty()) reason = llvm::toString(dev.takeError());
+    else llvm::consumeError(dev.takeError());
   }
+  if (first.empty()) first = std::move(turnedOff);
   if (why) *why = first.empty() ? "no backend links " + std::string(formatName(image.format)) + " images" : first;
   return nullptr;
 }

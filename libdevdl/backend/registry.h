@@ -9,6 +9,8 @@
 #include <llvm/Support/Error.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -37,13 +39,16 @@ struct BackendEntry {
 std::span<const BackendEntry> builtinBackends();
 
 /// The devices devdl links for, one per backend, each opened on first use; and which device links
-/// an image family. Thread-safe, and no call waits for another: opening a device loads its driver
-/// (the host loader's lock), so two threads asking at once each open one and the first published
-/// is kept. A device, once published, lives as long as this object (programs refer to it).
+/// an image family. Thread-safe. A backend's device is opened by one thread, and others asking
+/// meanwhile wait for it and get what it got, the device or the error (support/waiting.h: one
+/// that may hold the host loader's lock, which opening a driver takes, waits at most
+/// `hostLockWait` and then opens one itself; the first published is kept). A device, once
+/// published, lives as long as this object (programs refer to it).
 class Devices {
  public:
   /// `table` outlives this object; `choice` is DEVDL_BACKEND's value ("" for every backend).
-  Devices(std::span<const BackendEntry> table, std::string choice);
+  Devices(std::span<const BackendEntry> table, std::string choice,
+          std::chrono::milliseconds hostLockWait = std::chrono::seconds(1));
   ~Devices();
   Devices(const Devices &) = delete;
   Devices &operator=(const Devices &) = delete;
@@ -81,13 +86,18 @@ class Devices {
   };
   /// Publishes `opened` as the slot's if none is yet (any with `force`); the one published.
   const Opened *publish(size_t slot, std::unique_ptr<Opened> opened, bool force);
+  /// The slot's device opened by this thread, or by the one opening it now.
+  const Opened *open(size_t slot, const BackendEntry &row);
   size_t slotOf(int number) const;
 
   std::span<const BackendEntry> table_;
   std::string choice_;
   const BackendEntry *chosen_;  // the row choice_ names; null for none (every row, or no such row)
   std::unique_ptr<std::atomic<const Opened *>[]> slots_;  // parallel to table_
-  std::mutex published_;                                 // guards kept_ alone
+  std::mutex published_;                                 // guards kept_ and opening_
+  std::condition_variable done_;                         // a device was opened, or failed to
+  std::vector<bool> opening_;                            // parallel to table_: a thread opens it now
+  std::chrono::milliseconds hostLockWait_;
   std::vector<std::unique_ptr<Opened>> kept_;            // everything ever published
 };
 

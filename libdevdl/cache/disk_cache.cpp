@@ -222,8 +222,8 @@ std::chrono::milliseconds DiskCache::buildWaitFromEnvironment() {
   // At most a day: anything longer is a mistake, and the milliseconds must not overflow.
   if (errno || end == value || *end || !(seconds >= 0 && seconds <= 86400)) {
     if (Debug::get().on(Debug::Statistics))
-      Debug::get().print("cache: DEVDL_CACHE_WAIT=" + std::string(value) + " is no number of seconds (0 to 86400); " +
-                         std::to_string(kDefaultBuildWait.count() / 1000) + " it is");
+      Debug::get().print("cache: DEVDL_CACHE_WAIT=" + std::string(value) +
+                         " is no number of seconds (0 to 86400); waiting while the builder lives");
     return kDefaultBuildWait;
   }
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -449,7 +449,9 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
       }
     }
     const auto waited = Clock::now() - start;
-    if (waited >= buildWait_) {
+    // In milliseconds: the bound may be their largest number (no bound), nanoseconds' overflow.
+    const auto left = buildWait_ - std::chrono::duration_cast<std::chrono::milliseconds>(waited);
+    if (left <= std::chrono::milliseconds::zero()) {
       std::lock_guard lock(mutex_);
       ++stats_.waits;
       stats_.waitNanoseconds += static_cast<uint64_t>(std::chrono::nanoseconds(waited).count());
@@ -457,8 +459,7 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
              key.hex() + ": built here too");
       return {};
     }
-    std::this_thread::sleep_for(std::min(look, std::chrono::duration_cast<std::chrono::milliseconds>(buildWait_ - waited) +
-                                                   std::chrono::milliseconds(1)));
+    std::this_thread::sleep_for(left < look ? left + std::chrono::milliseconds(1) : look);
     look = std::min(look * 2, kLongestLook);
   }
 }

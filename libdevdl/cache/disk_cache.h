@@ -60,8 +60,10 @@ class DiskCache final : public BinaryStore {
   /// DEVDL_CACHE_WAIT (seconds, a fraction allowed), else kDefaultBuildWait.
   static std::chrono::milliseconds buildWaitFromEnvironment();
   /// How long a process that misses a key waits for another process's build of it before it
-  /// builds the program itself: the other may be stopped, or stuck.
-  static constexpr std::chrono::milliseconds kDefaultBuildWait{60'000};
+  /// builds the program itself: while the builder lives (the kernel lets go of a dead one's
+  /// lock), as threads wait (support/waiting.h). DEVDL_CACHE_WAIT bounds it, against a builder
+  /// that is stopped or stuck.
+  static constexpr std::chrono::milliseconds kDefaultBuildWait = std::chrono::milliseconds::max();
 
   /// The process's cache (the loader's), set up from the environment on first use; its
   /// statistics are printed at exit under DEVDL_DEBUG=statistics.

@@ -7,6 +7,7 @@
 #include "loader/loader.h"
 #include "support/debug.h"
 #include "support/error.h"
+#include "support/waiting.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -341,12 +342,12 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     std::optional<LinkPlan> joint;
     const LinkPlan &linked = withImporters.size() == 1 ? plan : joint.emplace(planFor(withImporters));
     const auto buildKey = std::make_pair(static_cast<const backend::Device *>(dev), keyOf(linked));
-    // A thread already builds it: wait, and take the program it made (or build it alone after a
-    // while: that thread may be waiting for the host loader's lock, which this one may hold).
+    // A thread already builds it: wait, and take the program it made (or build it too where this
+    // thread may hold the host loader's lock, which that one may be waiting for).
     std::shared_ptr<Building> building;
     if (auto it = building_.find(buildKey); it != building_.end()) {
       std::shared_ptr<Building> other = it->second;
-      if (built_.wait_for(lock.held(), buildWait_, [&] { return other->done; })) continue;
+      if (waitForOther(lock.held(), built_, hostLockWait_, [&] { return other->done; })) continue;
     } else {
       building = std::make_shared<Building>();
       building_.emplace(buildKey, building);

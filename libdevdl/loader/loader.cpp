@@ -51,9 +51,9 @@ Remembered &slotFor(const void *handle, std::string_view name) {
 }  // namespace
 
 Loader::Loader(Options options)
-    : devices_(options.backends, std::move(options.backendChoice)),
+    : devices_(options.backends, std::move(options.backendChoice), options.hostLockWait),
       programs_(options.store),
-      buildWait_(options.buildWait),
+      hostLockWait_(options.hostLockWait),
       summaries_(options.summaries) {
   changed();
 }

@@ -85,10 +85,10 @@ class Loader {
     std::span<const backend::BackendEntry> backends;
     cache::BinaryStore &(*store)();
     std::string backendChoice;
-    /// How long a thread waits for another's build of the program it needs before it builds the
-    /// program itself: the other thread may be waiting for the host loader's lock, held by this
-    /// one (a host constructor calling devdl while a backend loads a library).
-    std::chrono::milliseconds buildWait{1000};
+    /// How long a thread that may hold the host loader's lock waits for another's work it needs
+    /// (a device opened, a program built) before it does that work itself: the other thread may
+    /// wait for that lock (support/waiting.h). One shown not to hold it waits as long as it takes.
+    std::chrono::milliseconds hostLockWait{1000};
     /// The disk cache that keeps image files' summaries (cache/image_summary.h); none where null.
     cache::DiskCache &(*summaries)() = nullptr;
   };
@@ -332,11 +332,11 @@ class Loader {
   backend::Devices devices_;
   cache::ProgramCache programs_;
   // Programs being built with the lock let go, by device and key: another thread needing one
-  // waits for it, at most buildWait_.
+  // waits for it (support/waiting.h).
   struct Building {
     bool done = false;
   };
-  const std::chrono::milliseconds buildWait_;
+  const std::chrono::milliseconds hostLockWait_;
   cache::DiskCache &(*const summaries_)();
   std::map<std::pair<const backend::Device *, std::vector<cache::ContentHash>>, std::shared_ptr<Building>> building_;
 };

@@ -314,6 +314,28 @@ TEST_F(DeviceDlopen, SeedExampleLinksAcrossHandlesAndRuns) {
   EXPECT_EQ(device_dlclose(lib), 0) << error();
 }
 
+// A thread pool whose workers load their kernels as they start: eight threads whose first devdl
+// calls coincide, in new processes. The backend's device is opened once and the others wait for
+// it (each opening one, PoCL crashed or found no device with a compiler, in every process).
+TEST_F(DeviceDlopen, ThreadsStartingTogetherOpenTheDeviceOnce) {
+  const std::vector<std::string> probe = {DEVDL_TEST_FIRST_USE_PROBE, deviceImage("lib"), deviceImage("app"), "AppKernel"};
+  for (int process = 0; process < 6; ++process) {
+    CommandResult started = devdl::test::run(probe);
+    EXPECT_EQ(started.status, 0) << started.out << started.err;
+    EXPECT_EQ(started.out, "8 of 8 found AppKernel (one object)\n") << started.err;
+  }
+  // A device that does not open: every thread is told why, the same.
+  setenv("DEVDL_DEVICE", "99", 1);
+  CommandResult failed = devdl::test::run(probe);
+  unsetenv("DEVDL_DEVICE");
+  EXPECT_EQ(failed.status, 1) << failed.err;
+  std::vector<std::string> lines = linesOf(failed.out);
+  ASSERT_EQ(lines.size(), 9u) << failed.out;
+  EXPECT_NE(lines[0].find("DEVDL_DEVICE=99: there are "), std::string::npos) << lines[0];
+  for (int thread = 1; thread < 8; ++thread) EXPECT_EQ(lines[thread], lines[0]);
+  EXPECT_EQ(lines[8], "0 of 8 found AppKernel (one object)");
+}
+
 TEST_F(DeviceDlopen, NowFailsNamingSymbolImageAndFile) {
   EXPECT_EQ(device_dlopen(deviceImage("app").c_str(), DEVDL_NOW), nullptr);
   EXPECT_EQ(error(), where("app") + ": undefined device symbol `LibDeviceFunc`");

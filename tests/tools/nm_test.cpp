@@ -7,13 +7,6 @@
 namespace devdl::test {
 namespace {
 
-std::vector<std::string> lines(const std::string &text) {
-  std::vector<std::string> out;
-  for (llvm::StringRef line : llvm::split(llvm::StringRef(text), '\n'))
-    if (!line.empty()) out.push_back(line.str());
-  return out;
-}
-
 std::string field(const llvm::json::Object *object, llvm::StringRef key) {
   auto value = object->getString(key);
   return value ? value->str() : "<no " + key.str() + ">";
@@ -22,20 +15,20 @@ std::string field(const llvm::json::Object *object, llvm::StringRef key) {
 TEST(DevdlNm, SeedExampleExportAndImportWithoutBuiltins) {
   CommandResult lib = run({DEVDL_NM, image("lib.spv")});
   EXPECT_EQ(lib.status, 0) << lib.err;
-  EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+  EXPECT_EQ(linesOf(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
   CommandResult app = run({DEVDL_NM, image("app.spv")});
   EXPECT_EQ(app.status, 0) << app.err;
-  EXPECT_EQ(lines(app.out), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"}));
+  EXPECT_EQ(linesOf(app.out), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"}));
   EXPECT_EQ(app.out.find("__spirv"), std::string::npos);
 }
 
 TEST(DevdlNm, FilterAndDemangleOptions) {
   CommandResult u = run({DEVDL_NM, "-u", image("app.spv")});
-  EXPECT_EQ(lines(u.out), std::vector<std::string>{"U LibDeviceFunc"});
+  EXPECT_EQ(linesOf(u.out), std::vector<std::string>{"U LibDeviceFunc"});
   CommandResult defined = run({DEVDL_NM, "--defined-only", image("app.spv")});
-  EXPECT_EQ(lines(defined.out), std::vector<std::string>{"K AppKernel"});
+  EXPECT_EQ(linesOf(defined.out), std::vector<std::string>{"K AppKernel"});
   CommandResult demangled = run({DEVDL_NM, "-C", image("lib.spv")});
-  EXPECT_TRUE(contains(lines(demangled.out), "T LibScale(int)")) << demangled.out;
+  EXPECT_TRUE(contains(linesOf(demangled.out), "T LibScale(int)")) << demangled.out;
   CommandResult both = run({DEVDL_NM, "-u", "--defined-only", image("app.spv")});
   EXPECT_EQ(both.status, 1);
 }
@@ -78,10 +71,10 @@ TEST(DevdlNm, CudaImages) {
   for (const char *name : {"app.cubin", "app.ptx", "app.fatbin", "app.lto.fatbin"}) {
     CommandResult r = run({DEVDL_NM, image(name)});
     EXPECT_EQ(r.status, 0) << name << ": " << r.err;
-    EXPECT_EQ(lines(r.out), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"})) << name;
+    EXPECT_EQ(linesOf(r.out), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"})) << name;
   }
   CommandResult lib = run({DEVDL_NM, image("lib.cubin")});
-  EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
+  EXPECT_EQ(linesOf(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
   CommandResult pack = run({DEVDL_PACK, "--check", image("app.lto.fatbin"), image("lib.lto.fatbin")});
   EXPECT_EQ(pack.status, 0) << pack.out << pack.err;
 }
@@ -92,7 +85,7 @@ TEST(DevdlNm, IntelNativeImages) {
   DEVDL_REQUIRE_INTEL_IMAGES();
   CommandResult lib = run({DEVDL_NM, image("lib.gen12lp.bin")});
   EXPECT_EQ(lib.status, 0) << lib.err;
-  EXPECT_EQ(lines(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+  EXPECT_EQ(linesOf(lib.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
   const std::string bundle = scratchDir() + "/intel.devdl";
   CommandResult pack = run({DEVDL_PACK, "-o", bundle, image("app.gen12lp.bin"), image("lib.dg2.bin")});
   ASSERT_EQ(pack.status, 0) << pack.err;
@@ -111,7 +104,7 @@ TEST(DevdlNm, NvccHostObjectBuiltWithRdc) {
   // nvcc -rdc=true -c: the device code is a fat binary in the host object's __nv_relfatbin.
   CommandResult r = run({DEVDL_NM, image("lib_rdc.o")});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(lines(r.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
+  EXPECT_EQ(linesOf(r.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"}));
   CommandResult check = run({DEVDL_PACK, "--check", image("app.cubin"), image("lib_rdc.o")});
   EXPECT_EQ(check.status, 0) << check.out << check.err;
 }

@@ -677,7 +677,7 @@ TEST(DiskCacheBuildLock, AWaiterPastTheBoundBuildsWithoutTheLock) {
 }
 
 TEST(DiskCacheBuildLock, ThreadsOfOneProcessDoNotWaitForEachOther) {
-  // The loader has them wait for each other, within its own bound.
+  // The loader has them wait for each other (support/waiting.h).
   DiskCache cache(scratchDir(), kUnbounded);
   const Key key = keyOf("program");
   BuildTurn first = cache.awaitTurn(key);
@@ -814,6 +814,8 @@ TEST_F(DiskCacheEnvironment, SizeBoundInBytesOrWithASuffix) {
 
 TEST_F(DiskCacheEnvironment, BuildWaitInSeconds) {
   using std::chrono::milliseconds;
+  // Unset, no bound: a process waits for another's build while that one lives.
+  EXPECT_EQ(DiskCache::kDefaultBuildWait, milliseconds::max());
   EXPECT_EQ(DiskCache::buildWaitFromEnvironment(), DiskCache::kDefaultBuildWait);
   for (auto [text, wait] : std::vector<std::pair<const char *, milliseconds>>{
            {"5", milliseconds(5000)}, {"0.25", milliseconds(250)}, {"0", milliseconds(0)},

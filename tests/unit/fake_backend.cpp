@@ -18,6 +18,15 @@ std::function<void(const Link &)> &hook() {
   return installed;
 }
 
+std::function<void()> &openHook() {
+  static std::function<void()> installed;
+  return installed;
+}
+
+void opening() {
+  if (openHook()) openHook()();
+}
+
 class Program final : public backend::Program {
  public:
   explicit Program(std::map<std::string, SymbolKind, std::less<>> defined) : defined_(std::move(defined)) {}
@@ -101,7 +110,10 @@ class Device final : public backend::Device {
 constexpr LinkFamily kSpirv[] = {LinkFamily::Spirv};
 const backend::BackendEntry kTable[] = {
     {kBackendNumber, "fake", "", kSpirv,
-     [] { return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>()); },
+     [] {
+       opening();
+       return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>());
+     },
      [](const devdl_native &) {
        return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>());
      }},
@@ -109,7 +121,10 @@ const backend::BackendEntry kTable[] = {
 
 const backend::BackendEntry kTwoTables[] = {
     {101, "absent", "", kSpirv,
-     [] { return llvm::Expected<std::unique_ptr<backend::Device>>(fail(ErrorCode::NotFound, "no absent device here")); },
+     [] {
+       opening();
+       return llvm::Expected<std::unique_ptr<backend::Device>>(fail(ErrorCode::NotFound, "no absent device here"));
+     },
      [](const devdl_native &) {
        return llvm::Expected<std::unique_ptr<backend::Device>>(fail(ErrorCode::NotFound, "no absent device here"));
      }},
@@ -131,6 +146,8 @@ std::mutex &linksMutex() {
 }
 
 void setLinkHook(std::function<void(const Link &)> set) { hook() = std::move(set); }
+
+void setOpenHook(std::function<void()> set) { openHook() = std::move(set); }
 
 std::span<const backend::BackendEntry> backends() { return kTable; }
 

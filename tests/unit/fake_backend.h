@@ -31,6 +31,10 @@ std::mutex &linksMutex();
 /// no loader lock held): tests hold a link there to see what other threads do meanwhile.
 void setLinkHook(std::function<void(const Link &)> hook);
 
+/// Called each time a device of the fake or the absent backend is opened, before it opens or
+/// fails (on the opening thread, with no loader lock held): tests count opens, and hold one there.
+void setOpenHook(std::function<void()> hook);
+
 /// The table with the fake backend as its only row (name "fake", SPIR-V).
 std::span<const backend::BackendEntry> backends();
 

@@ -16,9 +16,9 @@ namespace devdl::test {
 
 class LoaderFixture : public ::testing::Test {
  protected:
-  /// `buildWait`: how long a thread waits for another's build (Loader::Options::buildWait).
-  explicit LoaderFixture(std::chrono::milliseconds buildWait = std::chrono::seconds(1))
-      : loader_({fake::backends(), noStore, "", buildWait}) {}
+  /// `hostLockWait`: Loader::Options::hostLockWait.
+  explicit LoaderFixture(std::chrono::milliseconds hostLockWait = std::chrono::seconds(1))
+      : loader_({fake::backends(), noStore, "", hostLockWait}) {}
 
   void SetUp() override {
     std::lock_guard lock(fake::linksMutex());

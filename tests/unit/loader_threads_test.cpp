@@ -6,9 +6,26 @@
 
 #include "devdl.h"
 
+#include <dlfcn.h>
+
+#include <barrier>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <thread>
+
+namespace devdl::test {
+namespace {
+
+// What devdl_test_constructor_hook, called by the constructor of the library of that name, runs.
+std::function<void()> constructorCall;
+
+}  // namespace
+}  // namespace devdl::test
+
+extern "C" __attribute__((visibility("default"))) void devdl_test_constructor_hook() {
+  if (devdl::test::constructorCall) devdl::test::constructorCall();
+}
 
 namespace devdl::test {
 namespace {
@@ -35,6 +52,11 @@ class Gate {
     open_ = true;
     changed_.notify_all();
   }
+  /// How many have come to the gate.
+  int count() {
+    std::lock_guard lock(mutex_);
+    return waiting_;
+  }
 
  private:
   std::mutex mutex_;
@@ -50,7 +72,9 @@ class LoaderThreads : public LoaderFixture {
   LoaderThreads() : LoaderFixture(std::chrono::minutes(1)) {}
   void TearDown() override {
     gate_.open();
+    opens_.open();
     fake::setLinkHook(nullptr);
+    fake::setOpenHook(nullptr);
   }
   void holdLinks() {
     fake::setLinkHook([this](const fake::Link &) { gate_.pass(); });
@@ -62,7 +86,17 @@ class LoaderThreads : public LoaderFixture {
     return found;
   }
 
-  Gate gate_;
+  // Runs `call` in the constructor of a host library loaded now: with the host loader's lock held.
+  static void loadCallingFromConstructor(std::function<void()> call) {
+    constructorCall = std::move(call);
+    void *library = dlopen(DEVDL_TEST_CONSTRUCTOR_HOOK, RTLD_NOW | RTLD_LOCAL);
+    constructorCall = nullptr;
+    ASSERT_NE(library, nullptr) << dlerror();
+    dlclose(library);
+  }
+
+  Gate gate_;   // links
+  Gate opens_;  // devices being opened
 };
 
 TEST_F(LoaderThreads, ALinkedKernelIsFoundWhileAnotherProgramBuilds) {
@@ -120,16 +154,39 @@ TEST_F(LoaderThreads, TwoThreadsNeedingOneProgramWaitForOneBuild) {
   EXPECT_EQ(firstFound, secondFound);
 }
 
-TEST_F(LoaderThreads, ABuildHeldPastTheBoundIsNotWaitedForForEver) {
-  // The builder may wait for the host loader's lock that the waiter holds (a constructor calling
-  // devdl): past the bound the waiter builds on its own. Both get the one program kept.
-  Loader loader{{fake::backends(), noStore, "", std::chrono::milliseconds(100)}};
+TEST_F(LoaderThreads, ASlowBuildIsBuiltOnceForEveryThread) {
+  // Eight threads need one program whose link takes 3 s, three times the bound: they wait for
+  // it whatever the time, since none holds the host loader's lock.
+  Loader loader{{fake::backends(), noStore, ""}};
+  ASSERT_EQ(Loader::Options{}.hostLockWait, std::chrono::seconds(1)) << "the default bound";
+  ASSERT_TRUE(!!loader.open(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL));
+  auto opened = loader.open(image("app.spv").c_str(), DEVDL_LAZY);
+  ASSERT_TRUE(!!opened);
+  fake::setLinkHook([](const fake::Link &) { std::this_thread::sleep_for(3s); });
+  void *found[8] = {};
+  std::vector<std::thread> threads;
+  for (void *&mine : found)
+    threads.emplace_back([&] {
+      auto kernel = loader.symbol(*opened, "AppKernel");
+      if (kernel) mine = *kernel;
+      else ADD_FAILURE() << llvm::toString(kernel.takeError());
+    });
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(links().size(), 1u);
+  for (void *mine : found) EXPECT_EQ(mine, found[0]) << "one program";
+  EXPECT_NE(found[0], nullptr);
+}
+
+TEST_F(LoaderThreads, AWaiterInAHostConstructorBuildsAfterTheBound) {
+  // The builder may wait for the host loader's lock that a waiter in a host constructor holds:
+  // past the bound that waiter builds on its own. Both get the one program kept.
+  Loader loader{{fake::backends(), noStore, "", 100ms}};
   ASSERT_TRUE(!!loader.open(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL));
   auto opened = loader.open(image("app.spv").c_str(), DEVDL_LAZY);
   ASSERT_TRUE(!!opened);
   void *app = *opened;
   holdLinks();
-  void *firstFound = nullptr, *secondFound = nullptr;
+  void *firstFound = nullptr, *inConstructor = nullptr;
   auto find = [&](void *&found) {
     auto kernel = loader.symbol(app, "AppKernel");
     found = kernel ? *kernel : nullptr;
@@ -137,14 +194,85 @@ TEST_F(LoaderThreads, ABuildHeldPastTheBoundIsNotWaitedForForEver) {
   };
   std::thread first([&] { find(firstFound); });
   ASSERT_TRUE(gate_.waitFor(1));
-  std::thread second([&] { find(secondFound); });
-  EXPECT_TRUE(gate_.waitFor(2)) << "the second thread waited for ever";
+  std::thread second([&] { loadCallingFromConstructor([&] { find(inConstructor); }); });
+  EXPECT_TRUE(gate_.waitFor(2)) << "the thread in the constructor waited for ever";
   gate_.open();
   first.join();
   second.join();
   EXPECT_EQ(links().size(), 2u);
   EXPECT_NE(firstFound, nullptr);
-  EXPECT_EQ(firstFound, secondFound) << "one program kept";
+  EXPECT_EQ(firstFound, inConstructor) << "one program kept";
+}
+
+TEST_F(LoaderThreads, ThreadsStartingTogetherOpenTheDeviceOnce) {
+  // Nothing is open yet: each thread's first call needs the device. One opens it; the others
+  // wait for it and use it.
+  fake::setOpenHook([this] { opens_.pass(); });
+  std::barrier start(8);
+  void *found[8] = {};
+  std::vector<std::thread> threads;
+  for (void *&mine : found)
+    threads.emplace_back([&] {
+      start.arrive_and_wait();
+      auto lib = loader_.open(image("lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+      auto app = lib ? loader_.open(image("app.spv").c_str(), DEVDL_LAZY) : lib.takeError();
+      auto kernel = app ? loader_.symbol(*app, "AppKernel") : app.takeError();
+      if (kernel) mine = *kernel;
+      else ADD_FAILURE() << llvm::toString(kernel.takeError());
+    });
+  ASSERT_TRUE(opens_.waitFor(1));
+  std::this_thread::sleep_for(50ms);  // time for the others to ask for it, not a measure
+  EXPECT_EQ(opens_.count(), 1) << "threads opened the device at once";
+  opens_.open();
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(opens_.count(), 1);
+  for (void *mine : found) EXPECT_EQ(mine, found[0]);
+  EXPECT_NE(found[0], nullptr);
+}
+
+TEST_F(LoaderThreads, EveryWaiterGetsTheErrorOfADeviceThatDoesNotOpen) {
+  Loader loader{{fake::backendsWithAnAbsentOneFirst(), noStore, "absent"}};
+  fake::setOpenHook([this] { opens_.pass(); });
+  std::string errors[8];
+  std::vector<std::thread> threads;
+  for (std::string &mine : errors)
+    threads.emplace_back([&] {
+      auto app = loader.open(image("app.spv").c_str(), DEVDL_LAZY);
+      auto kernel = app ? loader.symbol(*app, "AppKernel") : app.takeError();
+      if (kernel) ADD_FAILURE() << "found on a backend without a device";
+      else mine = llvm::toString(kernel.takeError());
+    });
+  ASSERT_TRUE(opens_.waitFor(1));
+  std::this_thread::sleep_for(50ms);  // time for the others to ask for it, not a measure
+  opens_.open();
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(opens_.count(), 1);
+  EXPECT_NE(errors[0].find("cannot be linked here: no absent device here"), std::string::npos) << errors[0];
+  for (const std::string &mine : errors) EXPECT_EQ(mine, errors[0]);
+}
+
+TEST_F(LoaderThreads, AHostConstructorNeedingTheDeviceAnotherOpensGoesOnAfterTheBound) {
+  // The opener may wait for the host loader's lock (a driver loading its libraries) that the
+  // constructor holds: past the bound the constructor's thread opens one of its own. The first
+  // published is the one both use.
+  Loader loader{{fake::backends(), noStore, "", 100ms}};
+  fake::setOpenHook([this] { opens_.pass(); });
+  void *firstFound = nullptr, *inConstructor = nullptr;
+  auto find = [&](void *&found) {
+    auto app = loader.open(image("kernel_lib.spv").c_str(), DEVDL_LAZY);
+    auto kernel = app ? loader.symbol(*app, "LibKernel") : app.takeError();
+    found = kernel ? *kernel : nullptr;
+    if (!kernel) ADD_FAILURE() << llvm::toString(kernel.takeError());
+  };
+  std::thread first([&] { find(firstFound); });
+  ASSERT_TRUE(opens_.waitFor(1));
+  std::thread second([&] { loadCallingFromConstructor([&] { find(inConstructor); }); });
+  EXPECT_TRUE(opens_.waitFor(2)) << "the thread in the constructor waited for ever";
+  opens_.open();
+  first.join();
+  second.join();
+  EXPECT_NE(firstFound, nullptr);
+  EXPECT_EQ(firstFound, inConstructor) << "one device, one program";
 }
 
 TEST_F(LoaderThreads, ManyThreadsOpenLookUpAndClose) {
