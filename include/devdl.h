@@ -63,8 +63,10 @@ DEVDL_API int device_dlclose(void *handle);
 DEVDL_API const char *device_dlerror(void);
 
 /* Opens the device images in memory (`size` bytes at `data`: any format device_dlopen reads),
- * labelled `name` in errors and listings. The memory must stay valid until the handle is
- * closed. The same `data` opened again returns the same handle with one more reference. */
+ * labelled `name` in errors and listings. devdl reads a copy, which programs linked from the
+ * images keep: the memory need only stay valid, unchanged, until the handle is closed (it is
+ * what makes a second open the same). The same `data` and `size` opened again return the same
+ * handle with one more reference. */
 DEVDL_API void *device_dlopen_mem(const void *data, size_t size, const char *name, int flags);
 
 /* Symbol kinds. */

@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "cache/binary_store.h"
+#include "resolve/link_plan.h"
 
 #include <llvm/Support/Error.h>
 
@@ -29,13 +30,14 @@ struct ContentHash {
 /// library its dependents keep loaded, it lives while a plan it serves does, whatever happens to
 /// the other images it holds: a plan goes when its root image is unloaded.
 struct LinkedProgram {
-  /// A root image's plan (image ids, the root first) that this program serves.
+  /// A root image's plan that this program serves, as it was linked: its images (the root
+  /// first) and bindings stay what the program runs, whatever is unloaded since.
   struct Use {
     uint32_t root;
-    std::vector<uint32_t> plan;
+    LinkPlan plan;
     // What keeps the plan's images in memory while it is used (references on host objects).
     std::vector<std::shared_ptr<const void>> pins;
-    bool operator==(const Use &other) const { return root == other.root && plan == other.plan; }
+    bool operator==(const Use &other) const { return root == other.root && plan.images == other.plan.images; }
   };
   std::vector<ContentHash> key;  // the hashes of its images, sorted
   std::vector<uint32_t> images;  // the images it was linked from: kept while it lives

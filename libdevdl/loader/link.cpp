@@ -307,7 +307,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     // symbol once, so the plan's imports are bound there as the plan binds them.
     const bundle::LoadedBundle *own = images_[root].host;
     if (cache::LinkedProgram *program = programs_.find(dev, keyOf(plan))) {
-      cache::LinkedProgram::Use use{root, plan.images, {}};
+      cache::LinkedProgram::Use use{root, plan, {}};
       if (!llvm::is_contained(program->uses, use)) {
         // The plan's host objects stay loaded while it uses the program.
         if (auto hosts = hostsOf(plan.images, own); !hosts.empty()) {
@@ -336,7 +336,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     // program later rather than build the plan's code again (the seed's double compilation when
     // a library's kernel comes first). Should that link fail, the plan is linked alone.
     BuildJob job;
-    job.uses.push_back({root, plan.images, {}});
+    job.uses.push_back({root, plan, {}});
     std::vector<uint32_t> withImporters{root};
     for (uint32_t importer : importersOf(plan, dev, job.uses)) withImporters.push_back(importer);
     std::optional<LinkPlan> joint;
@@ -377,7 +377,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     for (uint32_t id : linked.images) images_.hold(id);
     const auto hosts = hostsOf(linked.images, nullptr);
     std::vector<std::vector<HostObject>> useHosts;
-    for (const cache::LinkedProgram::Use &use : job.uses) useHosts.push_back(hostsOf(use.plan, images_[use.root].host));
+    for (const cache::LinkedProgram::Use &use : job.uses) useHosts.push_back(hostsOf(use.plan.images, images_[use.root].host));
 
     lock.release();
     const auto start = std::chrono::steady_clock::now();
@@ -477,9 +477,9 @@ std::vector<uint32_t> Loader::importersOf(const LinkPlan &plan, backend::Device 
         if (!own.unresolved.empty() || !own.conflicts.empty() || !own.setProblems.empty())
           continue;  // LAZY: its own business
         found.push_back(importer);
-        uses.push_back({importer, own.images, {}});
         for (uint32_t member : own.images)
           if (inPlan.insert(member).second) work.push_back(member);
+        uses.push_back({importer, std::move(own), {}});
       }
     }
   }

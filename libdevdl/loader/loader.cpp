@@ -173,11 +173,18 @@ llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const c
   if (!data || !size) return fail(ErrorCode::InvalidArgument, "device_dlopen_mem: no data");
   if ((flags & (DEVDL_LAZY | DEVDL_NOW)) == 0)
     return fail(ErrorCode::InvalidArgument, "device_dlopen_mem: flags must include DEVDL_LAZY or DEVDL_NOW");
-  const Bytes bytes(static_cast<const uint8_t *>(data), size);
   const std::string label = name ? name : "(memory)";
+  // Read from a copy: the images outlive the handle where programs use them, and the caller may
+  // free its memory once the handle is closed (or, as it is, once this returns).
+  auto read = [&] {
+    auto storage = std::make_shared<Storage>(
+        llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(static_cast<const char *>(data), size), label));
+    const Bytes bytes = storage->bytes();
+    return readImageMemory(bytes, label, std::move(storage));
+  };
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, [&] { return readImageMemory(bytes, label, nullptr); });
+  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, read);
   if (!handle) return handle.takeError();
   return *handle;
 }
@@ -381,10 +388,15 @@ std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id)
   return std::nullopt;
 }
 
-std::vector<uint32_t> Loader::planOf(uint32_t root) {
+const LinkPlan *Loader::linkedPlan(uint32_t root) const {
   if (const cache::LinkedProgram *program = images_[root].program)
     for (const cache::LinkedProgram::Use &use : program->uses)
-      if (use.root == root) return use.plan;
+      if (use.root == root) return &use.plan;
+  return nullptr;
+}
+
+std::vector<uint32_t> Loader::planOf(uint32_t root) {
+  if (const LinkPlan *linked = linkedPlan(root)) return linked->images;
   const uint32_t roots[] = {root};
   return planFor(roots).images;
 }
@@ -542,7 +554,10 @@ llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view n
   const uint32_t roots[] = {found->definition.image};
   if (!images_.contains(roots[0]) || !images_[roots[0]].loaded)
     return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
-  const LinkPlan plan = planFor(roots);
+  // The plan its program was linked from, where it has one: what the kernel runs, libraries
+  // closed since included. Else the plan as the scopes are now.
+  const LinkPlan *linked = linkedPlan(roots[0]);
+  const LinkPlan &plan = linked ? *linked : planFor(roots);
   std::string text = std::string(name) + ": " + images_[roots[0]].label + "\n";
   for (const Binding &b : plan.bindings)
     text += "  " + std::string(b.symbol) + " (" + images_[b.importer].label + ") -> " + images_[b.definer].label + "\n";

@@ -209,6 +209,8 @@ class Loader {
   std::optional<Found> inDependencies(const Handle &handle, std::string_view name);
   /// The first of the handle's images whose imports reach image `id`; nullopt when none does.
   std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id);
+  /// The plan a root image's program was linked from for it; null where it has no program.
+  const LinkPlan *linkedPlan(uint32_t root) const;
   /// The images a root image's imports reach, the root first: its program's plan for it where
   /// it has a program, else its plan as the scopes are now.
   std::vector<uint32_t> planOf(uint32_t root);

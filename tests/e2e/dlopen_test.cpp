@@ -12,8 +12,10 @@
 #include "test_support.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 #include <tuple>
@@ -1133,6 +1135,36 @@ TEST_F(DeviceDlopen, OpenFromMemoryAndDescribeSymbols) {
   const std::string bad = "\x03\x02\x23\x07 not really SPIR-V";
   EXPECT_EQ(device_dlopen_mem(bad.data(), bad.size(), "junk", DEVDL_LAZY), nullptr);
   EXPECT_NE(error().find("junk: image 0 (spirv): invalid SPIR-V"), std::string::npos);
+}
+
+// The memory given to device_dlopen_mem need only live until the handle is closed, though the
+// images live on with the programs that use them: nothing reads it afterwards (unmapped, any
+// read would fault), and the plan and the name say what the kernel runs.
+TEST_F(DeviceDlopen, AMemoryLibraryOutlivesItsHandleAndItsMemory) {
+  const std::string bytes = readFile(deviceImage("lib"));
+  void *memory = mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(memory, MAP_FAILED);
+  std::memcpy(memory, bytes.data(), bytes.size());
+  void *lib = device_dlopen_mem(memory, bytes.size(), "lib-in-memory", DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  void *app = device_dlopen(deviceImage("app").c_str(), DEVDL_LAZY);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(device_dlclose(lib), 0) << error();
+  ASSERT_EQ(munmap(memory, bytes.size()), 0);
+
+  const char *plan = device_dlplan(app, "AppKernel");
+  ASSERT_NE(plan, nullptr) << error();
+  EXPECT_EQ(std::string(plan), "AppKernel: " + where("app") + "\n  LibDeviceFunc (" + where("app") +
+                                   ") -> lib-in-memory: image 0 (" + imageWords_ + ")\n");
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(app, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_STREQ(info.file, "lib-in-memory");
+  EXPECT_EQ(device_dlsym(app, "AppKernel"), kernel);
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(device_dlclose(app), 0) << error();
 }
 
 TEST_F(DeviceDlopen, LinkPlanOfAKernel) {

@@ -108,6 +108,15 @@ TEST_F(LoaderLinks, ClosingALibraryKeepsItForTheProgramThatUsesIt) {
   EXPECT_EQ(symbol(app, "AppKernel"), kernel);
   EXPECT_EQ(symbol(app, "LibCounter"), counter) << "app's program still binds to lib.spv";
   EXPECT_EQ(links().size(), 1u) << "nothing linked again";
+  // The plan and what a name is say what the kernel runs: lib.spv's code, closed or not.
+  auto plan = loader_.planText(app, "AppKernel");
+  ASSERT_TRUE(!!plan) << llvm::toString(plan.takeError());
+  const std::string appLabel = image("app.spv") + ": image 0 (spirv)", libLabel = image("lib.spv") + ": image 0 (spirv)";
+  EXPECT_EQ(*plan, "AppKernel: " + appLabel + "\n  LibDeviceFunc (" + appLabel + ") -> " + libLabel + "\n");
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_FALSE(!!loader_.symbolInfo(app, "LibDeviceFunc", info));
+  EXPECT_EQ(std::string(info.file), image("lib.spv"));
   // Reopened, the library is a new handle in the scopes, its code still app's program's.
   lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   EXPECT_EQ(symbol(lib, "LibCounter"), counter);
