@@ -3,6 +3,12 @@
 //   BM_DeviceDlsym/threads:N   device_dlsym of a linked kernel from N threads at once (the seed's
 //                              AppKernel: SPIR-V on OpenCL, or with --cuda cubins on CUDA)
 //   BM_GlibcDlsym/threads:N    glibc's dlsym of a loaded library's symbol (libm's cos) likewise
+//   BM_DeviceDlsymManyNames/threads:N
+//                              device_dlsym of 1,000 kernels in turn, each thread all of them,
+//                              through a handle on this program's own file, which carries them
+//   BM_DeviceDlsymGlobalScope/threads:N
+//                              the same kernels through the global scope: images of a host
+//                              object (this program), answered while that object is loaded
 //   BM_BuildTwoOneThread       one thread builds two programs (the seed's, the chain's), one after
 //                              the other: open, device_dlsym, close everything
 //   BM_BuildTwoTwoThreads      two threads build one of them each, at once
@@ -63,6 +69,52 @@ void BM_DeviceDlsym(benchmark::State &state) {
   for (auto _ : state) benchmark::DoNotOptimize(device_dlsym(app, "AppKernel"));
   state.SetItemsProcessed(state.iterations());
 }
+
+// The kernels this program carries (bench/CMakeLists.txt: many_kernels), and two ways to them:
+// the global scope, and a handle on this program's file. Linked once, outside the timing.
+constexpr int kManyKernels = 1000;
+const std::vector<std::string> &manyKernels() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> made;
+    for (int i = 0; i < kManyKernels; ++i) made.push_back("Kernel" + std::to_string(i));
+    return made;
+  }();
+  return names;
+}
+
+void *manyKernelsScope(bool global, std::string *why) {
+  static void *const scopes[2] = {device_dlopen("/proc/self/exe", DEVDL_LAZY), device_dlopen(nullptr, DEVDL_LAZY)};
+  void *scope = scopes[global];
+  if (!scope || !device_dlsym(scope, manyKernels().front().c_str())) {
+    *why = error();
+    return nullptr;
+  }
+  return scope;
+}
+
+void lookUpMany(benchmark::State &state, bool global) {
+  std::string why;
+  void *scope = manyKernelsScope(global, &why);
+  if (!scope) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  const std::vector<std::string> &names = manyKernels();
+  for (const std::string &name : names)  // each thread's first lookups take the loader's lock
+    if (!device_dlsym(scope, name.c_str())) {
+      state.SkipWithError(error().c_str());
+      return;
+    }
+  size_t next = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(device_dlsym(scope, names[next].c_str()));
+    if (++next == names.size()) next = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_DeviceDlsymManyNames(benchmark::State &state) { lookUpMany(state, false); }
+void BM_DeviceDlsymGlobalScope(benchmark::State &state) { lookUpMany(state, true); }
 
 void BM_GlibcDlsym(benchmark::State &state) {
   static void *libm = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
@@ -158,6 +210,10 @@ int main(int argc, char **argv) {
     benchmark::RegisterBenchmark("BM_DeviceDlsym", BM_DeviceDlsym)->Threads(threads)->UseRealTime();
     benchmark::RegisterBenchmark("BM_GlibcDlsym", BM_GlibcDlsym)->Threads(threads)->UseRealTime();
   }
+  for (int threads : {1, 2, 4, 8, 16})
+    benchmark::RegisterBenchmark("BM_DeviceDlsymManyNames", BM_DeviceDlsymManyNames)->Threads(threads)->UseRealTime();
+  for (int threads : {1, 2, 4, 8, 16})
+    benchmark::RegisterBenchmark("BM_DeviceDlsymGlobalScope", BM_DeviceDlsymGlobalScope)->Threads(threads)->UseRealTime();
   if (!cuda) {
     benchmark::RegisterBenchmark("BM_BuildTwoOneThread", BM_BuildTwoOneThread)->UseRealTime()->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("BM_BuildTwoTwoThreads", BM_BuildTwoTwoThreads)

@@ -188,7 +188,13 @@ uint64_t loadedObjectsGeneration() {
   return generation;
 }
 
-bool inGlobalScope(const LoadedBundle &bundle) {
+std::optional<LoadMark> loadMarkOf(const void *address) {
+  dl_find_object found;
+  if (_dl_find_object(const_cast<void *>(address), &found) != 0) return std::nullopt;
+  return LoadMark{found.dlfo_link_map, found.dlfo_map_start};
+}
+
+std::optional<bool> inGlobalScope(const LoadedBundle &bundle) {
   if (bundle.object.empty()) return true;
   for (const std::string &name : bundle.exports) {
     const auto found = reinterpret_cast<uintptr_t>(dlsym(globalScopeHandle(), name.c_str()));
@@ -196,7 +202,7 @@ bool inGlobalScope(const LoadedBundle &bundle) {
     for (const auto &[begin, end] : bundle.segments)
       if (found >= begin && found < end) return true;
   }
-  return true;
+  return std::nullopt;
 }
 
 std::shared_ptr<ObjectReference> ObjectReference::take(const std::string &path, uintptr_t base) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,13 +43,24 @@ LoadedObjects findLoadedBundles();
 /// dlpi_adds + dlpi_subs): a rescan for bundles is needed only when it moved. O(1).
 uint64_t loadedObjectsGeneration();
 
+/// Which load of an object holds an address, to tell later whether that very load is still
+/// there: asked of glibc's _dl_find_object, which takes no lock (glibc 2.35).
+struct LoadMark {
+  const void *map = nullptr;    // the object's link map
+  const void *start = nullptr;  // where its mapping begins
+  bool operator==(const LoadMark &) const = default;
+};
+/// The load holding `address`; nullopt where no loaded object holds it.
+std::optional<LoadMark> loadMarkOf(const void *address);
+
 /// Whether the object carrying `bundle` is in the host's global scope now: the executable, its
 /// libraries, LD_PRELOAD objects and objects opened or promoted RTLD_GLOBAL are; an object opened
 /// RTLD_LOCAL is not. Asked with the object's own exports, whatever they are named: one found
-/// as the object's own by dlsym(dlopen(NULL)) says it is; one found nowhere says it is not. An
-/// object that exports nothing (or only names others interpose) cannot be told apart, and is
-/// taken as global, as the objects loaded with the program are.
-bool inGlobalScope(const LoadedBundle &bundle);
+/// as the object's own by dlsym(dlopen(NULL)) says it is; one found nowhere says it is not.
+/// nullopt where no export can tell: the object exports nothing, or only names an object before
+/// it in the global scope exports too (a second copy of a library: its bundle's default symbol
+/// is named by the bundle's content). Asked again later, it may tell.
+std::optional<bool> inGlobalScope(const LoadedBundle &bundle);
 
 /// A reference on a loaded object, as dlopen(RTLD_NOLOAD) takes one: the object stays loaded
 /// until the last reference is dropped, whatever the host's dlclose does meanwhile.

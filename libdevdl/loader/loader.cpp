@@ -14,7 +14,7 @@
 
 #include <llvm/ADT/STLExtras.h>
 
-#include <array>
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -25,28 +25,89 @@ namespace devdl {
 
 namespace {
 
-// The answers device_dlsym gave this thread, by handle and name: given again without the loader's
-// lock while its generation says nothing changed since (and, for an image of a host object found
-// through the global scope, while the host loaded and unloaded nothing). Direct-mapped: a miss
-// only costs the lock.
-struct Remembered {
-  const Loader *loader = nullptr;
-  const void *handle = nullptr;
-  std::string name;
-  void *address = nullptr;
-  uint64_t generation = 0;
-  std::optional<uint64_t> hostGeneration;
-};
-constexpr size_t kRemembered = 64;
-thread_local std::array<Remembered, kRemembered> remembered;
-
 // One for every loader of the process: one made where another was destroyed (the tests') may
 // have the same address and handles at the same addresses, never the same generation.
 std::atomic<uint64_t> generation{1};
 
-Remembered &slotFor(const void *handle, std::string_view name) {
-  return remembered[(std::hash<std::string_view>{}(name) ^ (reinterpret_cast<uintptr_t>(handle) >> 4)) % kRemembered];
-}
+// The answers device_dlsym gave this thread, by handle and name: given again without the loader's
+// lock while the generation they were found in is the loader's (and, for an image of a host
+// object found through the global scope, while that object is loaded where it was). All of them
+// go when the generation moves, and past kMostRemembered, so that a thread's memory stays
+// bounded: a miss only costs the lock. Open addressing over a power of two, at most half full: a
+// lookup is a hash and, mostly, one comparison.
+class Remembered {
+ public:
+  struct Answer {
+    void *address;
+    const void *hostAddress;  // in the host object whose image defines it; null for a handle's image
+    bundle::LoadMark hostLoad;
+  };
+  static constexpr size_t kMostRemembered = 8192;
+
+  const Answer *find(const Loader *loader, uint64_t now, const void *handle, std::string_view name) {
+    if (loader != loader_ || now != generation_) {
+      forget();
+      loader_ = loader;
+      generation_ = now;
+      return nullptr;
+    }
+    if (count_ == 0) return nullptr;
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hashOf(handle, name) & mask;; i = (i + 1) & mask) {
+      const Slot &slot = slots_[i];
+      if (!slot.used) return nullptr;
+      if (slot.handle == handle && slot.name == name) return &slot.answer;
+    }
+  }
+  /// Remembers an answer found in generation `now` (ignored if it is not find's).
+  void add(const Loader *loader, uint64_t now, const void *handle, std::string_view name, Answer answer) {
+    if (loader != loader_ || now != generation_) return;
+    if (count_ >= kMostRemembered) forget();
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    place(handle, name, answer);
+  }
+
+ private:
+  struct Slot {
+    bool used = false;
+    const void *handle = nullptr;
+    std::string name;
+    Answer answer{};
+  };
+  static size_t hashOf(const void *handle, std::string_view name) {
+    return std::hash<std::string_view>{}(name) ^ (reinterpret_cast<uintptr_t>(handle) >> 4);
+  }
+  void place(const void *handle, std::string_view name, const Answer &answer) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = hashOf(handle, name) & mask;
+    while (slots_[i].used && !(slots_[i].handle == handle && slots_[i].name == name)) i = (i + 1) & mask;
+    Slot &slot = slots_[i];
+    if (!slot.used) {
+      slot.used = true;
+      slot.handle = handle;
+      slot.name.assign(name);
+      ++count_;
+    }
+    slot.answer = answer;
+  }
+  void grow() {
+    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<size_t>(64, 2 * slots_.size())));
+    count_ = 0;
+    for (Slot &slot : old)
+      if (slot.used) place(slot.handle, slot.name, slot.answer);
+  }
+  void forget() {
+    if (count_ == 0) return;
+    for (Slot &slot : slots_) slot.used = false;
+    count_ = 0;
+  }
+
+  const Loader *loader_ = nullptr;
+  uint64_t generation_ = 0;
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+};
+thread_local Remembered remembered;
 
 }  // namespace
 
@@ -403,13 +464,12 @@ std::vector<uint32_t> Loader::planOf(uint32_t root) {
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   // What this thread found before, while nothing changed: no lock at all.
-  Remembered &slot = slotFor(handlePtr, name);
   const uint64_t now = generation.load(std::memory_order_acquire);
-  if (slot.loader == this && slot.handle == handlePtr && slot.generation == now && slot.name == name &&
-      (!slot.hostGeneration || *slot.hostGeneration == bundle::loadedObjectsGeneration()))
-    return slot.address;
+  if (const Remembered::Answer *answer = remembered.find(this, now, handlePtr, name))
+    if (!answer->hostAddress || bundle::loadMarkOf(answer->hostAddress) == answer->hostLoad) return answer->address;
 
   Lock lock(*this);
+  lookupsUnderLock_.fetch_add(1, std::memory_order_relaxed);
   auto bound = bind(lock, handlePtr, name);
   if (!bound) return bound.takeError();
   // The native object is made by the backend with the lock let go.
@@ -418,7 +478,11 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
                  : definition.kind == SymbolKind::Variable ? bound->program->variable(name)
                                                            : bound->program->function(name);
   if (!address) return inImage(address.takeError(), bound->label);
-  slot = {this, handlePtr, std::string(name), *address, now, bound->hostGeneration};
+  // A host object's image answers while that load of the object is there: objects loaded later
+  // come after it in the global scope, and one unloaded since is rescanned.
+  std::optional<bundle::LoadMark> hostLoad;
+  if (bound->hostAddress && !(hostLoad = bundle::loadMarkOf(bound->hostAddress))) return *address;
+  remembered.add(this, now, handlePtr, name, {*address, bound->hostAddress, hostLoad.value_or(bundle::LoadMark{})});
   return *address;
 }
 
@@ -440,8 +504,9 @@ llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::str
   if (program && !*program) program = programFor(lock, definition.image);
   if (!program) return program.takeError();
   // The program holds the image: its label is there, whatever was unloaded meanwhile.
-  Bound bound{(*program)->program, definition, images_[definition.image].label, std::nullopt};
-  if (handlePtr == globalHandle() && images_[definition.image].host) bound.hostGeneration = scannedGeneration_;
+  Bound bound{(*program)->program, definition, images_[definition.image].label, nullptr};
+  if (handlePtr == globalHandle() && images_[definition.image].host)
+    bound.hostAddress = images_[definition.image].host->bytes.data();
   lock.release();
   return bound;
 }

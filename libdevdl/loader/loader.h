@@ -103,6 +103,9 @@ class Loader {
   llvm::Expected<void *> open(const char *path, int flags);
   llvm::Expected<void *> openMemory(const void *data, size_t size, const char *name, int flags);
   llvm::Expected<void *> symbol(void *handle, std::string_view name);
+  /// How many symbol() calls took the lock: a thread's first lookup of a name in a handle, and
+  /// the first after a change; the others are answered from what the thread found before.
+  uint64_t lookupsUnderLock() const { return lookupsUnderLock_.load(std::memory_order_relaxed); }
   llvm::Error close(void *handle);
   llvm::Error native(devdl_native &out);
   llvm::Error attach(const devdl_native &native);
@@ -163,6 +166,7 @@ class Loader {
     struct Object {
       bundle::LoadedBundle found;
       bool global = false;
+      bool told = true;  // its exports told whether it is global (bundle::inGlobalScope)
       std::optional<std::vector<NewImage>> images;  // read for a bundle the loader did not know
     };
     std::vector<Object> objects;  // in link-map order; unlisted: the known ones not global
@@ -195,7 +199,7 @@ class Loader {
     std::shared_ptr<backend::Program> program;
     Definition definition;
     std::string label;
-    std::optional<uint64_t> hostGeneration;  // for the global scope's lookups of the host's images
+    const void *hostAddress;  // in the host object whose image it is, for the global scope's lookups
   };
   llvm::Expected<Bound> bind(Lock &lock, void *handle, std::string_view name);
   /// The registered object at `object` of `kind`, and the first image of the handle's scope
@@ -313,6 +317,7 @@ class Loader {
   std::string whyUnresolved(std::string_view symbol, uint32_t importer);
 
   std::mutex mutex_;
+  std::atomic<uint64_t> lookupsUnderLock_{0};
   std::condition_variable built_;  // a build finished
   std::vector<std::shared_ptr<const void>> released_;  // to destroy once mutex_ is let go
   char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
@@ -325,6 +330,7 @@ class Loader {
   struct ProcessBundle {
     bundle::LoadedBundle found;  // as the scan found it: the object, its exports
     bool global = false;
+    bool told = true;  // its exports told whether it is global: else asked again at each scan
     std::vector<uint32_t> images;
   };
   std::map<const uint8_t *, ProcessBundle> processBundles_;

@@ -42,8 +42,9 @@ void Loader::scanProcess(Lock &lock) {
 
 Loader::ProcessView Loader::observeProcess(Lock &lock) {
   // What the loader knows, copied, so that the host loader is asked without the lock.
+  // Known global (told so), and the others: asked again, as promotion may have made them global.
   std::vector<bundle::LoadedBundle> global, local;
-  for (const auto &[address, pb] : processBundles_) (pb.global ? global : local).push_back(pb.found);
+  for (const auto &[address, pb] : processBundles_) (pb.global && pb.told ? global : local).push_back(pb.found);
   const uint64_t scanned = scannedGeneration_;
   const bool wasScanned = scanned_, preloaded = preloaded_;
   lock.release();
@@ -54,8 +55,8 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
     // Nothing loaded or unloaded; only a promotion to the global scope (a second dlopen with
     // RTLD_GLOBAL) can have changed what is global, and that counts as neither.
     for (bundle::LoadedBundle &found : local) {
-      const bool global = bundle::inGlobalScope(found);
-      view.objects.push_back({std::move(found), global, std::nullopt});
+      const std::optional<bool> global = bundle::inGlobalScope(found);
+      view.objects.push_back({std::move(found), global.value_or(true), global.has_value(), std::nullopt});
     }
   } else {
     view.listed = true;
@@ -65,10 +66,13 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
     bundle::LoadedObjects listed = bundle::findLoadedBundles();
     view.generation = listed.generation;  // of the list itself, whatever was loaded meanwhile
     for (bundle::LoadedBundle &found : listed.bundles) {
-      ProcessView::Object object{std::move(found), false, std::nullopt};
+      ProcessView::Object object{std::move(found), false, true, std::nullopt};
       const bool knownGlobal = in(global, object.found), known = knownGlobal || in(local, object.found);
-      // Once global, an object stays so while it is loaded: only the others are asked.
-      object.global = knownGlobal || bundle::inGlobalScope(object.found);
+      // Once told global, an object stays so while it is loaded: only the others are asked.
+      // One that cannot be told is taken as global, as the objects loaded with the program are.
+      const std::optional<bool> asked = knownGlobal ? std::optional<bool>(true) : bundle::inGlobalScope(object.found);
+      object.global = asked.value_or(true);
+      object.told = asked.has_value();
       if (!known) {
         // Read while a reference keeps the object loaded; its images keep copies of their
         // strings, and only their bytes stay in the object, read under references again.
@@ -130,10 +134,18 @@ void Loader::applyProcess(ProcessView view) {
       }
       it = processBundles_.find(pb.found.bytes.data());
     }
-    // An object opened RTLD_LOCAL joins the global scope when the host promotes it.
-    if (!it->second.global && object.global) {
-      it->second.global = true;
-      joinGlobalScope(it->second.images);
+    // An object opened RTLD_LOCAL joins the global scope when the host promotes it. One taken
+    // as global without being told so leaves it when it can be told it is not (the object whose
+    // exports hid its own has gone).
+    ProcessBundle &pb = it->second;
+    pb.told = object.told;
+    if (!pb.global && object.global) {
+      pb.global = true;
+      joinGlobalScope(pb.images);
+    } else if (pb.global && !object.global) {
+      pb.global = false;
+      scopes_.leave(pb.images, images_.pointers());
+      changed();
     }
   }
   if (!preloaded_ && view.preloads) {

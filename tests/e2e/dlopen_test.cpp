@@ -550,6 +550,31 @@ TEST_F(DeviceDlopen, AnyHostLibraryJoinsTheGlobalScopeWhenPromoted) {
   }
 }
 
+// Whether a second copy of a global library is global cannot be told by its exports while the
+// first is loaded (their bundles and names are the same): it is taken as global then, harmless
+// since the first's identical images come before it, and asked again at each scan, so that it
+// leaves the global scope once the first has gone.
+TEST_F(DeviceDlopen, ASecondCopyOfAGlobalLibraryIsToldLocalOnceTheFirstGoes) {
+  DEVDL_CARRIES_SPIRV();
+  void *first = dlopen(DEVDL_TEST_TWIN_FIRST, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(first, nullptr) << dlerror();
+  void *second = dlopen(DEVDL_TEST_TWIN_SECOND, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(second, nullptr) << dlerror();
+  void *global = device_dlopen(nullptr, DEVDL_LAZY);
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), DEVDL_TEST_TWIN_FIRST);
+  ASSERT_EQ(dlclose(first), 0);
+  EXPECT_NE(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << "found in " << info.file << ", loaded RTLD_LOCAL";
+  EXPECT_EQ(error(), "the global scope: undefined device symbol `LibDeviceFunc`");
+  ASSERT_EQ(dlopen(DEVDL_TEST_TWIN_SECOND, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL), second);
+  ASSERT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), DEVDL_TEST_TWIN_SECOND) << "promoted";
+  dlclose(second);
+  dlclose(second);
+}
+
 void closeAll(const std::vector<void *> &handles) {
   for (void *h : handles)
     if (h) {

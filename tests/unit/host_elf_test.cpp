@@ -93,7 +93,7 @@ TEST(HostElf, GlobalScopeMembershipAsTheHostLoaderHasIt) {
   const std::string plugin = std::filesystem::path(DEVDL_TEST_PLUGIN).filename();
   auto startup = loadedBundleOf(linked);
   ASSERT_TRUE(startup);
-  EXPECT_TRUE(bundle::inGlobalScope(*startup)) << "a library the program is linked with";
+  EXPECT_EQ(bundle::inGlobalScope(*startup), true) << "a library the program is linked with";
   // Its exports: the bundle's symbol first, then the carrier's function.
   ASSERT_GE(startup->exports.size(), 2u);
   EXPECT_TRUE(startup->exports[0].starts_with("__devdl_bundle_")) << startup->exports[0];
@@ -103,13 +103,28 @@ TEST(HostElf, GlobalScopeMembershipAsTheHostLoaderHasIt) {
   ASSERT_NE(handle, nullptr) << dlerror();
   auto local = loadedBundleOf(plugin);
   ASSERT_TRUE(local);
-  EXPECT_FALSE(bundle::inGlobalScope(*local)) << "opened RTLD_LOCAL";
+  EXPECT_EQ(bundle::inGlobalScope(*local), false) << "opened RTLD_LOCAL";
   ASSERT_EQ(dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL), handle);
-  EXPECT_TRUE(bundle::inGlobalScope(*local)) << "promoted";
+  EXPECT_EQ(bundle::inGlobalScope(*local), true) << "promoted";
   ASSERT_EQ(dlclose(handle), 0);
   // Asking left no dependency behind: the host's last dlclose unloads it.
   ASSERT_EQ(dlclose(handle), 0);
   EXPECT_EQ(dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_NOLOAD), nullptr);
+}
+
+TEST(HostElf, ASecondCopyOfAGlobalLibraryCannotBeToldByItsExports) {
+  // The twins carry one bundle and export the same names: while the first is global, every
+  // export of the second is found as the first's, global or not.
+  void *first = dlopen(DEVDL_TEST_TWIN_FIRST, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(first, nullptr) << dlerror();
+  void *second = dlopen(DEVDL_TEST_TWIN_SECOND, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(second, nullptr) << dlerror();
+  auto copy = loadedBundleOf(std::filesystem::path(DEVDL_TEST_TWIN_SECOND).filename());
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(bundle::inGlobalScope(*copy), std::nullopt);
+  ASSERT_EQ(dlclose(first), 0);
+  EXPECT_EQ(bundle::inGlobalScope(*copy), false) << "told once the first is gone";
+  ASSERT_EQ(dlclose(second), 0);
 }
 
 TEST(HostElf, AReferenceKeepsAnObjectLoaded) {

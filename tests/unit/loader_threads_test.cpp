@@ -275,6 +275,55 @@ TEST_F(LoaderThreads, AHostConstructorNeedingTheDeviceAnotherOpensGoesOnAfterThe
   EXPECT_EQ(firstFound, inConstructor) << "one device, one program";
 }
 
+TEST_F(LoaderThreads, AThreadAnswersEveryNameItFoundBeforeWithoutTheLock) {
+  // 300 handles (the same bytes at 300 addresses, one program), a kernel looked up in each: once
+  // found, each answer is the thread's own, however many there are (64 before).
+  const std::string bytes = readFile(image("kernel_lib.spv"));
+  std::vector<std::string> copies(300, bytes);
+  std::vector<void *> handles, kernels;
+  for (const std::string &copy : copies) {
+    auto handle = loader_.openMemory(copy.data(), copy.size(), "kernel_lib", DEVDL_LAZY);
+    ASSERT_TRUE(!!handle) << llvm::toString(handle.takeError());
+    handles.push_back(*handle);
+    kernels.push_back(symbol(*handle, "LibKernel"));
+  }
+  EXPECT_EQ(links().size(), 1u);
+  const uint64_t locked = loader_.lookupsUnderLock();
+  for (size_t i = 0; i < handles.size(); ++i) EXPECT_EQ(symbol(handles[i], "LibKernel"), kernels[i]);
+  EXPECT_EQ(loader_.lookupsUnderLock(), locked) << "answers the thread found before took the lock";
+  // A change (a handle closed) makes each take it once again.
+  close(handles.back());
+  handles.pop_back();
+  for (void *handle : handles) EXPECT_NE(symbol(handle, "LibKernel"), nullptr);
+  EXPECT_EQ(loader_.lookupsUnderLock(), locked + handles.size());
+  for (void *handle : handles) close(handle);
+}
+
+TEST_F(LoaderThreads, AHostLibrarysKernelIsAnsweredWithoutTheLockWhileItIsLoaded) {
+  // devdl_test_plugin carries app.spv. Through the global scope, its kernel is answered from
+  // what the thread found before while that load of the library is there, whatever else the
+  // host loads; unloaded, it is looked for again, and is gone.
+  open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *plugin = dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(plugin, nullptr) << dlerror();
+  void *global = *loader_.open(nullptr, DEVDL_LAZY);
+  void *kernel = symbol(global, "AppKernel");
+  ASSERT_NE(kernel, nullptr);
+  uint64_t locked = loader_.lookupsUnderLock();
+  EXPECT_EQ(symbol(global, "AppKernel"), kernel);
+  void *other = dlopen(DEVDL_TEST_PLAIN, RTLD_NOW | RTLD_GLOBAL);  // no images
+  ASSERT_NE(other, nullptr) << dlerror();
+  EXPECT_EQ(symbol(global, "AppKernel"), kernel);
+  EXPECT_EQ(loader_.lookupsUnderLock(), locked) << "the host loading another object took the lock";
+  dlclose(other);
+  ASSERT_EQ(dlclose(plugin), 0);
+  ASSERT_EQ(dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_NOLOAD), nullptr) << "unloaded";
+  auto gone = loader_.symbol(global, "AppKernel");
+  ASSERT_FALSE(!!gone) << "the unloaded library's kernel was answered";
+  EXPECT_EQ(llvm::toString(gone.takeError()), "the global scope: undefined device symbol `AppKernel`");
+  EXPECT_EQ(loader_.lookupsUnderLock(), locked + 1);
+}
+
 TEST_F(LoaderThreads, ManyThreadsOpenLookUpAndClose) {
   // Every entry point at once; each thread sees the same kernel object for the same program.
   open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
