@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 build=build/portable
 stage=$build/stage
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
-ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests bench_cuda_first_kernel bench_cache bench_threads bench_lto \
+ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests devdl_first_use_probe \
+  bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto \
   devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
@@ -33,8 +34,9 @@ ldd /usr/bin/redis-server | awk '$3 ~ /^\// { print $3 }' | grep -v -E '/(libc|l
   xargs -I{} cp -L {} "$stage/redis/lib/"
 printf '#!/bin/sh\nd=$(dirname "$0")\nLD_LIBRARY_PATH=$d/lib exec "$d/redis-server.bin" "$@"\n' > "$stage/redis/redis-server"
 chmod +x "$stage/redis/redis-server"
-cp "$build"/tests/devdl_cuda_tests "$build"/tests/devdl_suite_tests \
+cp "$build"/tests/devdl_cuda_tests "$build"/tests/devdl_suite_tests "$build"/tests/devdl_first_use_probe \
    "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
+   "$build"/bench/bench_first_use \
    "$build"/bench/bench_lto \
    "$build"/tools/devdl-cache/devdl-cache \
    "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"

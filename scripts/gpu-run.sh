@@ -7,6 +7,7 @@ stage=build/portable/stage
 export LD_LIBRARY_PATH=$PWD/$stage/lib
 export DEVDL_TEST_IMAGES=$PWD/$stage/images
 export DEVDL_TEST_REDIS_SERVER=$PWD/$stage/redis/redis-server  # for the remote cache's benchmark
+export DEVDL_TEST_FIRST_USE_PROBE=$PWD/$stage/bin/devdl_first_use_probe  # for the suite
 status=0
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 
@@ -71,8 +72,11 @@ if [ "$bench" != none ]; then
     "$stage/bin/bench_cuda_first_kernel" --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true \
       --benchmark_report_aggregates_only=true || status=1
     "$stage/bin/bench_cache" --benchmark_filter=Cuda || status=1
-    # device_dlsym of a linked kernel from 1 to 16 threads, against glibc's dlsym.
+    # device_dlsym of a linked kernel, and of 1,000 (a handle's, the global scope's), from 1 to
+    # 16 threads, against glibc's dlsym.
     "$stage/bin/bench_threads" --cuda --benchmark_repetitions=3 --benchmark_report_aggregates_only=true || status=1
+    # Eight threads' first use against one's, in fresh processes.
+    "$stage/bin/bench_first_use" --cuda || status=1
   else
     "$stage/bin/bench_cache" --benchmark_filter='Cuda(CuLink|Lto|LargeLibraryLto|LargeLibraryNoLto)' || status=1
   fi

@@ -169,7 +169,7 @@ class Loader {
       bool told = true;  // its exports told whether it is global (bundle::inGlobalScope)
       std::optional<std::vector<NewImage>> images;  // read for a bundle the loader did not know
     };
-    std::vector<Object> objects;  // in link-map order; unlisted: the known ones not global
+    std::vector<Object> objects;  // in link-map order; unlisted: the known ones not told global
     struct Preload {
       std::string path;
       Handle::Identity identity;
