@@ -198,7 +198,11 @@ def open_memory(data, name, flags=NOW):
     pointer = _lib.device_dlopen_mem(data, len(data), _bytes(name), flags)
     if not pointer:
         _fail("device_dlopen_mem(%s) failed" % name)
-    return Handle(pointer, name)
+    handle = Handle(pointer, name)
+    # devdl knows the memory by its address while the handle is open: kept, so that no other
+    # bytes take that address meanwhile and are taken for these.
+    handle._data = data
+    return handle
 
 
 def global_scope():
