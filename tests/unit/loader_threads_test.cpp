@@ -86,6 +86,25 @@ class LoaderThreads : public LoaderFixture {
     return found;
   }
 
+  static void *found(llvm::Expected<void *> kernel) {
+    if (kernel) return *kernel;
+    ADD_FAILURE() << llvm::toString(kernel.takeError());
+    return nullptr;
+  }
+  // `find` on a thread held at `gate`, then on one inside a host constructor, which goes on past
+  // the bound to the gate too (the holder may wait for the host loader's lock it holds); then the
+  // gate opens. What each found.
+  std::pair<void *, void *> heldThenFromAConstructor(Gate &gate, const std::function<void *()> &find) {
+    void *held = nullptr, *inConstructor = nullptr;
+    std::thread first([&] { held = find(); });
+    EXPECT_TRUE(gate.waitFor(1));
+    std::thread second([&] { loadCallingFromConstructor([&] { inConstructor = find(); }); });
+    EXPECT_TRUE(gate.waitFor(2)) << "the thread in the constructor waited for ever";
+    gate.open();
+    first.join();
+    second.join();
+    return {held, inConstructor};
+  }
   // Runs `call` in the constructor of a host library loaded now: with the host loader's lock held.
   static void loadCallingFromConstructor(std::function<void()> call) {
     constructorCall = std::move(call);
@@ -186,19 +205,7 @@ TEST_F(LoaderThreads, AWaiterInAHostConstructorBuildsAfterTheBound) {
   ASSERT_TRUE(!!opened);
   void *app = *opened;
   holdLinks();
-  void *firstFound = nullptr, *inConstructor = nullptr;
-  auto find = [&](void *&found) {
-    auto kernel = loader.symbol(app, "AppKernel");
-    found = kernel ? *kernel : nullptr;
-    if (!kernel) ADD_FAILURE() << llvm::toString(kernel.takeError());
-  };
-  std::thread first([&] { find(firstFound); });
-  ASSERT_TRUE(gate_.waitFor(1));
-  std::thread second([&] { loadCallingFromConstructor([&] { find(inConstructor); }); });
-  EXPECT_TRUE(gate_.waitFor(2)) << "the thread in the constructor waited for ever";
-  gate_.open();
-  first.join();
-  second.join();
+  auto [firstFound, inConstructor] = heldThenFromAConstructor(gate_, [&] { return found(loader.symbol(app, "AppKernel")); });
   EXPECT_EQ(links().size(), 2u);
   EXPECT_NE(firstFound, nullptr);
   EXPECT_EQ(firstFound, inConstructor) << "one program kept";
@@ -257,20 +264,10 @@ TEST_F(LoaderThreads, AHostConstructorNeedingTheDeviceAnotherOpensGoesOnAfterThe
   // published is the one both use.
   Loader loader{{fake::backends(), noStore, "", 100ms}};
   fake::setOpenHook([this] { opens_.pass(); });
-  void *firstFound = nullptr, *inConstructor = nullptr;
-  auto find = [&](void *&found) {
-    auto app = loader.open(image("kernel_lib.spv").c_str(), DEVDL_LAZY);
-    auto kernel = app ? loader.symbol(*app, "LibKernel") : app.takeError();
-    found = kernel ? *kernel : nullptr;
-    if (!kernel) ADD_FAILURE() << llvm::toString(kernel.takeError());
-  };
-  std::thread first([&] { find(firstFound); });
-  ASSERT_TRUE(opens_.waitFor(1));
-  std::thread second([&] { loadCallingFromConstructor([&] { find(inConstructor); }); });
-  EXPECT_TRUE(opens_.waitFor(2)) << "the thread in the constructor waited for ever";
-  opens_.open();
-  first.join();
-  second.join();
+  auto [firstFound, inConstructor] = heldThenFromAConstructor(opens_, [&] {
+    auto lib = loader.open(image("kernel_lib.spv").c_str(), DEVDL_LAZY);
+    return found(lib ? loader.symbol(*lib, "LibKernel") : lib.takeError());
+  });
   EXPECT_NE(firstFound, nullptr);
   EXPECT_EQ(firstFound, inConstructor) << "one device, one program";
 }
