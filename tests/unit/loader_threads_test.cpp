@@ -1,7 +1,9 @@
 // The loader from many threads over the fake backend (a test double: no device code runs): builds
-// run without the loader's lock, one per program at a time, and a lookup of what is linked never
-// waits for a build. A link can be held at a gate, to see what other threads do meanwhile. Run
-// under ThreadSanitizer by scripts/test.sh --tsan.
+// run without the loader's lock, one per program however long it takes, a device is opened once,
+// and a lookup of what is linked never waits for a build nor takes the lock. A link or a device's
+// opening can be held at a gate, to see what other threads do meanwhile; a host library's
+// constructor (devdl_test_constructor_hook) calls the loader with glibc's lock held. Run under
+// ThreadSanitizer by scripts/test.sh --tsan.
 #include "unit/loader_fixture.h"
 
 #include "devdl.h"
@@ -32,7 +34,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Links wait here until the test opens it.
+// Links, or devices being opened, wait here until the test opens it.
 class Gate {
  public:
   void pass() {
