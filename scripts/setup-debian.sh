@@ -29,6 +29,8 @@ packages=(
   libhiredis-dev redis-server
   # what ocloc (Intel's offline compiler, below) runs on: Intel's graphics compiler
   libigc1 libigdfcl1 libigdgmm12
+  # pip, to fetch Intel's OpenCL CPU runtime from the Python package registry (below)
+  python3-pip
 )
 
 SUDO=""
@@ -59,5 +61,41 @@ if [ ! -x "$ocloc_root/usr/bin/ocloc" ]; then
   $SUDO mkdir -p "$ocloc_root"
   $SUDO dpkg -x "$work"/intel-opencl-icd_*.deb "$ocloc_root"
   $SUDO rm -rf "$ocloc_root/etc"
+  rm -rf "$work"
+fi
+
+# Intel's OpenCL CPU runtime (the runtime DPC++ uses on CPUs: OpenCL 3.0, SPIR-V IL), from the
+# Python package registry, unpacked into $intel_root and registered nowhere: tests and benchmarks
+# select it with OCL_ICD_VENDORS=$intel_root/intel-cpu.icd, which names its library by absolute
+# path. The wheels' files are taken as they are (pip install would need a Python environment of
+# its own, and Debian's refuses to write beside its packages).
+intel_root=/opt/devdl-intel-ocl
+intel_version=2026.2.0
+if [ "$(cat "$intel_root/version" 2> /dev/null)" != "$intel_version" ]; then
+  echo "setup: unpacking Intel's OpenCL CPU runtime $intel_version into $intel_root"
+  work=$(mktemp -d)
+  python3 -m pip download --quiet --disable-pip-version-check -d "$work" \
+    "intel-opencl-rt==$intel_version" "intel-cmplr-lib-rt==$intel_version"
+  $SUDO rm -rf "$intel_root"
+  $SUDO mkdir -p "$intel_root"
+  # Each wheel's files for the prefix are under NAME-VERSION.data/data/.
+  for wheel in "$work"/*.whl; do
+    $SUDO python3 - "$wheel" "$intel_root" <<'PY'
+import os, sys, zipfile
+wheel, root = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as archive:
+    for info in archive.infolist():
+        parts = info.filename.split('/')
+        if len(parts) < 4 or not parts[0].endswith('.data') or parts[1] != 'data' or info.is_dir():
+            continue
+        target = os.path.join(root, *parts[2:])
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with archive.open(info) as source, open(target, 'wb') as out:
+            out.write(source.read())
+        os.chmod(target, (info.external_attr >> 16) & 0o777 or 0o644)
+PY
+  done
+  echo "$intel_root/lib/libintelocl.so" | $SUDO tee "$intel_root/intel-cpu.icd" > /dev/null
+  echo "$intel_version" | $SUDO tee "$intel_root/version" > /dev/null
   rm -rf "$work"
 fi

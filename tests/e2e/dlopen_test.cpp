@@ -47,6 +47,16 @@ const bool kOpenClLayer = [] {
   return true;
 }();
 
+// DEVDL_TEST_INTEL_OPENCL=1 runs the suite on Intel's OpenCL CPU runtime (scripts/setup-debian.sh
+// unpacks it into /opt/devdl-intel-ocl), alone: the seeds' path, SPIR-V IL compiled and linked by
+// a real driver. Set up before the ICD loader's first call; where it is missing, the suite fails.
+const bool kIntelOpenCl = [] {
+  if (!std::getenv("DEVDL_TEST_INTEL_OPENCL")) return false;
+  setenv("OCL_ICD_VENDORS", DEVDL_TEST_INTEL_OPENCL_ICD, 1);
+  setenv("DEVDL_CACHE", "0", 0);
+  return true;
+}();
+
 // What only OpenCL can be asked (a kernel's program), or a probe process that launches through
 // OpenCL: elsewhere the test skips, saying so.
 #define DEVDL_ONLY_ON_OPENCL(why) \
@@ -61,7 +71,10 @@ class DeviceDlopen : public ::testing::Test {
   void SetUp() override {
     devdl_native native{};
     native.size = sizeof native;
-    if (device_dlnative(&native) != 0) GTEST_SKIP() << "no device to run on: " << device_dlerror();
+    if (device_dlnative(&native) != 0) {
+      if (kIntelOpenCl) FAIL() << DEVDL_TEST_INTEL_OPENCL_ICD << ": " << device_dlerror() << " (scripts/setup-debian.sh)";
+      GTEST_SKIP() << "no device to run on: " << device_dlerror();
+    }
     backend_ = native.backend;
     if (backend_ == DEVDL_BACKEND_OPENCL) {
       context_ = static_cast<cl_context>(native.context);
@@ -82,6 +95,12 @@ class DeviceDlopen : public ::testing::Test {
       if (extensions.find("cl_intel_global_variable_pointers") != std::string::npos)
         usmMemcpy_ = reinterpret_cast<backend::opencl::VariablePointers::Memcpy>(
             (*backend::opencl::api()).clGetExtensionFunctionAddressForPlatform(platform, "clEnqueueMemcpyINTEL"));
+      if (kIntelOpenCl) {  // else the suite would run on another driver, and pass for the wrong reason
+        char platformName[256] = {};
+        (*backend::opencl::api()).clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof platformName - 1, platformName,
+                                                    nullptr);
+        ASSERT_EQ(std::string(platformName), "Intel(R) OpenCL") << "OCL_ICD_VENDORS=" << DEVDL_TEST_INTEL_OPENCL_ICD;
+      }
       if (kOpenClLayer) {  // else the suite would run on PoCL as it is, and pass for the wrong reason
         ASSERT_NE(usmMemcpy_, nullptr) << "the tests' OpenCL layer is not before the driver: OPENCL_LAYERS="
                                        << DEVDL_TEST_OPENCL_LAYER;

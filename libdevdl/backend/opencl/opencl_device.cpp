@@ -407,8 +407,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       }
       DeviceImage &image = copyImages.emplace_back();
       image.format = ImageFormat::SpirV;
-      image.bytes = Bytes(reinterpret_cast<const uint8_t *>(copyWords.emplace_back(std::move(*kernels)).data()),
-                          copyWords.back().size() * 4);
+      const std::vector<uint32_t> &copying = copyWords.emplace_back(std::move(*kernels));
+      image.bytes = Bytes(reinterpret_cast<const uint8_t *>(copying.data()), copying.size() * 4);
       inputs.push_back({&image, "devdl's copy kernels for " + input.label});
     }
     if (native || (caps_.spirvIl && caps_.linker)) return linkObjects(inputs);
