@@ -5,9 +5,12 @@
 //
 // devdl: device_dlopen(lib.spv, GLOBAL), device_dlopen(app.spv, NOW), device_dlsym(AppKernel),
 // then both closed, so that no program survives into the next iteration.
-// By hand: read both files, SPIRV-Tools' linker (versions raised to the highest, as on PoCL
-// nothing else links), SPIRV-LLVM-Translator to SPIR 1.2, clCreateProgramWithBinary,
-// clBuildProgram("-x spir"), clCreateKernel. Both use the same context, made once.
+// By hand, as devdl links for the device: where it takes SPIR-V IL and has a linker (Intel's
+// OpenCL runtime), read both files, clCreateProgramWithIL and clCompileProgram each,
+// clLinkProgram, clCreateKernel; else (PoCL) read both files, SPIRV-Tools' linker (versions
+// raised to the highest, as on PoCL nothing else links), SPIRV-LLVM-Translator to SPIR 1.2,
+// clCreateProgramWithBinary, clBuildProgram("-x spir"), clCreateKernel. Both use the same
+// context, made once. OCL_ICD_VENDORS picks the driver.
 //
 // Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
 #include "backend/opencl/opencl_api.h"
@@ -96,7 +99,34 @@ void BM_ByHandFirstKernel(benchmark::State &state) {
   auto context = static_cast<cl_context>(native.context);
   auto device = static_cast<cl_device_id>(native.device);
   const std::string lib = image("lib.spv"), app = image("app.spv");
+  char il[256] = {};
+  cl_bool linker = CL_FALSE;
+  cl.clGetDeviceInfo(device, CL_DEVICE_IL_VERSION, sizeof il - 1, il, nullptr);
+  cl.clGetDeviceInfo(device, CL_DEVICE_LINKER_AVAILABLE, sizeof linker, &linker, nullptr);
+  const bool linksIl = std::string_view(il).find("SPIR-V") != std::string_view::npos && linker;
+  state.SetLabel(linksIl ? "clCompileProgram, clLinkProgram" : "SPIR, clBuildProgram");
   for (auto _ : state) {
+    if (linksIl) {
+      cl_int err = CL_SUCCESS;
+      cl_program objects[2] = {};
+      const std::string *files[2] = {&app, &lib};
+      for (int i = 0; i < 2 && err == CL_SUCCESS; ++i) {
+        const std::vector<uint32_t> words = readWords(*files[i]);
+        objects[i] = cl.clCreateProgramWithIL(context, words.data(), words.size() * 4, &err);
+        if (err == CL_SUCCESS) err = cl.clCompileProgram(objects[i], 1, &device, "", 0, nullptr, nullptr, nullptr, nullptr);
+      }
+      cl_program program =
+          err == CL_SUCCESS ? cl.clLinkProgram(context, 1, &device, "", 2, objects, nullptr, nullptr, &err) : nullptr;
+      cl_kernel kernel = err == CL_SUCCESS ? cl.clCreateKernel(program, "AppKernel", &err) : nullptr;
+      if (err != CL_SUCCESS || !launchOnce(kernel)) {
+        state.SkipWithError("OpenCL compile, link or launch failed");
+        return;
+      }
+      cl.clReleaseKernel(kernel);
+      cl.clReleaseProgram(program);
+      for (cl_program object : objects) cl.clReleaseProgram(object);
+      continue;
+    }
     std::vector<std::vector<uint32_t>> modules{readWords(app), readWords(lib)};
     const uint32_t version = std::max(modules[0][1], modules[1][1]);
     for (auto &m : modules) m[1] = version;

@@ -10,6 +10,7 @@
 
 #include <llvm/Support/Format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -30,6 +31,29 @@ class Debug {
   Debug();
   unsigned categories_ = 0;
   std::FILE *out_ = stderr;
+};
+
+/// DEVDL_DEBUG=statistics: how long each step (a driver call) of one operation took, printed as
+/// one line "WHAT: call 12 us, call 340 us". Costs nothing when statistics are off.
+class CallTimes {
+ public:
+  CallTimes() : on_(Debug::get().on(Debug::Statistics)), last_(on_ ? Clock::now() : Clock::time_point()) {}
+  void mark(const std::string &call) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    text_ += (text_.empty() ? "" : ", ") + call + " " +
+             std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now - last_).count()) + " us";
+    last_ = now;
+  }
+  void print(const std::string &what) const {
+    if (on_) Debug::get().print(what + ": " + text_);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool on_;
+  Clock::time_point last_;
+  std::string text_;
 };
 
 }  // namespace devdl

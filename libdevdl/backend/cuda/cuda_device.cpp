@@ -70,28 +70,6 @@ class ContextScope {
   bool pushed_;
 };
 
-// DEVDL_DEBUG=statistics: how long each driver call of one operation took.
-class CallTimes {
- public:
-  CallTimes() : on_(Debug::get().on(Debug::Statistics)), last_(on_ ? Clock::now() : Clock::time_point()) {}
-  void mark(const char *call) {
-    if (!on_) return;
-    const auto now = Clock::now();
-    text_ += (text_.empty() ? "" : ", ") + std::string(call) + " " +
-             std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now - last_).count()) + " us";
-    last_ = now;
-  }
-  void print(const std::string &what) const {
-    if (on_) Debug::get().print(what + ": " + text_);
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool on_;
-  Clock::time_point last_;
-  std::string text_;
-};
-
 }  // namespace
 
 bool runsOn(ImageFormat format, std::string_view arch, int sm) {

@@ -398,7 +398,9 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
       std::vector<uint32_t> words(input.image->bytes.size() / 4);
       std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
+      CallTimes times;
       auto kernels = copyKernels(words, variables);
+      times.mark("made");
       if (!kernels) {
         const std::string why = llvm::toString(kernels.takeError());
         if (Debug::get().on(Debug::Statistics))
@@ -410,6 +412,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       const std::vector<uint32_t> &copying = copyWords.emplace_back(std::move(*kernels));
       image.bytes = Bytes(reinterpret_cast<const uint8_t *>(copying.data()), copying.size() * 4);
       inputs.push_back({&image, "devdl's copy kernels for " + input.label});
+      times.print(inputs.back().label);
     }
     if (native || (caps_.spirvIl && caps_.linker)) return linkObjects(inputs);
     // The software link, then the linked module as IL where the device takes it, else as SPIR.
@@ -572,12 +575,14 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
   // one definition of each import.
   std::vector<std::unique_ptr<Program>> objects;
   std::vector<cl_program> handles;
+  CallTimes times;
   for (const LinkInput &input : inputs) {
     if (input.image->format == ImageFormat::OpenClBinary) {
       auto object = nativeObject(input.image->bytes);
       if (!object) return fail(ErrorCode::Unsupported, input.label + ": " + llvm::toString(object.takeError()));
       handles.push_back((*object)->get());
       objects.push_back(std::move(*object));
+      times.mark("clCreateProgramWithBinary");
       continue;
     }
     cl_int err = CL_SUCCESS;
@@ -593,6 +598,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
                                               errorName(err) + (log.empty() ? "" : "\n" + log));
     }
     handles.push_back(program);
+    times.mark("clCompileProgram");
   }
   cl_int err = CL_SUCCESS;
   cl_program linked = api_.clLinkProgram(context_, 1, &device_, "", static_cast<cl_uint>(handles.size()),
@@ -606,6 +612,8 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
     return fail(ErrorCode::Unsupported, "clLinkProgram on " + name_ + " of " + images + " failed: " + errorName(err) +
                                             (log.empty() ? "" : "\n" + log));
   }
+  times.mark("clLinkProgram");
+  times.print("linked " + std::to_string(inputs.size()) + " images on " + name_);
   return own(linked);
 }
 
