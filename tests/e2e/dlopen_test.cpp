@@ -651,6 +651,33 @@ TEST_F(DeviceDlopen, FirstDefinitionInSearchOrderWins) {
   }
 }
 
+// DEVDL_DEBUG=statistics says which way a program was linked: where the device takes SPIR-V IL and
+// has a linker (Intel's runtime), each image compiled and the objects linked by the driver, each
+// call timed; elsewhere devdl's own link, and no clLinkProgram.
+TEST_F(DeviceDlopen, StatisticsSayWhichWayAProgramWasLinked) {
+  DEVDL_ONLY_ON_OPENCL("devdl_cache_probe launches through OpenCL");
+  const auto &cl = *backend::opencl::api();
+  char il[256] = {};
+  cl_bool linker = CL_FALSE;
+  cl.clGetDeviceInfo(device_, CL_DEVICE_IL_VERSION, sizeof il - 1, il, nullptr);
+  cl.clGetDeviceInfo(device_, CL_DEVICE_LINKER_AVAILABLE, sizeof linker, &linker, nullptr);
+  const bool driverLinks = std::string_view(il).find("SPIR-V") != std::string_view::npos && linker;
+  if (kIntelOpenCl) EXPECT_TRUE(driverLinks) << "Intel's runtime takes IL and links";
+  setenv("DEVDL_DEBUG", "statistics", 1);
+  CommandResult traced = devdl::test::run({DEVDL_TEST_CACHE_PROBE, "1", "AppKernel", deviceImage("lib"), deviceImage("app")});
+  unsetenv("DEVDL_DEBUG");
+  EXPECT_EQ(traced.out, "0 2 4 6 8 10 12 14\n") << traced.err;
+  std::string calls;
+  for (const std::string &line : linesOf(traced.err))
+    if (line.starts_with("devdl: linked ") && line.find(" on " + deviceName_ + ": ") != std::string::npos) calls = line;
+  if (driverLinks) {
+    EXPECT_NE(calls.find(": clCompileProgram "), std::string::npos) << traced.err;
+    EXPECT_NE(calls.find(", clLinkProgram "), std::string::npos) << traced.err;
+  } else {
+    EXPECT_EQ(traced.err.find("clLinkProgram "), std::string::npos) << traced.err;
+  }
+}
+
 // Interposition by symbol, as ld.so: interpose_app takes Answer from interpose_first, first in
 // search order, and needs interpose_other for Other; interpose_other defines Answer too, and the
 // link sees it local to interpose_other (it failed: two definitions of Answer).
