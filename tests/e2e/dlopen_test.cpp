@@ -1371,6 +1371,33 @@ TEST_F(DeviceDlopen, AnImageNeedingAnAspectTheDeviceLacksIsNoCandidate) {
   device_dlclose(lib);
 }
 
+// fp16 as the OpenCL device reports it (cl_khr_fp16): Intel's CPU runtime has it, PoCL 3.1 here
+// has not. An image needing it is a candidate where the device has it, and only there.
+TEST_F(DeviceDlopen, AnImageNeedingFp16IsACandidateWhereTheDeviceHasIt) {
+  DEVDL_ONLY_ON_OPENCL("fp16 as cl_khr_fp16 says");
+  std::string extensions(8192, '\0');
+  (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_EXTENSIONS, extensions.size() - 1, extensions.data(),
+                                            nullptr);
+  const bool fp16 = extensions.find("cl_khr_fp16") != std::string::npos;
+  if (kIntelOpenCl) EXPECT_TRUE(fp16) << "Intel's CPU runtime reports cl_khr_fp16";
+  const std::string bundle = scratchDir() + "/lib-needs-fp16.devdl";
+  CommandResult packed = devdl::test::run({DEVDL_PACK, "-o", bundle, "--aspects", "fp16", deviceImage("lib")});
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  void *lib = device_dlopen(bundle.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  void *app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
+  if (fp16) {
+    ASSERT_NE(app, nullptr) << error();
+    EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 4), (std::vector<int>{0, 2, 4, 6}));
+    device_dlclose(app);
+  } else {
+    EXPECT_EQ(app, nullptr);
+    EXPECT_EQ(error(), where("app") + ": undefined device symbol `LibDeviceFunc` (" + bundle + ": image 0 (" +
+                           imageWords_ + ") defines it, but it needs aspect fp16, which " + deviceWords_ + " lacks)");
+  }
+  device_dlclose(lib);
+}
+
 // Virtual functions (seed 003): a kernel's image that calls set A gets every image of set A in
 // its scope, here from two files; without the set, their functions bind to nothing.
 TEST_F(DeviceDlopen, AVirtualFunctionSetComesFromEveryFileThatHoldsIt) {
