@@ -163,6 +163,13 @@ class DeviceDlopen : public ::testing::Test {
   }
 
   bool onOpenCl() const { return backend_ == DEVDL_BACKEND_OPENCL; }
+  // Whether the OpenCL device reports half precision (cl_khr_fp16), as aspect fp16 asks.
+  bool hasFp16() const {
+    std::string extensions(8192, '\0');
+    (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_EXTENSIONS, extensions.size() - 1,
+                                              extensions.data(), nullptr);
+    return extensions.find("cl_khr_fp16") != std::string::npos;
+  }
   // Whether device_dlsym gives a variable's address: every backend but OpenCL; there, where the
   // driver gives them, or devdl places the variables.
   bool variablesHaveAddresses() const { return !onOpenCl() || usmMemcpy_ || devdlPlacesVariables(); }
@@ -1375,10 +1382,7 @@ TEST_F(DeviceDlopen, AnImageNeedingAnAspectTheDeviceLacksIsNoCandidate) {
 // has not. An image needing it is a candidate where the device has it, and only there.
 TEST_F(DeviceDlopen, AnImageNeedingFp16IsACandidateWhereTheDeviceHasIt) {
   DEVDL_ONLY_ON_OPENCL("fp16 as cl_khr_fp16 says");
-  std::string extensions(8192, '\0');
-  (*backend::opencl::api()).clGetDeviceInfo(device_, CL_DEVICE_EXTENSIONS, extensions.size() - 1, extensions.data(),
-                                            nullptr);
-  const bool fp16 = extensions.find("cl_khr_fp16") != std::string::npos;
+  const bool fp16 = hasFp16();
   if (kIntelOpenCl) EXPECT_TRUE(fp16) << "Intel's CPU runtime reports cl_khr_fp16";
   const std::string bundle = scratchDir() + "/lib-needs-fp16.devdl";
   CommandResult packed = devdl::test::run({DEVDL_PACK, "-o", bundle, "--aspects", "fp16", deviceImage("lib")});
@@ -1458,6 +1462,24 @@ TEST_F(DeviceDlopen, CreatingObjectsOfASetTakesItsDummyWhereTheDeviceLacksAnAspe
     device_dlclose(maker);
     device_dlclose(b);
   }
+}
+
+// The same by fp16: a set's real image needing it on Intel's CPU runtime, its dummy on PoCL 3.1.
+TEST_F(DeviceDlopen, CreatingObjectsOfASetTakesItsRealImageWhereTheDeviceHasFp16) {
+  DEVDL_ONLY_ON_OPENCL("fp16 as cl_khr_fp16 says");
+  const std::string set = scratchDir() + "/vf-b-fp16.devdl";
+  CommandResult packed = devdl::test::run({DEVDL_PACK, "-o", set, "--vf-set", "B", "--aspects", "fp16",
+                                           image("vf_b_real" + extension_), "--vf-set", "B", "--dummy-image",
+                                           image("vf_b_dummy" + extension_)});
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  void *b = device_dlopen(set.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *maker = device_dlopen(image("vf-maker" + extension_ + ".devdl").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(b && maker) << error();
+  const bool real = hasFp16();
+  EXPECT_EQ(run(device_dlsym(maker, "VfMakeKernel"), 3),
+            real ? (std::vector<int>{100, 101, 102}) : (std::vector<int>{0, 0, 0}));
+  device_dlclose(maker);
+  device_dlclose(b);
 }
 
 // Device globals by name and by the host address registered for them (seed 002): written from
