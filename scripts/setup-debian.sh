@@ -69,6 +69,8 @@ fi
 # select it with OCL_ICD_VENDORS=$intel_root/intel-cpu.icd, which names its library by absolute
 # path. The wheels' files are taken as they are (pip install would need a Python environment of
 # its own, and Debian's refuses to write beside its packages).
+# Beside it, one small library DPC++ built (oneMKL's data fitting: 528 kernels as SPIR-V in
+# DPC++'s offload tables), a test input devdl reads and links.
 intel_root=/opt/devdl-intel-ocl
 intel_version=2026.2.0
 if [ "$(cat "$intel_root/version" 2> /dev/null)" != "$intel_version" ]; then
@@ -76,6 +78,8 @@ if [ "$(cat "$intel_root/version" 2> /dev/null)" != "$intel_version" ]; then
   work=$(mktemp -d)
   python3 -m pip download --quiet --disable-pip-version-check -d "$work" \
     "intel-opencl-rt==$intel_version" "intel-cmplr-lib-rt==$intel_version"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$work" \
+    "onemkl-sycl-datafitting==$intel_version"
   $SUDO rm -rf "$intel_root"
   $SUDO mkdir -p "$intel_root"
   # Each wheel's files for the prefix are under NAME-VERSION.data/data/.

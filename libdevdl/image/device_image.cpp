@@ -86,7 +86,7 @@ const Property *PropertySet::find(std::string_view property) const {
 
 std::string_view Storage::save(std::string_view s) {
   char *copy = strings_.Allocate<char>(s.size() + 1);
-  std::memcpy(copy, s.data(), s.size());
+  if (!s.empty()) std::memcpy(copy, s.data(), s.size());  // an empty view's data may be null
   copy[s.size()] = '\0';
   return {copy, s.size()};
 }

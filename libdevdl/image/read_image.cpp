@@ -226,10 +226,14 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
   // nvcc's own carriage of device code: fat binaries in sections of their own.
   auto fatbinSections = bundle::findCudaFatbinSectionsInElf(bytes);
   if (!fatbinSections) return fatbinSections.takeError();
-  if (bundles->empty() && fatbinSections->empty())
+  // DPC++'s: its offload wrapper's tables.
+  auto sycl = readers::readSyclOffloadImages(bytes, storage);
+  if (!sycl) return sycl.takeError();
+  if (bundles->empty() && fatbinSections->empty() && sycl->empty())
     return fail(ErrorCode::BadFormat, "host ELF file carries no device images (no " +
-                                          llvm::Twine(bundle::kSectionName) + ", .nv_fatbin or __nv_relfatbin section)");
-  std::vector<DeviceImage> images;
+                                          llvm::Twine(bundle::kSectionName) +
+                                          ", .nv_fatbin or __nv_relfatbin section, nor DPC++'s offload descriptor)");
+  std::vector<DeviceImage> images = std::move(*sycl);
   for (Bytes b : *bundles) {
     auto more = readBundleImages(b, storage);
     if (!more) return more.takeError();

@@ -658,6 +658,48 @@ TEST_F(DeviceDlopen, FirstDefinitionInSearchOrderWins) {
   }
 }
 
+// A library DPC++ built (oneMKL's data fitting, as published): devdl reads its offload tables, and
+// the driver builds an image's SPIR-V (DPC++'s translator's, 1.4) and makes its kernel, one of
+// the 528 the library's SYCL runtime would register. On PoCL through SPIR, on Intel's runtime as IL.
+TEST_F(DeviceDlopen, AKernelOfALibraryDpcppBuilt) {
+  DEVDL_ONLY_ON_OPENCL("the library carries SPIR-V, which the suite's other backends are not given");
+  CommandResult listed = devdl::test::run({DEVDL_NM, DEVDL_TEST_DPCPP_LIBRARY});
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  std::vector<std::string> kernels;
+  for (const std::string &line : linesOf(listed.out))
+    if (line.starts_with("K ")) kernels.push_back(line.substr(2));
+  ASSERT_EQ(kernels.size(), 528u);
+  void *library = device_dlopen(DEVDL_TEST_DPCPP_LIBRARY, DEVDL_LAZY);
+  ASSERT_NE(library, nullptr) << error();
+  EXPECT_NE(device_dlsym(library, kernels.front().c_str()), nullptr) << error();
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(library, kernels.back().c_str(), &info), 0) << error();
+  EXPECT_EQ(info.kind, DEVDL_SYMBOL_KERNEL);
+  EXPECT_EQ(info.image, 527u);
+  EXPECT_STREQ(info.format, "spirv");
+  EXPECT_EQ(device_dlclose(library), 0);
+}
+
+// A host library in DPC++'s form (its offload tables, written in C around the seed's SPIR-V):
+// opened as a file, its images link with each other as a bundle's do, and the application's
+// needs aspect fp64, as its property set says.
+TEST_F(DeviceDlopen, AHostLibraryInDpcppsFormLinksItsImages) {
+  DEVDL_ONLY_ON_SPIRV("the library carries SPIR-V");
+  void *library = device_dlopen(DEVDL_TEST_DPCPP_TABLES, DEVDL_NOW);
+  if (!library) {
+    const std::string why = error();
+    ASSERT_NE(why.find("fp64"), std::string::npos) << why;
+    GTEST_SKIP() << deviceWords_ << " lacks aspect fp64: " << why;
+  }
+  EXPECT_EQ(run(device_dlsym(library, "AppKernel"), 4), (std::vector<int>{0, 2, 4, 6}));
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(library, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(info.image, 0u);
+  EXPECT_EQ(device_dlclose(library), 0);
+}
+
 // DEVDL_DEBUG=statistics says which way a program was linked: where the device takes SPIR-V IL and
 // has a linker (Intel's runtime), each image compiled and the objects linked by the driver, each
 // call timed; elsewhere devdl's own link, and no clLinkProgram.

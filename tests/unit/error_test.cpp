@@ -43,7 +43,7 @@ TEST(ReadErrors, UnreadableFile) {
 TEST(ReadErrors, NonDeviceElfIsRefused) {
   auto file = readImageFile("/proc/self/exe");
   ASSERT_FALSE(!!file);
-  EXPECT_EQ(errorText(file), "/proc/self/exe: host ELF file carries no device images (no .llvm.offloading, .nv_fatbin or __nv_relfatbin section)");
+  EXPECT_EQ(errorText(file), "/proc/self/exe: host ELF file carries no device images (no .llvm.offloading, .nv_fatbin or __nv_relfatbin section, nor DPC++'s offload descriptor)");
 }
 
 // Every reader, given a few bytes of nothing, refuses them (the fuzzers call readers directly
