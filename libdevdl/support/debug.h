@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace devdl {
 
@@ -38,10 +39,10 @@ class Debug {
 class CallTimes {
  public:
   CallTimes() : on_(Debug::get().on(Debug::Statistics)), last_(on_ ? Clock::now() : Clock::time_point()) {}
-  void mark(const std::string &call) {
+  void mark(std::string_view call) {
     if (!on_) return;
     const auto now = Clock::now();
-    text_ += (text_.empty() ? "" : ", ") + call + " " +
+    text_ += (text_.empty() ? "" : ", ") + std::string(call) + " " +
              std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now - last_).count()) + " us";
     last_ = now;
   }
