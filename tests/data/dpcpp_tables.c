@@ -39,7 +39,8 @@ struct descriptor {
 };
 
 extern const unsigned char lib_image[], lib_image_end[], app_image[], app_image_end[];
-__asm__(".section .rodata\n"
+/* In the section DPC++ puts its images in, as devdl looks for it. */
+__asm__(".section __CLANG_OFFLOAD_BUNDLE__sycl-spir64,\"a\"\n"
         ".balign 16\nlib_image:\n.incbin \"" LIB_IMAGE "\"\nlib_image_end:\n"
         ".balign 16\napp_image:\n.incbin \"" APP_IMAGE "\"\napp_image_end:\n"
         ".text\n");
