@@ -75,7 +75,11 @@ std::vector<std::string> probeCommand(int loads, const std::string &kernel, cons
 class DiskCacheE2E : public ::testing::Test {
  protected:
   void SetUp() override {
+    // DEVDL_TEST_INTEL_OPENCL: on Intel's OpenCL CPU runtime alone, which must be there.
+    const bool intel = std::getenv("DEVDL_TEST_INTEL_OPENCL");
+    if (intel) setenv("OCL_ICD_VENDORS", DEVDL_TEST_INTEL_OPENCL_ICD, 1);  // for the probes too
     auto device = backend::opencl::Device::openDefault();
+    if (!device && intel) FAIL() << DEVDL_TEST_INTEL_OPENCL_ICD << ": " << llvm::toString(device.takeError());
     if (!device) GTEST_SKIP() << "no OpenCL device to build on: " << llvm::toString(device.takeError());
     for (const char *name : kVariables)
       if (const char *value = std::getenv(name)) saved_.emplace_back(name, value);
