@@ -64,7 +64,7 @@ if [ ! -x "$ocloc_root/usr/bin/ocloc" ]; then
   rm -rf "$work"
 fi
 
-# Intel's OpenCL CPU runtime (the runtime DPC++ uses on CPUs: OpenCL 3.0, SPIR-V IL), from the
+# Intel's OpenCL CPU runtime (the runtime DPC++ uses on CPUs: OpenCL 3, SPIR-V IL), from the
 # Python package registry, unpacked into $intel_root and registered nowhere: tests and benchmarks
 # select it with OCL_ICD_VENDORS=$intel_root/intel-cpu.icd, which names its library by absolute
 # path. The wheels' files are taken as they are (pip install would need a Python environment of

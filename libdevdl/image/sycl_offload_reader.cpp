@@ -140,8 +140,8 @@ llvm::Error readPropertySets(const Addresses &file, uint64_t begin, uint64_t end
 }
 
 // The image of one device binary, read by its format's reader.
-llvm::Expected<DeviceImage> readDeviceBinary(const Addresses &file, uint64_t record, Storage &storage,
-                                             const std::shared_ptr<Storage> &shared) {
+llvm::Expected<DeviceImage> readDeviceBinary(const Addresses &file, uint64_t record,
+                                             const std::shared_ptr<Storage> &storage) {
   auto head = file.at(record, 8);
   if (!head) return head.takeError();
   const uint16_t version = llvm::support::endian::read16le(head->data());
@@ -170,13 +170,13 @@ llvm::Expected<DeviceImage> readDeviceBinary(const Addresses &file, uint64_t rec
     if (!out) return fail(ErrorCode::Io, "no memory to inflate the image");
     const size_t got = ZSTD_decompress(out->getBufferStart(), size, bytes.data(), bytes.size());
     if (ZSTD_isError(got) || got != size) return fail(ErrorCode::BadFormat, "bad zstd data");
-    bytes = storage.adopt(std::move(out));
+    bytes = storage->adopt(std::move(out));
   } else if (format != FormatNone && format != FormatSpirv && format != FormatBitcode && format != FormatNative) {
     return fail(ErrorCode::Unsupported, "DPC++ image format " + llvm::Twine(format));
   }
   const ImageFormat sniffed = sniffFormat(bytes);
   if (sniffed == ImageFormat::Unknown) return fail(ErrorCode::BadFormat, "not a device image (unknown format)");
-  auto image = readRawImage(bytes, sniffed, shared);
+  auto image = readRawImage(bytes, sniffed, storage);
   if (!image) return image.takeError();
   if (llvm::Error err = readPropertySets(file, field[7], field[8], *image)) return err;
   return image;
@@ -231,7 +231,7 @@ llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elfBytes, s
       return fail(ErrorCode::Unsupported, "DPC++ descriptor at 0x" + llvm::Twine::utohexstr(descriptor) +
                                               " of version " + llvm::Twine(version) + " (devdl reads version 1)");
     for (uint16_t i = 0; i < count; ++i) {
-      auto image = readDeviceBinary(file, *binaries + 80 * uint64_t(i), *storage, storage);
+      auto image = readDeviceBinary(file, *binaries + 80 * uint64_t(i), storage);
       if (!image) return inImage(image.takeError(), "image " + std::to_string(images.size()) + " (DPC++)");
       images.push_back(std::move(*image));
     }
