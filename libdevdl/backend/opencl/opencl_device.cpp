@@ -369,7 +369,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     input.image = &copy;
   }
   // Devdl's copy kernels, where the program has some, and their labels: one module for each image.
-  std::deque<std::vector<uint32_t>> copyWords;
+  std::deque<std::shared_ptr<const std::vector<uint32_t>>> copyWords;
   std::deque<DeviceImage> copyImages;
   auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
     const LinkInput *native = nullptr, *spirv = nullptr;
@@ -396,10 +396,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       for (const Symbol &s : input.image->symbols)
         if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.hidden, s.name)) variables.emplace_back(s.name);
       if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
-      std::vector<uint32_t> words(input.image->bytes.size() / 4);
-      std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
       CallTimes times;
-      auto kernels = copyKernels(words, variables);
+      auto kernels = copyKernelsFor(*input.image, variables);
       times.mark("made");
       if (!kernels) {
         const std::string why = llvm::toString(kernels.takeError());
@@ -409,7 +407,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       }
       DeviceImage &image = copyImages.emplace_back();
       image.format = ImageFormat::SpirV;
-      const std::vector<uint32_t> &copying = copyWords.emplace_back(std::move(*kernels));
+      const std::vector<uint32_t> &copying = *copyWords.emplace_back(std::move(*kernels));
       image.bytes = Bytes(reinterpret_cast<const uint8_t *>(copying.data()), copying.size() * 4);
       inputs.push_back({&image, "devdl's copy kernels for " + input.label});
       times.print(inputs.back().label);
@@ -567,6 +565,26 @@ llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_
                                             (log.empty() ? "" : "\n" + log));
   }
   return owned;
+}
+
+llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> Device::copyKernelsFor(
+    const DeviceImage &image, std::span<const std::string> variables) const {
+  const xxh3::Hash128 bytes = xxh3::hash128(image.bytes.data(), image.bytes.size());
+  std::string names;
+  for (const std::string &name : variables) names.append(name).push_back('\0');
+  const std::array<uint64_t, 3> key{bytes.low, bytes.high, xxh3::hash64(names.data(), names.size())};
+  {
+    std::lock_guard lock(copyKernelsMutex_);
+    if (auto it = copyKernels_.find(key); it != copyKernels_.end()) return it->second;
+  }
+  std::vector<uint32_t> words(image.bytes.size() / 4);
+  std::memcpy(words.data(), image.bytes.data(), words.size() * 4);
+  auto made = copyKernels(words, variables);
+  if (!made) return made.takeError();
+  auto kept = std::make_shared<const std::vector<uint32_t>>(std::move(*made));
+  std::lock_guard lock(copyKernelsMutex_);
+  if (copyKernels_.size() >= kCopyKernelsKept) copyKernels_.clear();
+  return copyKernels_.try_emplace(key, std::move(kept)).first->second;
 }
 
 llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const LinkInput> inputs) const {

@@ -9,7 +9,10 @@
 
 #include <llvm/Support/Error.h>
 
+#include <array>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -122,6 +125,12 @@ class Device final : public backend::Device {
   llvm::Error specialize(cl_program program, const SpecConstants &specs) const;
   /// `program`, owned, with what this device gives its variables.
   std::unique_ptr<Program> own(cl_program program) const;
+  /// devdl's copy kernels for `variables` of SPIR-V `image` (copyKernels), made once for each
+  /// image and names: a library linked into many programs has them made once (the translator
+  /// takes milliseconds). The last kCopyKernelsKept are kept.
+  llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> copyKernelsFor(const DeviceImage &image,
+                                                                           std::span<const std::string> variables) const;
+  static constexpr size_t kCopyKernelsKept = 256;
   /// clCreateProgramWithBinary, checked (the binary's status too).
   llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
   /// A native binary as this device's compiled object, or why the device does not take it (no
@@ -142,6 +151,8 @@ class Device final : public backend::Device {
   VariablePointers pointers_;  // where caps_.variablePointers
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
   bool lto_ = true;      // the optimization across images of the software link; DEVDL_LTO=0 turns it off
+  mutable std::mutex copyKernelsMutex_;  // builds run on many threads
+  mutable std::map<std::array<uint64_t, 3>, std::shared_ptr<const std::vector<uint32_t>>> copyKernels_;
 };
 
 }  // namespace devdl::backend::opencl
