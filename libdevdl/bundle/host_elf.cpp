@@ -106,6 +106,12 @@ llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes file) {
   });
 }
 
+llvm::Expected<std::vector<Bytes>> findDpcppImageSectionsInElf(Bytes file) {
+  return sectionsOfElf(file, [](uint32_t, std::string_view name) {
+    return name.starts_with("__CLANG_OFFLOAD_BUNDLE__sycl");
+  });
+}
+
 llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view tripleName,
                                            std::string_view symbolName) {
   initializeTargets();

@@ -37,6 +37,10 @@ llvm::Expected<std::vector<Bytes>> findBundlesInElf(Bytes elf);
 /// order. Each may hold several fat binaries one after another.
 llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes elf);
 
+/// The sections where DPC++'s offload wrapper put a host ELF file's device images
+/// (__CLANG_OFFLOAD_BUNDLE__sycl-*), in section order; its tables point into them.
+llvm::Expected<std::vector<Bytes>> findDpcppImageSectionsInElf(Bytes elf);
+
 /// The global symbol devdl-pack defines at a bundle by default: the prefix and the bundle's
 /// XXH3 hash.
 std::string defaultBundleSymbol(Bytes bundle);

@@ -226,8 +226,12 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
   // nvcc's own carriage of device code: fat binaries in sections of their own.
   auto fatbinSections = bundle::findCudaFatbinSectionsInElf(bytes);
   if (!fatbinSections) return fatbinSections.takeError();
-  // DPC++'s: its offload wrapper's tables.
-  auto sycl = readers::readSyclOffloadImages(bytes, storage);
+  // DPC++'s: its offload wrapper's tables, looked for where its images are (other host files'
+  // symbol tables are not read).
+  auto dpcppSections = bundle::findDpcppImageSectionsInElf(bytes);
+  if (!dpcppSections) return dpcppSections.takeError();
+  auto sycl = dpcppSections->empty() ? llvm::Expected<std::vector<DeviceImage>>(std::vector<DeviceImage>())
+                                     : readers::readSyclOffloadImages(bytes, storage);
   if (!sycl) return sycl.takeError();
   if (bundles->empty() && fatbinSections->empty() && sycl->empty())
     return fail(ErrorCode::BadFormat, "host ELF file carries no device images (no " +

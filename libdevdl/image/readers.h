@@ -26,7 +26,8 @@ llvm::Error readIntelNative(DeviceImage &image);
 /// The images DPC++'s offload wrapper put in host ELF file `elf`, with their property sets
 /// (image/sycl_offload_reader.cpp): inflated into `storage` where compressed. Empty where the
 /// file has no DPC++ descriptor (a symbol .sycl_offloading.descriptor); fails naming what does
-/// not fit the file, or a version or format devdl does not read.
+/// not fit the file, or a version or format devdl does not read. Reads the symbol table: asked
+/// only of a file with a section of DPC++'s images (bundle::findDpcppImageSectionsInElf).
 llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elf, std::shared_ptr<Storage> storage);
 
 /// An ELF file of ocloc's: its legacy container or zebin.

@@ -19,7 +19,6 @@
 #include "support/error.h"
 
 #include <llvm/ADT/DenseMap.h>
-#include <llvm/ADT/STLExtras.h>
 #include <llvm/Object/ELF.h>
 #include <llvm/Support/Endian.h>
 
@@ -191,18 +190,8 @@ llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elfBytes, s
     llvm::consumeError(elf.takeError());
     return images;  // not a 64-bit little-endian ELF file: no DPC++ tables
   }
-  // Only a file with a section of DPC++'s images has tables: others' symbols are not read.
   auto sections = elf->sections();
   if (!sections) return fail(ErrorCode::BadFormat, "invalid section headers: " + llvm::toString(sections.takeError()));
-  const bool dpcpp = llvm::any_of(*sections, [&](const auto &section) {
-    auto name = elf->getSectionName(section);
-    if (!name) {
-      llvm::consumeError(name.takeError());
-      return false;
-    }
-    return name->startswith("__CLANG_OFFLOAD_BUNDLE__sycl");
-  });
-  if (!dpcpp) return images;
   // The descriptors, by their symbol: one for each object the offload wrapper made.
   std::vector<uint64_t> descriptors;
   for (const auto &section : *sections) {
