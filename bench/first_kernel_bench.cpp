@@ -24,9 +24,13 @@
 #include <llvm/Support/raw_ostream.h>
 #include <spirv-tools/linker.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -86,6 +90,62 @@ std::vector<uint32_t> readWords(const std::string &path) {
   return words;
 }
 
+using Files = std::array<std::string, 2>;  // the application's image, then the library's
+
+// The seed's program by the IL calls: clCreateProgramWithIL and clCompileProgram each, then
+// clLinkProgram. Null with why where a call fails; what it made goes to `made`.
+cl_program linkIlByHand(const devdl::backend::opencl::Api &cl, cl_context context, cl_device_id device,
+                        const Files &files, std::vector<cl_program> &made, std::string &why) {
+  cl_int err = CL_SUCCESS;
+  for (const std::string &file : files) {
+    const std::vector<uint32_t> words = readWords(file);
+    cl_program object = cl.clCreateProgramWithIL(context, words.data(), words.size() * 4, &err);
+    if (err != CL_SUCCESS) return why = "clCreateProgramWithIL failed", nullptr;
+    made.push_back(object);
+    if (cl.clCompileProgram(object, 1, &device, "", 0, nullptr, nullptr, nullptr, nullptr) != CL_SUCCESS)
+      return why = "clCompileProgram failed", nullptr;
+  }
+  cl_program objects[2] = {made[0], made[1]};
+  cl_program program = cl.clLinkProgram(context, 1, &device, "", 2, objects, nullptr, nullptr, &err);
+  if (err != CL_SUCCESS) return why = "clLinkProgram failed", nullptr;
+  made.push_back(program);
+  return program;
+}
+
+// The seed's program as PoCL takes it: SPIRV-Tools' linker (versions raised to the highest),
+// SPIRV-LLVM-Translator to SPIR 1.2, clCreateProgramWithBinary, clBuildProgram("-x spir").
+cl_program buildSpirByHand(const devdl::backend::opencl::Api &cl, cl_context context, cl_device_id device,
+                           const Files &files, std::vector<cl_program> &made, std::string &why) {
+  std::vector<std::vector<uint32_t>> modules{readWords(files[0]), readWords(files[1])};
+  const uint32_t version = std::max(modules[0][1], modules[1][1]);
+  for (auto &m : modules) m[1] = version;
+  spvtools::Context spv(SPV_ENV_UNIVERSAL_1_6);
+  std::vector<uint32_t> linked;
+  if (spvtools::Link(spv, modules, &linked) != SPV_SUCCESS) return why = "link failed", nullptr;
+  SPIRV::TranslatorOpts options;
+  options.enableAllExtensions();
+  options.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::OpenCL12);
+  std::istringstream in(std::string(reinterpret_cast<const char *>(linked.data()), linked.size() * 4));
+  llvm::LLVMContext llvmContext;
+  llvm::Module *module = nullptr;
+  std::string bitcode;
+  if (!llvm::readSpirv(llvmContext, options, in, module, why)) return nullptr;
+  {
+    llvm::raw_string_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(*module, os);
+  }
+  delete module;
+  const auto *bytes = reinterpret_cast<const unsigned char *>(bitcode.data());
+  const size_t size = bitcode.size();
+  cl_int err = CL_SUCCESS;
+  cl_program program = cl.clCreateProgramWithBinary(context, 1, &device, &size, &bytes, nullptr, &err);
+  if (err != CL_SUCCESS) return why = "clCreateProgramWithBinary failed", nullptr;
+  made.push_back(program);
+  if (cl.clBuildProgram(program, 1, &device, "-x spir -spir-std=1.2", nullptr, nullptr) != CL_SUCCESS)
+    return why = "clBuildProgram failed", nullptr;
+  return program;
+}
+
 void BM_ByHandFirstKernel(benchmark::State &state) {
   devdl_native native{};
   native.size = sizeof native;
@@ -106,64 +166,19 @@ void BM_ByHandFirstKernel(benchmark::State &state) {
   const bool linksIl = std::string_view(il).find("SPIR-V") != std::string_view::npos && linker;
   state.SetLabel(linksIl ? "clCompileProgram, clLinkProgram" : "SPIR, clBuildProgram");
   for (auto _ : state) {
-    if (linksIl) {
-      cl_int err = CL_SUCCESS;
-      cl_program objects[2] = {};
-      const std::string *files[2] = {&app, &lib};
-      for (int i = 0; i < 2 && err == CL_SUCCESS; ++i) {
-        const std::vector<uint32_t> words = readWords(*files[i]);
-        objects[i] = cl.clCreateProgramWithIL(context, words.data(), words.size() * 4, &err);
-        if (err == CL_SUCCESS) err = cl.clCompileProgram(objects[i], 1, &device, "", 0, nullptr, nullptr, nullptr, nullptr);
-      }
-      cl_program program =
-          err == CL_SUCCESS ? cl.clLinkProgram(context, 1, &device, "", 2, objects, nullptr, nullptr, &err) : nullptr;
-      cl_kernel kernel = err == CL_SUCCESS ? cl.clCreateKernel(program, "AppKernel", &err) : nullptr;
-      if (err != CL_SUCCESS || !launchOnce(kernel)) {
-        state.SkipWithError("OpenCL compile, link or launch failed");
-        return;
-      }
-      cl.clReleaseKernel(kernel);
-      cl.clReleaseProgram(program);
-      for (cl_program object : objects) cl.clReleaseProgram(object);
-      continue;
-    }
-    std::vector<std::vector<uint32_t>> modules{readWords(app), readWords(lib)};
-    const uint32_t version = std::max(modules[0][1], modules[1][1]);
-    for (auto &m : modules) m[1] = version;
-    spvtools::Context spv(SPV_ENV_UNIVERSAL_1_6);
-    std::vector<uint32_t> linked;
-    if (spvtools::Link(spv, modules, &linked) != SPV_SUCCESS) {
-      state.SkipWithError("link failed");
-      return;
-    }
-    SPIRV::TranslatorOpts options;
-    options.enableAllExtensions();
-    options.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::OpenCL12);
-    std::istringstream in(std::string(reinterpret_cast<const char *>(linked.data()), linked.size() * 4));
-    llvm::LLVMContext llvmContext;
-    llvm::Module *module = nullptr;
-    std::string error, bitcode;
-    if (!llvm::readSpirv(llvmContext, options, in, module, error)) {
-      state.SkipWithError(error.c_str());
-      return;
-    }
-    {
-      llvm::raw_string_ostream os(bitcode);
-      llvm::WriteBitcodeToFile(*module, os);
-    }
-    delete module;
-    const auto *bytes = reinterpret_cast<const unsigned char *>(bitcode.data());
-    const size_t size = bitcode.size();
+    std::vector<cl_program> made;  // what the iteration made, released after its launch
+    std::string why;
+    cl_program program = linksIl ? linkIlByHand(cl, context, device, {app, lib}, made, why)
+                                 : buildSpirByHand(cl, context, device, {app, lib}, made, why);
     cl_int err = CL_SUCCESS;
-    cl_program program = cl.clCreateProgramWithBinary(context, 1, &device, &size, &bytes, nullptr, &err);
-    if (err == CL_SUCCESS) err = cl.clBuildProgram(program, 1, &device, "-x spir -spir-std=1.2", nullptr, nullptr);
-    cl_kernel kernel = err == CL_SUCCESS ? cl.clCreateKernel(program, "AppKernel", &err) : nullptr;
-    if (err != CL_SUCCESS || !launchOnce(kernel)) {
-      state.SkipWithError("OpenCL build or launch failed");
+    cl_kernel kernel = program ? cl.clCreateKernel(program, "AppKernel", &err) : nullptr;
+    const bool launched = program && err == CL_SUCCESS && launchOnce(kernel);
+    if (kernel) cl.clReleaseKernel(kernel);
+    for (cl_program p : made) cl.clReleaseProgram(p);
+    if (!launched) {
+      state.SkipWithError(program ? "clCreateKernel or the launch failed" : why.c_str());
       return;
     }
-    cl.clReleaseKernel(kernel);
-    cl.clReleaseProgram(program);
   }
 }
 
