@@ -68,7 +68,8 @@ class Device {
   virtual bool accepts(const DeviceImage &image, std::string *why = nullptr) const = 0;
   /// Links the images of a plan, in plan order, into one program. Errors name the image and
   /// the symbol, and carry what the driver logged. With `binary`, also the program's native
-  /// binary, as load() takes it back (for the disk cache).
+  /// binary, as load() takes it back (for the disk cache); left empty, saying why under
+  /// DEVDL_DEBUG=statistics, where the driver does not give one: the program is not stored.
   virtual llvm::Expected<std::unique_ptr<Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary = nullptr) = 0;
   /// A program from a native binary link() gave on this device (same identity()).

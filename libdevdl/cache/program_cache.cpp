@@ -102,7 +102,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   const auto start = Clock::now();
   auto built = device.link(linked, storing ? &binary : nullptr);
   if (!built) return built.takeError();
-  if (storing) {
+  if (storing && !binary.empty()) {
     std::string description = device.name();
     for (const backend::LinkInput &input : linked) description += "\n" + input.label;
     store.store(*storeKey, description, binary, nanoseconds(start));

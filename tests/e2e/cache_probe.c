@@ -6,7 +6,8 @@
  * different values.
  * --flip-after-open FILE changes FILE once the images are first opened, before the kernel is
  * looked up: a byte in its middle flipped in place; --replace-after-open FILE puts such a copy
- * in its place (renamed over it), as a build or a package manager does. */
+ * in its place (renamed over it), as a build or a package manager does. --look-up-only finds the
+ * kernel and does not run it (a kernel the device cannot run), and prints nothing. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <devdl.h>
@@ -46,8 +47,14 @@ int main(int argc, char **argv) {
   uint32_t specValues[kMaxSpecs];
   int specs = 0;
   const char *changed = NULL;
-  int inPlace = 0;
+  int inPlace = 0, lookUpOnly = 0;
   while (argc > 2 && argv[1][0] == '-' && argv[1][1] == '-') {
+    if (strcmp(argv[1], "--look-up-only") == 0) {
+      lookUpOnly = 1;
+      --argc;
+      ++argv;
+      continue;
+    }
     if (strcmp(argv[1], "--spec") == 0 && specs < kMaxSpecs) {
       if (sscanf(argv[2], "%u=%u", &specIds[specs], &specValues[specs]) != 2)
         return fprintf(stderr, "--spec ID=VALUE\n"), 2;
@@ -64,7 +71,7 @@ int main(int argc, char **argv) {
   if (argc < 4 || argc - 3 > kMaxImages)
     return fprintf(stderr,
                    "usage: devdl_cache_probe [--spec ID=VALUE]... [--flip-after-open FILE | --replace-after-open "
-                   "FILE] LOADS KERNEL IMAGE...\n"),
+                   "FILE] [--look-up-only] LOADS KERNEL IMAGE...\n"),
            2;
   const int loads = atoi(argv[1]);
   const char *name = argv[2];
@@ -89,16 +96,18 @@ int main(int argc, char **argv) {
     if (!kernel) return fprintf(stderr, "%s\n", device_dlerror()), 1;
     const size_t items = kItems;
     memset(values, 0xff, sizeof values);
-    if (clSetKernelArg(kernel, 0, sizeof out, &out) != CL_SUCCESS ||
-        clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &items, NULL, 0, NULL, NULL) != CL_SUCCESS ||
-        clEnqueueReadBuffer(queue, out, CL_TRUE, 0, sizeof values, values, 0, NULL, NULL) != CL_SUCCESS)
+    if (!lookUpOnly &&
+        (clSetKernelArg(kernel, 0, sizeof out, &out) != CL_SUCCESS ||
+         clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &items, NULL, 0, NULL, NULL) != CL_SUCCESS ||
+         clEnqueueReadBuffer(queue, out, CL_TRUE, 0, sizeof values, values, 0, NULL, NULL) != CL_SUCCESS))
       return fprintf(stderr, "running %s failed\n", name), 1;
     for (int i = images - 1; i >= 0; --i)
       if (device_dlclose(handles[i]) != 0) return fprintf(stderr, "%s\n", device_dlerror()), 1;
     if (load == 0) memcpy(first, values, sizeof first);
     else if (memcmp(first, values, sizeof first) != 0) return fprintf(stderr, "load %d computed other values\n", load), 2;
   }
-  for (int i = 0; i < kItems; ++i) printf("%d%c", values[i], i + 1 < kItems ? ' ' : '\n');
+  if (!lookUpOnly)
+    for (int i = 0; i < kItems; ++i) printf("%d%c", values[i], i + 1 < kItems ? ' ' : '\n');
   clReleaseMemObject(out);
   clReleaseCommandQueue(queue);
   return 0;

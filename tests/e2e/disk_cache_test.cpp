@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -282,6 +283,41 @@ TEST_F(DiskCacheE2E, EightProcessesColdStartingTogetherBuildOnce) {
   EXPECT_EQ(hits, 7);
   ASSERT_EQ(entries().size(), 1u);
   EXPECT_EQ(entries()[0].problem, "");
+}
+
+// A kernel of a library DPC++ built (oneMKL's data fitting), its name longer than a file name may
+// be, as most of DPC++'s are: PoCL makes a program's binary in a directory named after each
+// kernel and ends the process where one does not fit, so devdl links the program there and does
+// not store it, saying why; Intel's runtime gives the binary, and the next process loads it.
+TEST_F(DiskCacheE2E, AProgramIsStoredWhereTheDriverCanGiveItsBinary) {
+  const CommandResult listed = test::run({DEVDL_NM, DEVDL_TEST_DPCPP_LIBRARY});
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  std::string kernel;
+  for (const std::string &line : test::linesOf(listed.out))
+    if (line.starts_with("K ") && line.size() - 2 > NAME_MAX) {
+      kernel = line.substr(2);
+      break;
+    }
+  ASSERT_FALSE(kernel.empty()) << "no kernel named longer than NAME_MAX in " << DEVDL_TEST_DPCPP_LIBRARY;
+  const std::vector<std::string> argv = {DEVDL_TEST_CACHE_PROBE, "--look-up-only", "1", kernel,
+                                         DEVDL_TEST_DPCPP_LIBRARY};
+  const Load first = parse(test::run(argv));
+  ASSERT_EQ(first.result.status, 0) << first.result.err;
+  if (!std::getenv("DEVDL_TEST_INTEL_OPENCL")) {  // PoCL
+    EXPECT_EQ(first.counts(), std::make_tuple(0, 1, 0)) << "hits, misses, stored";
+    EXPECT_NE(first.result.err.find("program not stored on "), std::string::npos) << first.result.err;
+    EXPECT_NE(first.result.err.find("kernel `" + kernel + "` is " + std::to_string(kernel.size()) +
+                                    " bytes, longer than a file name may be"),
+              std::string::npos)
+        << first.result.err;
+    for (const cache::EntryFile &entry : entries())  // the file's summary alone
+      EXPECT_TRUE(entry.description.starts_with("image summary of ")) << entry.description;
+    return;
+  }
+  EXPECT_EQ(first.counts(), std::make_tuple(0, 1, 1)) << "hits, misses, stored";
+  const Load second = parse(test::run(argv));
+  ASSERT_EQ(second.result.status, 0) << second.result.err;
+  EXPECT_EQ(second.counts(), std::make_tuple(1, 0, 0)) << "hits, misses, stored";
 }
 
 // Image files' summaries (cache/image_summary.h): a process that opens a large file again,

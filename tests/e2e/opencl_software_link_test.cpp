@@ -12,6 +12,7 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace devdl::test {
@@ -352,6 +353,48 @@ TEST_F(OpenClSoftwareLink, UnresolvedCallFailsTheBuildWithItsLog) {
             std::string::npos)
       << message;
   EXPECT_NE(message.find("LibDeviceFunc"), std::string::npos) << message;
+}
+
+// The copy kernels linked by the driver (clCompileProgram each, clLinkProgram), as devdl links
+// them on a device that takes IL, has a linker and gives no variables' addresses. Run on Intel's
+// OpenCL CPU runtime (the IntelOpenCl configuration), which does give addresses: the program is
+// read here through a Program made without them.
+TEST(OpenClDriverLink, VariablesAreCopiedThroughDevdlsKernelsLinkedByTheDriver) {
+  const bool intel = std::getenv("DEVDL_TEST_INTEL_OPENCL");
+  if (intel) setenv("OCL_ICD_VENDORS", DEVDL_TEST_INTEL_OPENCL_ICD, 1);
+  auto device = Device::openDefault();
+  if (!device && intel) FAIL() << DEVDL_TEST_INTEL_OPENCL_ICD << ": " << llvm::toString(device.takeError());
+  if (!device) GTEST_SKIP() << "no OpenCL device to run on: " << llvm::toString(device.takeError());
+  if (!(*device)->capabilities().spirvIl || !(*device)->capabilities().linker)
+    GTEST_SKIP() << "OpenCL device " << (*device)->name() << " has no linker of SPIR-V IL (the IntelOpenCl "
+                 << "configuration runs this test on Intel's runtime)";
+  auto file = readImageFile(image("counter_lib.spv"));
+  ASSERT_TRUE(!!file) << errorText(file);
+  const DeviceImage &lib = file->images[0];
+  std::vector<uint32_t> words(lib.bytes.size() / 4);
+  std::memcpy(words.data(), lib.bytes.data(), words.size() * 4);
+  const std::string variables[] = {"SharedCounter"};
+  auto kernels = backend::copyKernels(words, variables);
+  ASSERT_TRUE(!!kernels) << errorText(kernels);
+  DeviceImage copies;
+  copies.format = ImageFormat::SpirV;
+  copies.bytes = Bytes(reinterpret_cast<const uint8_t *>(kernels->data()), kernels->size() * 4);
+  const backend::LinkInput inputs[] = {{&lib, "counter_lib.spv: image 0 (spirv)"}, {&copies, "devdl's copy kernels"}};
+  auto linked = (*device)->linkObjects(inputs);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  const auto &cl = *backend::opencl::api();
+  ASSERT_EQ(clRetainProgram((*linked)->get()), CL_SUCCESS);  // the reference `program` lets go
+  backend::opencl::Program program(cl, (*linked)->get(), (*device)->name(), (*device)->id());  // no addresses
+  int value = 0;
+  ASSERT_FALSE(program.copyVariable("SharedCounter", 0, &value, sizeof value, false));
+  EXPECT_EQ(value, 3) << "its initial value";
+  value = 40;
+  ASSERT_FALSE(program.copyVariable("SharedCounter", 0, &value, sizeof value, true));
+  value = 0;
+  ASSERT_FALSE(program.copyVariable("SharedCounter", 0, &value, sizeof value, false));
+  EXPECT_EQ(value, 40);
+  llvm::Error outside = program.copyVariable("SharedCounter", 2, &value, sizeof value, false);
+  EXPECT_EQ(llvm::toString(std::move(outside)), "variable `SharedCounter` has 4 bytes: 4 at offset 2 are outside it");
 }
 
 }  // namespace

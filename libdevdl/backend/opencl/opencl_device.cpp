@@ -9,8 +9,10 @@
 #include "devdl.h"
 
 #include <CL/cl_ext.h>
+#include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -272,14 +274,18 @@ llvm::Expected<void *> Program::function(std::string_view name) {
 Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context)
     : api_(api), platform_(platform), device_(device), context_(context) {
   name_ = deviceString(api, device, CL_DEVICE_NAME);
+  if (platformString(api, platform, CL_PLATFORM_NAME) == "Portable Computing Language") binaryKernelNameBound_ = NAME_MAX;
   const std::string extensions = deviceString(api, device, CL_DEVICE_EXTENSIONS);
   caps_.spirvIl = deviceString(api, device, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
   const auto type = deviceValue<cl_device_type>(api, device, CL_DEVICE_TYPE);
   caps_.hostMemory = (type & CL_DEVICE_TYPE_CPU) && deviceValue<cl_bool>(api, device, CL_DEVICE_HOST_UNIFIED_MEMORY);
-  if (hasWord(extensions, "cl_intel_global_variable_pointers") &&
-      hasWord(extensions, "cl_intel_unified_shared_memory")) {
+  // Variables at the driver's addresses where the device has USM and its platform gives
+  // clGetDeviceGlobalVariablePointerINTEL, whether or not the device names
+  // cl_intel_global_variable_pointers: Intel's CPU runtime gives it without naming it, and
+  // DPC++'s OpenCL adapter asks for the entry point alone.
+  if (hasWord(extensions, "cl_intel_unified_shared_memory")) {
     auto entry = [&](const char *name) { return api.clGetExtensionFunctionAddressForPlatform(platform, name); };
     pointers_.clGetDeviceGlobalVariablePointerINTEL =
         reinterpret_cast<VariablePointers::GetPointer>(entry("clGetDeviceGlobalVariablePointerINTEL"));
@@ -473,12 +479,30 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     return built;
   }();
   if (!program) return program.takeError();
-  if (binary) {
-    auto bytes = programBinary(api_, (*program)->get(), device_);
-    if (!bytes) return bytes.takeError();
-    *binary = storedProgram((*program)->hostVariables(), *bytes);
-  }
+  if (binary) *binary = binaryOf(**program);
   return std::move(*program);
+}
+
+std::string Device::binaryOf(const Program &program) const {
+  auto notStored = [&](const std::string &why) {
+    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program not stored on " + name_ + ": " + why);
+    return std::string();
+  };
+  if (binaryKernelNameBound_ != SIZE_MAX) {
+    size_t size = 0;
+    std::string names;
+    if (api_.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size) == CL_SUCCESS) {
+      names.resize(size);
+      api_.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, size, names.data(), nullptr);
+    }
+    for (llvm::StringRef name : llvm::split(llvm::StringRef(names.c_str()), ';'))
+      if (name.size() > binaryKernelNameBound_)
+        return notStored("the driver makes a program's binary in a directory named after each kernel, and kernel `" +
+                         name.str() + "` is " + std::to_string(name.size()) + " bytes, longer than a file name may be");
+  }
+  auto bytes = programBinary(api_, program.get(), device_);
+  if (!bytes) return notStored(llvm::toString(bytes.takeError()));
+  return storedProgram(program.hostVariables(), *bytes);
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {

@@ -1,5 +1,6 @@
 // An OpenCL device devdl links for: what it can consume (capability detection, never vendor
-// names) and building programs on it.
+// names; one driver defect that ends the process is known by the driver's name) and building
+// programs on it.
 #pragma once
 
 #include "backend/backend.h"
@@ -26,8 +27,9 @@ struct Capabilities {
   bool spir = false;     // cl_khr_spir: SPIR 1.2 bitcode through clCreateProgramWithBinary("-x spir")
   bool linker = false;   // CL_DEVICE_LINKER_AVAILABLE: clCompileProgram / clLinkProgram
   bool hostMemory = false;  // a CPU device with CL_DEVICE_HOST_UNIFIED_MEMORY: its addresses are the host's
-  // cl_intel_global_variable_pointers and cl_intel_unified_shared_memory, their entry points
-  // given by the platform: the driver gives the addresses of program variables
+  // cl_intel_unified_shared_memory, and the entry points of it and of
+  // cl_intel_global_variable_pointers given by the platform: the driver gives the addresses of
+  // program variables
   bool variablePointers = false;
 };
 
@@ -131,6 +133,9 @@ class Device final : public backend::Device {
   llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> copyKernelsFor(const DeviceImage &image,
                                                                            std::span<const std::string> variables) const;
   static constexpr size_t kCopyKernelsKept = 256;
+  /// The linked program's binary, for the disk cache; empty, saying why under
+  /// DEVDL_DEBUG=statistics, where the driver cannot give it (or cannot without ending the process).
+  std::string binaryOf(const Program &program) const;
   /// clCreateProgramWithBinary, checked (the binary's status too).
   llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
   /// A native binary as this device's compiled object, or why the device does not take it (no
@@ -151,6 +156,10 @@ class Device final : public backend::Device {
   VariablePointers pointers_;  // where caps_.variablePointers
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
   bool lto_ = true;      // the optimization across images of the software link; DEVDL_LTO=0 turns it off
+  // PoCL (3.1) makes a program's binary by compiling each kernel into a directory named after it,
+  // and ends the process where that name is longer than a file name may be (NAME_MAX; DPC++'s
+  // mangled kernel names often are): such a program's binary is not asked for there.
+  size_t binaryKernelNameBound_ = SIZE_MAX;
   mutable std::mutex copyKernelsMutex_;  // builds run on many threads
   mutable std::map<std::array<uint64_t, 3>, std::shared_ptr<const std::vector<uint32_t>>> copyKernels_;
 };
