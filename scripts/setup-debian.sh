@@ -103,3 +103,24 @@ PY
   echo "$intel_version" | $SUDO tee "$intel_root/version" > /dev/null
   rm -rf "$work"
 fi
+
+# SYCL's fallback math library (libsycl-fallback-cmath.spv: __devicelib_expf and the others, as
+# SPIR-V), from the last SYCL runtime on the registry that ships its device libraries as SPIR-V
+# (2026's are LLVM bitcode): a real, third-party SPIR-V library the tests link an application with.
+sycl_devicelib=$intel_root/lib/libsycl-fallback-cmath.spv
+sycl_devicelib_version=2025.3.3
+if [ ! -f "$sycl_devicelib" ]; then
+  echo "setup: unpacking $(basename "$sycl_devicelib") of intel-sycl-rt $sycl_devicelib_version into $intel_root/lib"
+  work=$(mktemp -d)
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$work" \
+    "intel-sycl-rt==$sycl_devicelib_version"
+  $SUDO python3 - "$work"/*.whl "$sycl_devicelib" <<'PY'
+import sys, zipfile
+wheel, target = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as archive:
+    name = next(n for n in archive.namelist() if n.endswith('/data/lib/' + target.rsplit('/', 1)[1]))
+    with archive.open(name) as source, open(target, 'wb') as out:
+        out.write(source.read())
+PY
+  rm -rf "$work"
+fi

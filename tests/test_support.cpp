@@ -57,7 +57,7 @@ ErrorCode errorCode(llvm::Error err) {
 
 std::vector<std::string> symbolLines(const DeviceImage &image) {
   std::vector<std::string> lines;
-  for (const Symbol &s : image.symbols) lines.push_back(std::string(1, symbolLetter(s.kind)) + " " + std::string(s.name));
+  for (const Symbol &s : image.symbols) lines.push_back(std::string(1, symbolLetter(s)) + " " + std::string(s.name));
   std::sort(lines.begin(), lines.end());
   return lines;
 }

@@ -204,6 +204,10 @@ llvm::Error readBitcode(DeviceImage &image) {
     auto name = scanner.name(g);
     if (!name) return bad("symbol name outside the string table");
     if (name->starts_with("llvm.")) continue;  // intrinsics and llvm.used-style arrays
+    if (g.kind == SymbolKind::Import && isDeviceLibraryName(*name)) {
+      image.symbols.push_back({*name, g.kind, /*weak=*/true});
+      continue;
+    }
     if (g.kind == SymbolKind::Import &&
         (!isImportableName(*name) || isOpenClBuiltin(llvm::StringRef(name->data(), name->size()))))
       continue;

@@ -49,12 +49,12 @@ std::optional<ImageFormat> formatFromName(std::string_view name) {
 
 LinkFamily linkFamily(ImageFormat format) { return infoOf(format).family; }
 
-char symbolLetter(SymbolKind kind) {
-  switch (kind) {
+char symbolLetter(const Symbol &symbol) {
+  switch (symbol.kind) {
     case SymbolKind::Kernel: return 'K';
     case SymbolKind::Function: return 'T';
     case SymbolKind::Variable: return 'D';
-    case SymbolKind::Import: return 'U';
+    case SymbolKind::Import: return symbol.weak ? 'w' : 'U';
   }
   return '?';
 }
@@ -173,13 +173,15 @@ bool isImportableName(std::string_view name) {
   return true;
 }
 
+bool isDeviceLibraryName(std::string_view name) { return name.starts_with("__devicelib_"); }
+
 std::vector<PropertySet> symbolPropertySets(const DeviceImage &image) {
   PropertySet exported{kExportedSymbolsSet, {}};
   PropertySet imported{kImportedSymbolsSet, {}};
   for (const Symbol &s : image.symbols) {
     if (s.kind == SymbolKind::Function || s.kind == SymbolKind::Variable)
       exported.properties.push_back({s.name, PropertyType::UInt32, 1, {}});
-    else if (s.kind == SymbolKind::Import)
+    else if (s.kind == SymbolKind::Import && !s.weak)  // DPC++ links its device libraries apart
       imported.properties.push_back({s.name, PropertyType::UInt32, 1, {}});
   }
   for (PropertySet *set : {&exported, &imported})

@@ -55,14 +55,17 @@ LinkFamily linkFamily(ImageFormat format);
 
 enum class SymbolKind : uint8_t { Kernel, Function, Variable, Import };
 
-/// nm's letter: K kernel, T function, D variable, U import.
-char symbolLetter(SymbolKind kind);
-std::string_view symbolKindName(SymbolKind kind);
-
 struct Symbol {
   std::string_view name;
   SymbolKind kind;
+  /// An import of a name the driver may have built in (isDeviceLibraryName): bound where a
+  /// definition is in scope, else left to the driver, never an error of devdl's.
+  bool weak = false;
 };
+
+/// nm's letter: K kernel, T function, D variable, U import, w weak import.
+char symbolLetter(const Symbol &symbol);
+std::string_view symbolKindName(SymbolKind kind);
 
 /// Property value types, numbered as the seed's `sycl_property_type`.
 enum class PropertyType : uint32_t { UInt32 = 1, ByteArray = 2, String = 3 };
@@ -168,6 +171,11 @@ class DeviceImage {
 /// The seed's import filter: reserved names (`__` prefix, also after demangling), SPIR-V and
 /// OpenCL builtins, LLVM intrinsics and section-like names are not imports.
 bool isImportableName(std::string_view name);
+
+/// A name of SYCL's device libraries (`__devicelib_` prefix): the functions DPC++'s wrappers call,
+/// which a driver may have built in (cl_intel_devicelib_*) and SYCL's fallback libraries define.
+/// Reserved, so not an import by the seed's filter; imported weakly (Symbol::weak).
+bool isDeviceLibraryName(std::string_view name);
 
 /// The seed's symbol property sets (exported, imported) built from an image's symbols, for
 /// listings and SYCL-compatible consumers.

@@ -19,11 +19,17 @@ namespace {
 // devdl's keys in an envelope's string table (docs/bundle-format.md).
 constexpr std::string_view kKeyFormat = "devdl.format";
 constexpr std::string_view kPropertyPrefix = "devdl.property.";
-constexpr std::pair<std::string_view, SymbolKind> kSymbolKeys[] = {
+struct SymbolKey {
+  std::string_view key;
+  SymbolKind kind;
+  bool weak = false;
+};
+constexpr SymbolKey kSymbolKeys[] = {
     {"devdl.kernels", SymbolKind::Kernel},
     {"devdl.functions", SymbolKind::Function},
     {"devdl.variables", SymbolKind::Variable},
     {"devdl.imports", SymbolKind::Import},
+    {"devdl.weak-imports", SymbolKind::Import, true},
 };
 
 bool isSpirv(Bytes b) { return b.size() >= 4 && llvm::support::endian::read32le(b.data()) == 0x07230203; }
@@ -195,12 +201,12 @@ llvm::Expected<DeviceImage> imageOfEntry(const bundle::Entry &entry, std::shared
   image.storage = std::move(storage);
   image.triple = entry.get("triple").value_or("");
   image.arch = entry.get("arch").value_or("");
-  for (const auto &[key, kind] : kSymbolKeys) {
+  for (const auto &[key, kind, weak] : kSymbolKeys) {
     std::string_view list = entry.get(key).value_or("");
     while (!list.empty()) {
       size_t eol = list.find('\n');
       std::string_view name = list.substr(0, eol);
-      if (!name.empty()) image.symbols.push_back({name, kind});
+      if (!name.empty()) image.symbols.push_back({name, kind, weak});
       list = eol == std::string_view::npos ? std::string_view() : list.substr(eol + 1);
     }
   }
@@ -372,10 +378,10 @@ std::string packImages(const std::vector<DeviceImage> &images) {
     add(kKeyFormat, std::string(formatName(image.format)));
     if (!image.triple.empty()) add("triple", std::string(image.triple));
     if (!image.arch.empty()) add("arch", std::string(image.arch));
-    for (const auto &[key, kind] : kSymbolKeys) {
+    for (const auto &[key, kind, weak] : kSymbolKeys) {
       std::string list;
       for (const Symbol &s : image.symbols)
-        if (s.kind == kind) (list += s.name) += '\n';
+        if (s.kind == kind && s.weak == weak) (list += s.name) += '\n';
       if (!list.empty()) {
         list.pop_back();
         add(key, std::move(list));

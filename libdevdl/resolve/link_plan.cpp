@@ -21,7 +21,7 @@ LinkPlan computeLinkPlan(std::span<const uint32_t> roots, std::span<const Device
       if (s.kind != SymbolKind::Import) continue;
       const std::optional<uint32_t> definer = resolve(s.name, importer);
       if (!definer) {
-        plan.unresolved.push_back({s.name, importer});
+        if (!s.weak) plan.unresolved.push_back({s.name, importer});  // a weak one is the driver's
         continue;
       }
       plan.bindings.push_back({s.name, importer, *definer});

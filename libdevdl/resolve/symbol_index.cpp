@@ -33,7 +33,7 @@ LinkCheck checkLinks(std::span<const DeviceImage *const> images, llvm::function_
     const LinkFamily family = linkFamily(images[i]->format);
     for (const Symbol &s : images[i]->symbols) {
       if (s.kind == SymbolKind::Import) {
-        if (!index.find(s.name, family)) check.unresolved.push_back({i, s.name});
+        if (!s.weak && !index.find(s.name, family)) check.unresolved.push_back({i, s.name});
         continue;
       }
       // Report each later definition once, from the image that holds it.

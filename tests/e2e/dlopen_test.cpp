@@ -12,8 +12,10 @@
 #include "test_support.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -701,6 +703,47 @@ TEST_F(DeviceDlopen, AHostLibraryInDpcppsFormLinksItsImages) {
   info.size = sizeof info;
   ASSERT_EQ(device_dlsyminfo(library, "LibDeviceFunc", &info), 0) << error();
   EXPECT_EQ(info.image, 0u);
+  EXPECT_EQ(device_dlclose(library), 0);
+}
+
+// SYCL's fallback math library (libsycl-fallback-cmath.spv of the registry's SYCL runtime): an
+// application importing its `__devicelib_` functions, names DPC++ reserves for its device
+// libraries and a driver may have built in, links with it where it is loaded (weak imports: left to
+// the driver where no image defines them) and computes with it on the device.
+TEST_F(DeviceDlopen, AnApplicationLinksWithSyclsFallbackMathLibrary) {
+  DEVDL_ONLY_ON_OPENCL("Level Zero here is a test double that translates each module apart with the "
+                       "SPIRV-LLVM-Translator 15, which ends the process on this library alone");
+  if (access(DEVDL_TEST_SYCL_DEVICELIB, R_OK) != 0) {
+    if (kIntelOpenCl) FAIL() << DEVDL_TEST_SYCL_DEVICELIB << " is missing (scripts/setup-debian.sh)";
+    GTEST_SKIP() << DEVDL_TEST_SYCL_DEVICELIB << " is missing (scripts/setup-debian.sh unpacks it)";
+  }
+  const std::string app = image("devicelib_app.spv");
+  // Alone, its weak imports go to the link, and the link says this device has none of them built in.
+  EXPECT_EQ(device_dlopen(app.c_str(), DEVDL_NOW), nullptr);
+  const std::string alone = error();
+  EXPECT_NE(alone.find("__devicelib_expf"), std::string::npos) << alone;
+  EXPECT_EQ(alone.find("undefined device symbol"), std::string::npos) << "devdl's resolution refused it: " << alone;
+  void *library = device_dlopen(DEVDL_TEST_SYCL_DEVICELIB, DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(library, nullptr) << error();
+  void *handle = device_dlopen(app.c_str(), DEVDL_NOW);
+  ASSERT_NE(handle, nullptr) << error();
+  void *kernel = device_dlsym(handle, "DevicelibKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  const std::vector<int> out = run(kernel, 16);
+  ASSERT_EQ(out.size(), 16u);
+  for (int i = 0; i < 16; ++i) {
+    const float x = static_cast<float>(i) / 8.0f;
+    const double expected = 1000.0 * (std::exp(x) + std::sin(x) + std::hypot(x, 1.0f));
+    EXPECT_NEAR(out[i], expected, 2.0) << "work-item " << i;
+  }
+  const char *plan = device_dlplan(handle, "DevicelibKernel");
+  ASSERT_NE(plan, nullptr) << error();
+  const std::string where = std::string(DEVDL_TEST_SYCL_DEVICELIB) + ": image 0 (spirv)";
+  for (const char *name : {"__devicelib_expf", "__devicelib_sinf", "__devicelib_hypotf"})
+    EXPECT_NE(std::string(plan).find(std::string(name) + " (" + app + ": image 0 (spirv)) -> " + where),
+              std::string::npos)
+        << plan;
+  EXPECT_EQ(device_dlclose(handle), 0);
   EXPECT_EQ(device_dlclose(library), 0);
 }
 

@@ -67,6 +67,20 @@ TEST(LinkPlan, MissingSymbolIsReportedWithItsImporter) {
   EXPECT_EQ(plan.unresolved[0].importer, 1u);
 }
 
+// A weak import (a name of SYCL's device libraries) binds where an image defines it, and is left to
+// the driver where none does.
+TEST(LinkPlan, AWeakImportBindsWhereDefinedAndIsNoErrorWhereNot) {
+  Images set({{{"k"}, {}}, {{"__devicelib_expf"}, {}}});
+  set.images[0].symbols.push_back({"__devicelib_expf", SymbolKind::Import, /*weak=*/true});
+  set.images[0].symbols.push_back({"__devicelib_sinf", SymbolKind::Import, /*weak=*/true});
+  LinkPlan plan = set.plan({0});
+  EXPECT_EQ(plan.images, (std::vector<uint32_t>{0, 1}));
+  ASSERT_EQ(plan.bindings.size(), 1u);
+  EXPECT_EQ(plan.bindings[0].symbol, "__devicelib_expf");
+  EXPECT_EQ(plan.bindings[0].definer, 1u);
+  EXPECT_TRUE(plan.unresolved.empty()) << "__devicelib_sinf is the driver's";
+}
+
 TEST(LinkPlan, FirstDefinitionWins) {
   Images set({{{"k"}, {"f"}}, {{"f"}, {}}, {{"f"}, {}}});
   LinkPlan plan = set.plan({0});

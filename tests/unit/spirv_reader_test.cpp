@@ -33,6 +33,23 @@ TEST(SpirvReader, AppKernelImportsTheLibraryFunctionAndNoBuiltin) {
       << "the image should import the builtin the filter removes";
 }
 
+// SYCL's device-library names are reserved, so no imports by the seed's filter, but weak ones: bound
+// where a library defines them (SYCL's fallback libraries), else left to the driver.
+TEST(SpirvReader, DeviceLibraryNamesAreWeakImports) {
+  DeviceImage app = readOne(image("devicelib_app.spv"));
+  EXPECT_EQ(symbolLines(app), (std::vector<std::string>{"K DevicelibKernel", "w __devicelib_expf",
+                                                        "w __devicelib_hypotf", "w __devicelib_sinf"}));
+  // Kept as such through a bundle, and out of the seed's imported-symbols set (DPC++ links its
+  // device libraries apart).
+  const std::string packed = packImages({app});
+  auto read = readImageMemory(Bytes(reinterpret_cast<const uint8_t *>(packed.data()), packed.size()), "packed", nullptr);
+  ASSERT_TRUE(!!read) << errorText(read);
+  ASSERT_EQ(read->images.size(), 1u);
+  EXPECT_EQ(symbolLines(read->images[0]), symbolLines(app));
+  for (const PropertySet &set : symbolPropertySets(app))
+    if (set.name == kImportedSymbolsSet) EXPECT_TRUE(set.properties.empty());
+}
+
 TEST(SpirvReader, SpecIdsBecomeSpecConstantProperties) {
   DeviceImage spec = readOne(image("spec_constants.spv"));
   EXPECT_EQ(symbolLines(spec), (std::vector<std::string>{"K ScaleKernel", "T SpecHelper"}));

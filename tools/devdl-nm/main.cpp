@@ -153,7 +153,7 @@ void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
     } else if (manyFiles) {
       os << "\n" << printable(file.name) << ":\n";
     }
-    for (const Symbol &s : listed(image)) os << symbolLetter(s.kind) << ' ' << printable(displayName(s.name)) << '\n';
+    for (const Symbol &s : listed(image)) os << symbolLetter(s) << ' ' << printable(displayName(s.name)) << '\n';
     if (!properties) continue;
     for (const PropertySet &set : allPropertySets(image)) {
       os << "[" << printable(set.name) << "]\n";
@@ -182,6 +182,7 @@ void writeJson(llvm::json::OStream &j, const ImageFile &file) {
             j.object([&] {
               j.attribute("name", displayName(s.name));
               j.attribute("kind", ref(symbolKindName(s.kind)));
+              if (s.weak) j.attribute("weak", true);
             });
         });
         if (!properties) return;

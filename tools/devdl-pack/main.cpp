@@ -342,14 +342,16 @@ int check(std::vector<std::string> args) {
                      << ", which no image holds\n";
   }
   if (!result.unresolved.empty() || setMissing) return 1;
-  size_t imports = 0, checked = 0;
+  size_t imports = 0, weak = 0, checked = 0;
   for (uint32_t i = 0; i < images.size(); ++i) {
     if (!taken[i]) continue;
     ++checked;
-    for (const Symbol &s : images[i]->symbols) imports += s.kind == SymbolKind::Import;
+    for (const Symbol &s : images[i]->symbols) (s.weak ? weak : imports) += s.kind == SymbolKind::Import;
   }
   llvm::outs() << "devdl-pack: " << checked << " images in " << files.size() << " files: all " << imports
-               << " imports resolved\n";
+               << " imports resolved";
+  if (weak) llvm::outs() << "; " << weak << " weak imports, bound where an image defines them, else the driver's";
+  llvm::outs() << "\n";
   return 0;
 }
 
