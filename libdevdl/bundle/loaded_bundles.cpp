@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <string_view>
 
 namespace devdl::bundle {
 
@@ -53,16 +54,41 @@ size_t gnuHashSymbols(const dl_phdr_info *info, uintptr_t table) {
   }
 }
 
-// The names an object exports, from its dynamic symbol table in memory; the one at `bundle`
-// first. glibc rewrites the table's addresses in PT_DYNAMIC to absolute ones where the segment is
-// writable and leaves them relative to the load address elsewhere: both are taken.
-std::vector<std::string> exportsOf(const dl_phdr_info *info, uintptr_t bundle) {
-  std::vector<std::string> names;
-  const ElfW(Dyn) *dynamic = nullptr;
+// The object's dynamic section in memory; null where it has none.
+const ElfW(Dyn) *dynamicOf(const dl_phdr_info *info) {
   for (int i = 0; i < info->dlpi_phnum; ++i)
     if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      dynamic = reinterpret_cast<const ElfW(Dyn) *>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-  if (!dynamic) return names;
+      return reinterpret_cast<const ElfW(Dyn) *>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  return nullptr;
+}
+
+// An address the dynamic section holds, in memory: glibc rewrites them to absolute ones where the
+// segment is writable and leaves them relative to the load address elsewhere; both are taken. 0
+// where it is in no loaded segment.
+uintptr_t loadedAddress(const dl_phdr_info *info, uintptr_t value) {
+  if (!value) return 0;
+  if (insideLoadedSegment(info, value, 1)) return value;
+  if (insideLoadedSegment(info, info->dlpi_addr + value, 1)) return info->dlpi_addr + value;
+  return 0;
+}
+
+// An object's dynamic symbol table, in memory.
+struct DynamicSymbols {
+  const ElfW(Sym) *symbols = nullptr;
+  size_t count = 0;
+  const char *strings = nullptr;
+  uint64_t stringsSize = 0;
+  const uint16_t *versions = nullptr;  // DT_VERSYM, where it has one
+  std::string_view name(const ElfW(Sym) &sym) const {
+    if (sym.st_name >= stringsSize) return {};
+    return {strings + sym.st_name, strnlen(strings + sym.st_name, stringsSize - sym.st_name)};
+  }
+};
+
+DynamicSymbols dynamicSymbolsOf(const dl_phdr_info *info) {
+  DynamicSymbols table;
+  const ElfW(Dyn) *dynamic = dynamicOf(info);
+  if (!dynamic) return table;
   uintptr_t symtab = 0, strtab = 0, hash = 0, gnuHash = 0, versym = 0;
   uint64_t strsz = 0;
   for (const ElfW(Dyn) *d = dynamic; d->d_tag != DT_NULL; ++d) switch (d->d_tag) {
@@ -73,33 +99,49 @@ std::vector<std::string> exportsOf(const dl_phdr_info *info, uintptr_t bundle) {
       case DT_GNU_HASH: gnuHash = d->d_un.d_ptr; break;
       case DT_VERSYM: versym = d->d_un.d_ptr; break;
     }
-  auto address = [&](uintptr_t value) -> uintptr_t {
-    if (!value) return 0;
-    if (insideLoadedSegment(info, value, 1)) return value;
-    if (insideLoadedSegment(info, info->dlpi_addr + value, 1)) return info->dlpi_addr + value;
-    return 0;
-  };
+  auto address = [&](uintptr_t value) { return loadedAddress(info, value); };
   symtab = address(symtab), strtab = address(strtab), hash = address(hash), gnuHash = address(gnuHash);
   versym = address(versym);
-  if (!symtab || !strtab || !insideLoadedSegment(info, strtab, strsz)) return names;
+  if (!symtab || !strtab || !insideLoadedSegment(info, strtab, strsz)) return table;
+  // Undefined symbols come first, before those a GNU hash table chains: counted either way.
   size_t count = 0;
   if (hash && insideLoadedSegment(info, hash, 8)) count = reinterpret_cast<const uint32_t *>(hash)[1];
   else if (gnuHash) count = gnuHashSymbols(info, gnuHash);
-  if (!insideLoadedSegment(info, symtab, uint64_t(count) * sizeof(ElfW(Sym)))) return names;
+  if (!insideLoadedSegment(info, symtab, uint64_t(count) * sizeof(ElfW(Sym)))) return table;
   if (versym && !insideLoadedSegment(info, versym, uint64_t(count) * 2)) versym = 0;
-  const auto *symbols = reinterpret_cast<const ElfW(Sym) *>(symtab);
-  for (size_t i = 1; i < count; ++i) {
-    const ElfW(Sym) &sym = symbols[i];
+  table.symbols = reinterpret_cast<const ElfW(Sym) *>(symtab);
+  table.count = count;
+  table.strings = reinterpret_cast<const char *>(strtab);
+  table.stringsSize = strsz;
+  table.versions = reinterpret_cast<const uint16_t *>(versym);
+  return table;
+}
+
+// Whether DPC++ built the object with device images: its offload wrapper's constructor hands
+// the tables to the SYCL runtime's __sycl_register_lib, which the object imports.
+bool registersWithSyclRuntime(const dl_phdr_info *info) {
+  const DynamicSymbols table = dynamicSymbolsOf(info);
+  for (size_t i = 1; i < table.count; ++i)
+    if (table.symbols[i].st_shndx == SHN_UNDEF && table.name(table.symbols[i]) == "__sycl_register_lib") return true;
+  return false;
+}
+
+// The names an object exports, from its dynamic symbol table in memory; the one at `bundle`
+// first.
+std::vector<std::string> exportsOf(const dl_phdr_info *info, uintptr_t bundle) {
+  std::vector<std::string> names;
+  const DynamicSymbols table = dynamicSymbolsOf(info);
+  for (size_t i = 1; i < table.count; ++i) {
+    const ElfW(Sym) &sym = table.symbols[i];
     // The ELF64 macros are the ELF32 ones: one layout of st_info and st_other.
     const unsigned bind = ELF64_ST_BIND(sym.st_info), type = ELF64_ST_TYPE(sym.st_info);
     const unsigned visibility = ELF64_ST_VISIBILITY(sym.st_other);
-    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS || sym.st_name >= strsz) continue;
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS || sym.st_name >= table.stringsSize) continue;
     if (bind != STB_GLOBAL && bind != STB_WEAK) continue;
     if (type != STT_FUNC && type != STT_OBJECT && type != STT_NOTYPE) continue;
     if (visibility != STV_DEFAULT && visibility != STV_PROTECTED) continue;
-    if (versym && (reinterpret_cast<const uint16_t *>(versym)[i] & 0x8000)) continue;  // a hidden version
-    const char *name = reinterpret_cast<const char *>(strtab) + sym.st_name;
-    const std::string text(name, strnlen(name, strsz - sym.st_name));
+    if (table.versions && (table.versions[i] & 0x8000)) continue;  // a hidden version
+    const std::string text(table.name(sym));
     if (info->dlpi_addr + sym.st_value == bundle) names.insert(names.begin(), text);
     else if (names.size() < kMaxProbes) names.push_back(text);
   }
@@ -112,10 +154,23 @@ uint64_t generationOf(const dl_phdr_info *info, size_t size) {
   return size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ? info->dlpi_adds + info->dlpi_subs : 0;
 }
 
+// The object's loaded segments.
+std::vector<std::pair<uintptr_t, uintptr_t>> segmentsOf(const dl_phdr_info *info) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> segments;
+  for (int j = 0; j < info->dlpi_phnum; ++j)
+    if (info->dlpi_phdr[j].p_type == PT_LOAD) {
+      const uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[j].p_vaddr;
+      segments.emplace_back(lo, lo + info->dlpi_phdr[j].p_memsz);
+    }
+  return segments;
+}
+
 int collectNotes(dl_phdr_info *info, size_t size, void *data) {
   auto &found = *static_cast<LoadedObjects *>(data);
   found.generation = generationOf(info, size);
   std::vector<LoadedBundle> &out = found.bundles;
+  // An object DPC++ built: its offload tables, read from its file, after its bundles.
+  const bool dpcpp = registersWithSyclRuntime(info);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto &ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
@@ -140,18 +195,20 @@ int collectNotes(dl_phdr_info *info, size_t size, void *data) {
         const uintptr_t begin = reinterpret_cast<uintptr_t>(seg + descAt) + offset;
         if (insideLoadedSegment(info, begin, size)) {
           LoadedBundle bundle{info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr,
-                              Bytes(reinterpret_cast<const uint8_t *>(begin), size), {}, {}};
-          for (int j = 0; j < info->dlpi_phnum; ++j)
-            if (info->dlpi_phdr[j].p_type == PT_LOAD) {
-              const uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[j].p_vaddr;
-              bundle.segments.emplace_back(lo, lo + info->dlpi_phdr[j].p_memsz);
-            }
+                              Bytes(reinterpret_cast<const uint8_t *>(begin), size), segmentsOf(info), {}};
           if (!bundle.object.empty()) bundle.exports = exportsOf(info, begin);
           out.push_back(std::move(bundle));
         }
       }
       pos = next;
     }
+  }
+  if (dpcpp) {
+    LoadedBundle tables{info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr,
+                        Bytes(reinterpret_cast<const uint8_t *>(dynamicOf(info)), 0), segmentsOf(info), {}};
+    tables.offloadTables = true;
+    if (!tables.object.empty()) tables.exports = exportsOf(info, 0);
+    out.push_back(std::move(tables));
   }
   return 0;
 }

@@ -426,6 +426,21 @@ llvm::Expected<ImageFile> readImageFile(const std::string &path) {
   return readImageFile(*file);
 }
 
+llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string &path) {
+  auto file = RegularFile::open(path);
+  if (!file) return file.takeError();
+  auto buffer = file->read();
+  if (!buffer) return buffer.takeError();
+  auto storage = std::make_shared<Storage>(std::move(*buffer));
+  const Bytes bytes = storage->bytes();
+  auto sections = bundle::findDpcppImageSectionsInElf(bytes);
+  if (!sections) return inFile(sections.takeError(), path);
+  if (sections->empty()) return std::vector<DeviceImage>();
+  auto images = readers::readSyclOffloadImages(bytes, std::move(storage));
+  if (!images) return inFile(images.takeError(), path);
+  return images;
+}
+
 llvm::Expected<ImageFile> readImageFile(const RegularFile &file) {
   auto buffer = file.read();
   if (!buffer) return buffer.takeError();

@@ -32,6 +32,11 @@ llvm::Expected<ImageFile> readImageFile(const std::string &path);
 /// Same for a file already open.
 llvm::Expected<ImageFile> readImageFile(const RegularFile &file);
 
+/// The images in DPC++'s offload tables of the host ELF file at `path`, alone (not its bundles or
+/// fat binaries, which the process finds in memory): for an object the host loaded. None where it
+/// has none; fails as readImageFile does.
+llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string &path);
+
 /// Same for bytes in memory. `storage` owns them, or they outlive every image returned; in
 /// both cases what reading makes (decompressed members, unescaped strings) goes into `storage`,
 /// or into a new one where it is null. The same holds for the functions below.

@@ -1,4 +1,5 @@
-// The process's own images: the bundles of the host objects loaded now, in link-map order, and
+// The process's own images: the bundles of the host objects loaded now, and the offload tables of
+// those DPC++ built, in link-map order, and
 // whether each object is in the host's global scope; DEVDL_PRELOAD's images take their place
 // after the executable's and LD_PRELOAD's. The host loader is asked with the loader's lock let
 // go; what it said is applied under the lock.
@@ -78,15 +79,20 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
         // strings, and only their bytes stay in the object, read under references again.
         auto reference = bundle::ObjectReference::take(object.found.object, object.found.base);
         if (reference || object.found.object.empty()) {
-          auto images = readBundleImages(object.found.bytes, nullptr);
+          // An object DPC++ built: its tables are read from its file, while it is loaded.
+          auto images = object.found.offloadTables
+                            ? readDpcppImagesOfFile(object.found.object.empty() ? "/proc/self/exe" : object.found.object)
+                            : readBundleImages(object.found.bytes, nullptr);
           object.images.emplace();
           if (images)
             for (DeviceImage &image : *images) {
               image.ownStrings();
               object.images->push_back(judge(std::move(image), /*mayOpenDevice=*/false));
             }
+          else if (Debug::get().on(Debug::Libs))  // a broken bundle in some object stops no other
+            Debug::get().print("images of " + object.found.object + " not read: " + llvm::toString(images.takeError()));
           else
-            llvm::consumeError(images.takeError());  // a broken bundle in some object stops no other
+            llvm::consumeError(images.takeError());
         }
       }
       view.objects.push_back(std::move(object));

@@ -58,6 +58,13 @@ static const struct device_binary binaries[] = {
 };
 static const struct descriptor descriptor __asm__(".sycl_offloading.descriptor") = {1, 2, binaries, 0, 0};
 
-/* Where DPC++'s constructor hands the descriptor to the SYCL runtime; here it is only kept
- * referenced, so that a link that drops what nothing uses (--gc-sections) keeps it. */
+/* Kept referenced, so that a link that drops what nothing uses (--gc-sections) keeps it. */
 const void *devdl_test_descriptor(void) { return &descriptor; }
+
+/* DPC++'s constructor hands the descriptor to the SYCL runtime, which is how devdl knows a loaded
+ * object has offload tables (it imports __sycl_register_lib). The import is weak here, so that
+ * the library loads where no SYCL runtime is: the constructor then has nobody to tell. */
+extern void __sycl_register_lib(const struct descriptor *) __attribute__((weak));
+__attribute__((constructor)) static void registerTables(void) {
+  if (__sycl_register_lib) __sycl_register_lib(&descriptor);
+}

@@ -706,6 +706,28 @@ TEST_F(DeviceDlopen, AHostLibraryInDpcppsFormLinksItsImages) {
   EXPECT_EQ(device_dlclose(library), 0);
 }
 
+// The same library loaded by the host, as a SYCL application loads its libraries: an object that
+// imports __sycl_register_lib has its offload tables read from its file, and its images are in
+// the scopes the object is in, for as long as it is loaded.
+TEST_F(DeviceDlopen, AHostLoadedLibraryInDpcppsFormLendsItsImages) {
+  DEVDL_ONLY_ON_SPIRV("the library carries SPIR-V");
+  void *host = dlopen(DEVDL_TEST_DPCPP_TABLES, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  void *global = device_dlopen(nullptr, DEVDL_LAZY);
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), DEVDL_TEST_DPCPP_TABLES);
+  EXPECT_EQ(info.image, 0u);
+  void *app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 4), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(device_dlclose(app), 0);
+  ASSERT_EQ(dlclose(host), 0);
+  EXPECT_NE(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << "unloaded by the host";
+  EXPECT_EQ(error(), "the global scope: undefined device symbol `LibDeviceFunc`");
+}
+
 // SYCL's fallback math library (libsycl-fallback-cmath.spv of the registry's SYCL runtime): an
 // application importing its `__devicelib_` functions, names DPC++ reserves for its device
 // libraries and a driver may have built in, links with it where it is loaded (weak imports: left to
