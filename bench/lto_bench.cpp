@@ -5,19 +5,25 @@
 //   culink         CUDA: -rdc cubins linked by devdl with the driver's cuLink (devdl without nvJitLink);
 //   nvjitlink_lto  CUDA: nvcc -dlto fatbins linked by devdl with nvJitLink -lto;
 //   nvjitlink      CUDA: the same fatbins with DEVDL_CUDA_LINKER=nvjitlink DEVDL_LTO=0 (their PTX as compiled);
-//   lto, no_lto    OpenCL: two SPIR-V images linked by devdl and translated to SPIR, with and without
-//                  LLVM's optimization across them (DEVDL_LTO=0).
+//   lto, no_lto    OpenCL: two SPIR-V images linked by devdl as it links for the device (on PoCL,
+//                  translated to SPIR; on Intel's runtime, each compiled and linked by clLinkProgram),
+//                  with and without LLVM's optimization across them (DEVDL_LTO=0);
+//   il             OpenCL, on a device that takes IL: devdl's software link of the two, optimized
+//                  across them (backend::linkSpirv, backend::optimizeSpirv) and built as one IL
+//                  program, whether or not the device has a linker of its own.
 // The linker and LTO are chosen per process, so each way runs in a process of its own, in turns;
 // each times its launches after a warm-up one and prints nanoseconds per launch and a checksum
 // of the output, which must agree with the limit's (the same computation ran).
 //
 //   bench_lto                            both backends (each skips, saying why, without a device)
-//   bench_lto --child cuda|opencl KERNEL ITERATIONS THREADS devdl IMAGE... | binary FILE
+//   bench_lto --child cuda|opencl KERNEL ITERATIONS THREADS devdl IMAGE... | binary FILE | il IMAGE...
 //
 // Needs the images bench/CMakeLists.txt makes (CUDA's with nvcc): run from the build directory,
 // or pass DEVDL_TEST_IMAGES=<dir>.
+#include "backend/spirv_link.h"
 #include "child_process.h"
 #include "devdl.h"
+#include "image/read_image.h"
 #include "e2e/cuda_driver.h"
 
 #define CL_TARGET_OPENCL_VERSION 300
@@ -113,14 +119,40 @@ int cudaChild(const std::string &kernelName, int iterations, unsigned threads, c
       });
 }
 
-int openClChild(const std::string &kernelName, int iterations, unsigned threads, int files, char **paths) {
+// The images linked by devdl's software link, optimized across them and built as one IL program
+// on `device`: what devdl hands a device that takes IL without a linker.
+cl_kernel softwareLinkedKernel(cl_context context, cl_device_id device, int files, char **paths, const char *name) {
+  std::vector<devdl::ImageFile> read;
+  std::vector<const devdl::DeviceImage *> images;
+  std::vector<std::string> labels;
+  for (int i = 0; i < files; ++i) {
+    auto file = devdl::readImageFile(paths[i]);
+    if (!file) return std::fprintf(stderr, "%s\n", llvm::toString(file.takeError()).c_str()), nullptr;
+    read.push_back(std::move(*file));
+    labels.push_back(paths[i]);
+  }
+  for (const devdl::ImageFile &file : read) images.push_back(&file.images[0]);
+  auto linked = devdl::backend::linkSpirv(images, labels);
+  auto optimized = linked ? devdl::backend::optimizeSpirv(*linked) : linked.takeError();
+  if (!optimized) return std::fprintf(stderr, "%s\n", llvm::toString(optimized.takeError()).c_str()), nullptr;
+  cl_int err = CL_SUCCESS;
+  cl_program program = clCreateProgramWithIL(context, optimized->data(), optimized->size() * 4, &err);
+  if (err != CL_SUCCESS || clBuildProgram(program, 1, &device, "", nullptr, nullptr) != CL_SUCCESS)
+    return std::fprintf(stderr, "clCreateProgramWithIL or clBuildProgram failed\n"), nullptr;
+  cl_kernel kernel = clCreateKernel(program, name, &err);
+  return err == CL_SUCCESS ? kernel : nullptr;
+}
+
+int openClChild(const std::string &kernelName, int iterations, unsigned threads, const std::string &mode, int files,
+                char **paths) {
   devdl_native native{};
   native.size = sizeof native;
   if (device_dlnative(&native) != 0) return std::fprintf(stderr, "%s\n", device_dlerror()), 1;
   auto context = static_cast<cl_context>(native.context);
   auto device = static_cast<cl_device_id>(native.device);
-  auto kernel = static_cast<cl_kernel>(devdlKernel(files, paths, kernelName.c_str()));
-  if (!kernel) return std::fprintf(stderr, "%s\n", device_dlerror()), 1;
+  auto kernel = mode == "il" ? softwareLinkedKernel(context, device, files, paths, kernelName.c_str())
+                             : static_cast<cl_kernel>(devdlKernel(files, paths, kernelName.c_str()));
+  if (!kernel) return std::fprintf(stderr, "%s\n", mode == "il" ? "the software link failed" : device_dlerror()), 1;
   cl_command_queue queue = clCreateCommandQueueWithProperties(context, device, nullptr, nullptr);
   cl_mem out = clCreateBuffer(context, CL_MEM_WRITE_ONLY, threads * sizeof(float), nullptr, nullptr);
   if (!queue || !out || clSetKernelArg(kernel, 0, sizeof out, &out) != CL_SUCCESS ||
@@ -142,20 +174,22 @@ int openClChild(const std::string &kernelName, int iterations, unsigned threads,
 
 int child(int argc, char **argv) {
   if (argc < 6)
-    return std::fprintf(stderr, "usage: --child cuda|opencl KERNEL ITERATIONS THREADS devdl IMAGE... | binary FILE\n"), 2;
+    return std::fprintf(stderr,
+                        "usage: --child cuda|opencl KERNEL ITERATIONS THREADS devdl IMAGE... | binary FILE | il IMAGE...\n"),
+           2;
   const std::string backend = argv[0], mode = argv[4];
   setenv("DEVDL_BACKEND", backend.c_str(), 1);
   const int iterations = std::atoi(argv[2]);
   const auto threads = static_cast<unsigned>(std::atoi(argv[3]));
   return backend == "cuda" ? cudaChild(argv[1], iterations, threads, mode, argc - 5, argv + 5)
-                           : openClChild(argv[1], iterations, threads, argc - 5, argv + 5);
+                           : openClChild(argv[1], iterations, threads, mode, argc - 5, argv + 5);
 }
 
 // ---- the runner ---------------------------------------------------------------------------------
 
 struct Way {
   const char *name;
-  std::vector<std::string> load;  // devdl IMAGE... | binary FILE
+  std::vector<std::string> load;  // devdl IMAGE... | binary FILE | il IMAGE...
   std::vector<std::string> env;
   bool timed = false;  // the one Google Benchmark's time reports
 };
@@ -218,13 +252,25 @@ void cudaKernelTime(benchmark::State &state, const std::string &lib, const std::
   kernelTime(state, "cuda", ways, kernel, iterations, 262144);
 }
 
+// Whether devdl's OpenCL device (OCL_ICD_VENDORS picks it) takes SPIR-V IL.
+bool openClTakesIl() {
+  devdl_native native{};
+  native.size = sizeof native;
+  native.backend = DEVDL_BACKEND_OPENCL;
+  if (device_dlnative(&native) != 0) return false;
+  char version[256] = {};
+  clGetDeviceInfo(static_cast<cl_device_id>(native.device), CL_DEVICE_IL_VERSION, sizeof version - 1, version, nullptr);
+  return std::string(version).find("SPIR-V") != std::string::npos;
+}
+
 void openClKernelTime(benchmark::State &state, const std::string &lib, const std::string &app,
                       const std::string &whole, const std::string &kernel, int iterations) {
-  const std::vector<Way> ways = {
+  std::vector<Way> ways = {
       {"whole", {"devdl", image(whole + ".spv")}, {}},
       {"lto", {"devdl", image(lib + ".spv"), image(app + ".spv")}, {}, true},
       {"no_lto", {"devdl", image(lib + ".spv"), image(app + ".spv")}, {"DEVDL_LTO=0"}},
   };
+  if (openClTakesIl()) ways.push_back({"il", {"il", image(lib + ".spv"), image(app + ".spv")}, {}});
   kernelTime(state, "opencl", ways, kernel, iterations, 65536);
 }
 
