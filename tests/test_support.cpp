@@ -34,11 +34,13 @@ std::string scratchDir() {
   const char *moved = std::getenv("DEVDL_TEST_SCRATCH");
   std::string dir = std::string(moved && *moved ? moved : DEVDL_TEST_SCRATCH) + "/" + info->test_suite_name() + "." +
                     info->name();
-  // ctest runs the end-to-end suite on Level Zero too (LevelZero.*) and through the OpenCL test
-  // layer (OpenClVariablePointers.*), beside the same tests on OpenCL, at once: each run its own
-  // folder (two runs in one, the first to finish deleted the other's disk cache).
+  // ctest runs the end-to-end suite on Level Zero too (LevelZero.*), through the OpenCL test layer
+  // (OpenClVariablePointers.*) and on Intel's OpenCL runtime (IntelOpenCl.*), beside the same
+  // tests on OpenCL, at once: each run its own folder (two runs in one, the first to finish
+  // deleted the other's disk cache, or both built into it).
   if (const char *variant = std::getenv("DEVDL_TEST_LEVEL_ZERO")) dir += ".level_zero" + std::string(variant);
   if (std::getenv("DEVDL_TEST_OPENCL_LAYER")) dir += ".opencl_layer";
+  if (std::getenv("DEVDL_TEST_INTEL_OPENCL")) dir += ".intel_opencl";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

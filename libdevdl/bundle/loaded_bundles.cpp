@@ -76,6 +76,9 @@ uintptr_t loadedAddress(const dl_phdr_info *info, uintptr_t value) {
 struct DynamicSymbols {
   const ElfW(Sym) *symbols = nullptr;
   size_t count = 0;
+  // Those before the first a GNU hash table chains (all of them without one): every undefined
+  // symbol is among them, as only defined ones are hashed.
+  size_t unhashed = 0;
   const char *strings = nullptr;
   uint64_t stringsSize = 0;
   const uint16_t *versions = nullptr;  // DT_VERSYM, where it has one
@@ -103,7 +106,6 @@ DynamicSymbols dynamicSymbolsOf(const dl_phdr_info *info) {
   symtab = address(symtab), strtab = address(strtab), hash = address(hash), gnuHash = address(gnuHash);
   versym = address(versym);
   if (!symtab || !strtab || !insideLoadedSegment(info, strtab, strsz)) return table;
-  // Undefined symbols come first, before those a GNU hash table chains: counted either way.
   size_t count = 0;
   if (hash && insideLoadedSegment(info, hash, 8)) count = reinterpret_cast<const uint32_t *>(hash)[1];
   else if (gnuHash) count = gnuHashSymbols(info, gnuHash);
@@ -111,6 +113,9 @@ DynamicSymbols dynamicSymbolsOf(const dl_phdr_info *info) {
   if (versym && !insideLoadedSegment(info, versym, uint64_t(count) * 2)) versym = 0;
   table.symbols = reinterpret_cast<const ElfW(Sym) *>(symtab);
   table.count = count;
+  table.unhashed = count;
+  if (!(hash && insideLoadedSegment(info, hash, 8)) && gnuHash && count)  // its header checked
+    table.unhashed = std::min<size_t>(count, reinterpret_cast<const uint32_t *>(gnuHash)[1]);
   table.strings = reinterpret_cast<const char *>(strtab);
   table.stringsSize = strsz;
   table.versions = reinterpret_cast<const uint16_t *>(versym);
@@ -118,10 +123,11 @@ DynamicSymbols dynamicSymbolsOf(const dl_phdr_info *info) {
 }
 
 // Whether DPC++ built the object with device images: its offload wrapper's constructor hands
-// the tables to the SYCL runtime's __sycl_register_lib, which the object imports.
+// the tables to the SYCL runtime's __sycl_register_lib, which the object imports. Only the
+// unhashed symbols are looked at: a scan of a process with large libraries stays short.
 bool registersWithSyclRuntime(const dl_phdr_info *info) {
   const DynamicSymbols table = dynamicSymbolsOf(info);
-  for (size_t i = 1; i < table.count; ++i)
+  for (size_t i = 1; i < table.unhashed; ++i)
     if (table.symbols[i].st_shndx == SHN_UNDEF && table.name(table.symbols[i]) == "__sycl_register_lib") return true;
   return false;
 }

@@ -28,16 +28,16 @@ struct LoadedBundle {
   /// Names the object exports (its dynamic symbol table: defined, global or weak, visible,
   /// neither TLS nor IFUNC), the one at the bundle first where it has one; a few at most.
   std::vector<std::string> exports;
-  /// Not a bundle: DPC++ built the object (it imports __sycl_register_lib), and its images are in
-  /// its file's offload tables (image/sycl_offload_reader.cpp), whose descriptor only the file's symbol
-  /// table names. `bytes` is empty, at the object's dynamic section: which load this is.
+  /// Not a bundle: DPC++ built the object (it imports __sycl_register_lib), and its images are
+  /// in its file's offload tables (image/sycl_offload_reader.cpp), whose descriptor only the
+  /// file's symbol table names. `bytes` is empty, at the object's dynamic section: which load
+  /// this is.
   bool offloadTables = false;
 };
 
-/// Every bundle of every object loaded in this process (and each object DPC++ built:
-/// LoadedBundle::offloadTables), in link-map order (the executable,
-/// preloaded objects, libraries in load order, then objects opened with dlopen), and the
-/// generation (below) of that very list.
+/// Every bundle of every object loaded in this process, and each object DPC++ built
+/// (LoadedBundle::offloadTables), in link-map order (the executable, preloaded objects, libraries
+/// in load order, then objects opened with dlopen), and the generation (below) of that very list.
 struct LoadedObjects {
   std::vector<LoadedBundle> bundles;
   uint64_t generation = 0;
