@@ -7,7 +7,7 @@
 // loaded object's bundles by walking program headers (bundle/loaded_bundles.h), with no constructors.
 #pragma once
 
-#include "image/device_image.h"  // Bytes
+#include "support/bytes.h"
 
 #include <llvm/Support/Error.h>
 

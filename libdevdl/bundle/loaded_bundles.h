@@ -7,7 +7,7 @@
 // it), so the global scope is asked through dlsym(dlopen(NULL)), which does not.
 #pragma once
 
-#include "image/device_image.h"  // Bytes
+#include "support/bytes.h"
 
 #include <cstdint>
 #include <memory>

@@ -5,10 +5,11 @@
 // string offsets, so devdl reads them with its own, which checks every offset and size.
 #pragma once
 
-#include "image/device_image.h"  // Bytes
+#include "support/bytes.h"
 
 #include <llvm/Support/Error.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>

@@ -2,6 +2,8 @@
 // symbols and property sets derived from it or recorded by its producer.
 #pragma once
 
+#include "support/bytes.h"
+
 #include <llvm/Support/Allocator.h>
 #include <llvm/Support/MemoryBuffer.h>
 
@@ -18,15 +20,6 @@
 namespace devdl {
 
 class RegularFile;
-
-using Bytes = std::span<const uint8_t>;
-
-inline std::string_view asText(Bytes b) {
-  return {reinterpret_cast<const char *>(b.data()), b.size()};
-}
-inline Bytes asBytes(std::string_view s) {
-  return {reinterpret_cast<const uint8_t *>(s.data()), s.size()};
-}
 
 enum class ImageFormat : uint8_t {
   Unknown,
