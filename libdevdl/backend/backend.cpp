@@ -5,7 +5,6 @@
 #include "devdl.h"
 
 #include <llvm/ADT/StringRef.h>
-#include <llvm/Config/llvm-config.h>
 
 #include <cstdlib>
 
@@ -16,11 +15,6 @@ llvm::Error checkInsideVariable(std::string_view name, uint64_t bytes, size_t of
   return fail(ErrorCode::InvalidArgument, "variable `" + std::string(name) + "` has " + std::to_string(bytes) +
                                               " bytes: " + std::to_string(size) + " at offset " +
                                               std::to_string(offset) + " are outside it");
-}
-
-std::string devdlBuild() {
-  return "devdl " + std::to_string(DEVDL_VERSION_MAJOR) + "." + std::to_string(DEVDL_VERSION_MINOR) + "." +
-         std::to_string(DEVDL_VERSION_PATCH) + ", LLVM " LLVM_VERSION_STRING;
 }
 
 llvm::Expected<size_t> chooseDevice(const std::vector<std::string> &names, std::string_view backend) {

@@ -90,10 +90,6 @@ class Device {
 /// error copyVariable gives.
 llvm::Error checkInsideVariable(std::string_view name, uint64_t bytes, size_t offset, size_t size);
 
-/// devdl's version and the versions of what it translates with, for Device::identity(): a
-/// cached binary is not reused by a devdl that would make another.
-std::string devdlBuild();
-
 /// The device DEVDL_DEVICE names among `names` (a backend's devices, in its order): its index,
 /// or the first whose name contains the value; 0 when the variable is unset. `backend` names
 /// the backend in errors ("OpenCL").

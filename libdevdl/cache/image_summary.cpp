@@ -2,6 +2,7 @@
 
 #include "backend/backend.h"
 #include "support/error.h"
+#include "support/version.h"
 #include "support/xxh3.h"
 
 #include <llvm/ADT/Twine.h>
@@ -43,7 +44,7 @@ std::optional<Key> summaryKey(const struct stat &status, const struct timespec &
   // The change time moves with every write (and with the modification time, when it is set).
   if (now.tv_sec - status.st_ctim.tv_sec < kSettledSeconds) return std::nullopt;
   // What the readers derive is this build's: another build may read the same file otherwise.
-  static const std::string build = backend::devdlBuild();
+  static const std::string build = devdlBuild();
   return KeyBuilder()
       .add("devdl image summary")
       .add(kFormatVersion)

@@ -1,6 +1,6 @@
 #include "cache/remote_store.h"
 
-#include "backend/driver_library.h"
+#include "support/driver_library.h"
 #include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
@@ -59,13 +59,13 @@ struct Hiredis {
 const Hiredis *hiredis(std::string &why) {
   static Hiredis api;
   static const std::string problem = [] {
-    const backend::EntryPoint entries[] = {
+    const EntryPoint entries[] = {
         {"redisConnectWithTimeout", reinterpret_cast<void **>(&api.connectWithTimeout)},
         {"redisSetTimeout", reinterpret_cast<void **>(&api.setTimeout)},
         {"redisCommandArgv", reinterpret_cast<void **>(&api.commandArgv)},
         {"freeReplyObject", reinterpret_cast<void **>(&api.freeReplyObject)},
         {"redisFree", reinterpret_cast<void **>(&api.free)}};
-    return backend::openDriverLibrary(DEVDL_HIREDIS_SONAME(HIREDIS_SONAME), "Redis client (Debian: libhiredis0.14)",
+    return openDriverLibrary(DEVDL_HIREDIS_SONAME(HIREDIS_SONAME), "Redis client (Debian: libhiredis0.14)",
                                       "hiredis " DEVDL_TEXT(HIREDIS_SONAME), entries);
   }();
   why = problem;

@@ -4,7 +4,7 @@
 // uses them runs where there is no Level Zero (the GPU machine).
 #pragma once
 
-#include "backend/driver_library.h"
+#include "support/driver_library.h"
 #include "devdl.h"
 
 #include <level_zero/ze_api.h>
@@ -31,12 +31,12 @@ struct Api {
 inline const Api &api() {
   static const Api loaded = [] {
     Api a;
-    const backend::EntryPoint entries[] = {
+    const EntryPoint entries[] = {
 #define DEVDL_TEST_ENTRY(name) {#name, reinterpret_cast<void **>(&a.name)},
         DEVDL_TEST_ZE_FUNCTIONS(DEVDL_TEST_ENTRY)
 #undef DEVDL_TEST_ENTRY
     };
-    const std::string error = backend::openDriverLibrary("libze_loader.so.1", "Level Zero", "the tests", entries);
+    const std::string error = openDriverLibrary("libze_loader.so.1", "Level Zero", "the tests", entries);
     EXPECT_EQ(error, "");
     return a;
   }();

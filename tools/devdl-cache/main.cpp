@@ -9,6 +9,7 @@
 // a directory that does not exist is an empty cache.
 #include "backend/backend.h"
 #include "cache/disk_cache.h"
+#include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
@@ -58,7 +59,7 @@ int reportError(llvm::Error error) {
 
 int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-cache (" << devdl::backend::devdlBuild() << ")\n"; });
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-cache (" << devdl::devdlBuild() << ")\n"; });
   llvm::cl::ParseCommandLineOptions(argc, argv, "devdl-cache: the disk cache of linked device programs\n");
   std::string why;
   const std::string dir = directory.empty() ? DiskCache::directoryFromEnvironment(&why) : directory.getValue();

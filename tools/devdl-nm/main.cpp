@@ -10,6 +10,7 @@
 #include "image/read_image.h"
 #include "support/demangle.h"
 #include "support/error.h"
+#include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/ConvertUTF.h>
@@ -208,7 +209,7 @@ void writeJson(llvm::json::OStream &j, const ImageFile &file) {
 
 int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-nm (" << devdl::backend::devdlBuild() << ")\n"; });
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-nm (" << devdl::devdlBuild() << ")\n"; });
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "devdl-nm: list the kernels (K), exported functions (T) and "
                                     "variables (D) and imports (U) of device images, bundles and "

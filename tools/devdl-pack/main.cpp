@@ -13,6 +13,7 @@
 #include "image/virtual_functions.h"
 #include "resolve/symbol_index.h"
 #include "support/error.h"
+#include "support/version.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
@@ -365,7 +366,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (args[0] == "--version") {
-    llvm::outs() << "devdl-pack (" << devdl::backend::devdlBuild() << ")\n";
+    llvm::outs() << "devdl-pack (" << devdl::devdlBuild() << ")\n";
     return 0;
   }
   if (args[0] == "--check") return check({args.begin() + 1, args.end()});

@@ -1,5 +1,5 @@
 #include "backend/cuda/cuda_api.h"
-#include "backend/driver_library.h"
+#include "support/driver_library.h"
 
 namespace devdl::backend::cuda {
 

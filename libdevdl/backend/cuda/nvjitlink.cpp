@@ -1,6 +1,6 @@
 #include "backend/cuda/nvjitlink.h"
 #include "backend/cuda/cuda_device.h"
-#include "backend/driver_library.h"
+#include "support/driver_library.h"
 #include "support/environment.h"
 #include "support/error.h"
 

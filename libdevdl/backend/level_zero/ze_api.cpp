@@ -1,5 +1,5 @@
 #include "backend/level_zero/ze_api.h"
-#include "backend/driver_library.h"
+#include "support/driver_library.h"
 
 #include <cstdio>
 

@@ -2,6 +2,7 @@
 #include "image/local_definitions.h"
 #include "support/environment.h"
 #include "support/error.h"
+#include "support/version.h"
 
 #include "devdl.h"
 

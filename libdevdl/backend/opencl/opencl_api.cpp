@@ -1,5 +1,5 @@
 #include "backend/opencl/opencl_api.h"
-#include "backend/driver_library.h"
+#include "support/driver_library.h"
 
 #include <CL/cl_ext.h>
 

@@ -4,6 +4,7 @@
 #include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
+#include "support/version.h"
 #include "support/xxh3.h"
 
 #include "devdl.h"

@@ -1,8 +1,8 @@
-#include "backend/driver_library.h"
+#include "support/driver_library.h"
 
 #include <dlfcn.h>
 
-namespace devdl::backend {
+namespace devdl {
 
 std::string openDriverLibrary(const char *soname, std::string_view what, std::string_view requirement,
                               std::span<const EntryPoint> entries) {
@@ -17,4 +17,4 @@ std::string openDriverLibrary(const char *soname, std::string_view what, std::st
   return missing;
 }
 
-}  // namespace devdl::backend
+}  // namespace devdl

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace devdl::backend {
+namespace devdl {
 
 /// An entry point to take from a driver library: its symbol, and where its address goes.
 struct EntryPoint {
@@ -45,4 +45,4 @@ llvm::Expected<const Api &> loadedOnce(LoadedApi<Api> (*load)()) {
   return loaded.api;
 }
 
-}  // namespace devdl::backend
+}  // namespace devdl
