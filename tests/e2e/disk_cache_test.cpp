@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <memory>
 #include <random>
