@@ -204,14 +204,11 @@ llvm::Error readBitcode(DeviceImage &image) {
     auto name = scanner.name(g);
     if (!name) return bad("symbol name outside the string table");
     if (name->starts_with("llvm.")) continue;  // intrinsics and llvm.used-style arrays
-    if (g.kind == SymbolKind::Import && isDeviceLibraryName(*name)) {
-      image.symbols.push_back({*name, g.kind, /*weak=*/true});
-      continue;
+    if (g.kind != SymbolKind::Import) {
+      image.symbols.push_back({*name, g.kind});
+    } else if (!isOpenClBuiltin(llvm::StringRef(name->data(), name->size()))) {
+      if (auto import = spirImport(*name)) image.symbols.push_back(*import);
     }
-    if (g.kind == SymbolKind::Import &&
-        (!isImportableName(*name) || isOpenClBuiltin(llvm::StringRef(name->data(), name->size()))))
-      continue;
-    image.symbols.push_back({*name, g.kind});
   }
   return llvm::Error::success();
 }

@@ -175,6 +175,12 @@ bool isImportableName(std::string_view name) {
 
 bool isDeviceLibraryName(std::string_view name) { return name.starts_with("__devicelib_"); }
 
+std::optional<Symbol> spirImport(std::string_view name) {
+  if (isImportableName(name)) return Symbol{name, SymbolKind::Import};
+  if (isDeviceLibraryName(name)) return Symbol{name, SymbolKind::Import, /*weak=*/true};
+  return std::nullopt;
+}
+
 std::vector<PropertySet> symbolPropertySets(const DeviceImage &image) {
   PropertySet exported{kExportedSymbolsSet, {}};
   PropertySet imported{kImportedSymbolsSet, {}};

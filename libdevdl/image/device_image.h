@@ -170,6 +170,10 @@ bool isImportableName(std::string_view name);
 /// Reserved, so not an import by the seed's filter; imported weakly (Symbol::weak).
 bool isDeviceLibraryName(std::string_view name);
 
+/// What a SPIR-V or SPIR image's undefined `name` is: an import (isImportableName), a weak one
+/// (isDeviceLibraryName), or none (a builtin or other reserved name).
+std::optional<Symbol> spirImport(std::string_view name);
+
 /// The seed's symbol property sets (exported, imported) built from an image's symbols, for
 /// listings and SYCL-compatible consumers.
 std::vector<PropertySet> symbolPropertySets(const DeviceImage &image);

@@ -43,6 +43,22 @@ bool isDeviceElf(Bytes b) {
   return machine == llvm::ELF::EM_CUDA || machine == llvm::ELF::EM_AMDGPU;
 }
 
+// DPC++'s images: its offload wrapper's tables, looked for where its images are (other host files'
+// symbol tables are not read); none where it has none.
+llvm::Expected<std::vector<DeviceImage>> dpcppImagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage) {
+  auto sections = bundle::findDpcppImageSectionsInElf(bytes);
+  if (!sections) return sections.takeError();
+  if (sections->empty()) return std::vector<DeviceImage>();
+  return readers::readSyclOffloadImages(bytes, std::move(storage));
+}
+
+// A regular file's bytes, read into a storage of their own.
+llvm::Expected<std::shared_ptr<Storage>> readIntoStorage(const RegularFile &file) {
+  auto buffer = file.read();
+  if (!buffer) return buffer.takeError();
+  return std::make_shared<Storage>(std::move(*buffer));
+}
+
 llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage) {
   const bool intel = readers::isIntelNative(bytes);
   if (intel || isDeviceElf(bytes)) {
@@ -58,12 +74,7 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
   // nvcc's own carriage of device code: fat binaries in sections of their own.
   auto fatbinSections = bundle::findCudaFatbinSectionsInElf(bytes);
   if (!fatbinSections) return fatbinSections.takeError();
-  // DPC++'s: its offload wrapper's tables, looked for where its images are (other host files'
-  // symbol tables are not read).
-  auto dpcppSections = bundle::findDpcppImageSectionsInElf(bytes);
-  if (!dpcppSections) return dpcppSections.takeError();
-  auto sycl = dpcppSections->empty() ? llvm::Expected<std::vector<DeviceImage>>(std::vector<DeviceImage>())
-                                     : readers::readSyclOffloadImages(bytes, storage);
+  auto sycl = dpcppImagesOfElf(bytes, storage);
   if (!sycl) return sycl.takeError();
   if (bundles->empty() && fatbinSections->empty() && sycl->empty())
     return fail(ErrorCode::BadFormat, "host ELF file carries no device images (no " +
@@ -231,24 +242,19 @@ llvm::Expected<ImageFile> readImageFile(const std::string &path) {
 llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string &path) {
   auto file = RegularFile::open(path);
   if (!file) return file.takeError();
-  auto buffer = file->read();
-  if (!buffer) return buffer.takeError();
-  auto storage = std::make_shared<Storage>(std::move(*buffer));
-  const Bytes bytes = storage->bytes();
-  auto sections = bundle::findDpcppImageSectionsInElf(bytes);
-  if (!sections) return inFile(sections.takeError(), path);
-  if (sections->empty()) return std::vector<DeviceImage>();
-  auto images = readers::readSyclOffloadImages(bytes, std::move(storage));
+  auto storage = readIntoStorage(*file);
+  if (!storage) return storage.takeError();
+  const Bytes bytes = (*storage)->bytes();
+  auto images = dpcppImagesOfElf(bytes, std::move(*storage));
   if (!images) return inFile(images.takeError(), path);
   return images;
 }
 
 llvm::Expected<ImageFile> readImageFile(const RegularFile &file) {
-  auto buffer = file.read();
-  if (!buffer) return buffer.takeError();
-  auto storage = std::make_shared<Storage>(std::move(*buffer));
-  Bytes bytes = storage->bytes();
-  return readImageMemory(bytes, file.path(), std::move(storage));
+  auto storage = readIntoStorage(file);
+  if (!storage) return storage.takeError();
+  const Bytes bytes = (*storage)->bytes();
+  return readImageMemory(bytes, file.path(), std::move(*storage));
 }
 
 }  // namespace devdl

@@ -113,8 +113,7 @@ llvm::Error readSpirv(DeviceImage &image) {
   }
   for (const Linkage &l : facts.linkages) {
     if (l.type == SpvLinkageTypeImport) {
-      if (isImportableName(l.name)) image.symbols.push_back({l.name, SymbolKind::Import});
-      else if (isDeviceLibraryName(l.name)) image.symbols.push_back({l.name, SymbolKind::Import, /*weak=*/true});
+      if (auto import = spirImport(l.name)) image.symbols.push_back(*import);
     } else if ((l.type == SpvLinkageTypeExport || l.type == SpvLinkageTypeLinkOnceODR) && !kernelNames.count(l.name)) {
       image.symbols.push_back(
           {l.name, facts.variables.count(l.id) ? SymbolKind::Variable : SymbolKind::Function});
