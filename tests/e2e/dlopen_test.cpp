@@ -780,7 +780,9 @@ TEST_F(DeviceDlopen, StatisticsSayWhichWayAProgramWasLinked) {
   cl.clGetDeviceInfo(device_, CL_DEVICE_IL_VERSION, sizeof il - 1, il, nullptr);
   cl.clGetDeviceInfo(device_, CL_DEVICE_LINKER_AVAILABLE, sizeof linker, &linker, nullptr);
   const bool driverLinks = std::string_view(il).find("SPIR-V") != std::string_view::npos && linker;
-  if (kIntelOpenCl) EXPECT_TRUE(driverLinks) << "Intel's runtime takes IL and links";
+  if (kIntelOpenCl) {
+    EXPECT_TRUE(driverLinks) << "Intel's runtime takes IL and links";
+  }
   setenv("DEVDL_DEBUG", "statistics", 1);
   CommandResult traced = devdl::test::run({DEVDL_TEST_CACHE_PROBE, "1", "AppKernel", deviceImage("lib"), deviceImage("app")});
   unsetenv("DEVDL_DEBUG");
@@ -1494,7 +1496,9 @@ TEST_F(DeviceDlopen, AnImageNeedingAnAspectTheDeviceLacksIsNoCandidate) {
 TEST_F(DeviceDlopen, AnImageNeedingFp16IsACandidateWhereTheDeviceHasIt) {
   DEVDL_ONLY_ON_OPENCL("fp16 as cl_khr_fp16 says");
   const bool fp16 = hasFp16();
-  if (kIntelOpenCl) EXPECT_TRUE(fp16) << "Intel's CPU runtime reports cl_khr_fp16";
+  if (kIntelOpenCl) {
+    EXPECT_TRUE(fp16) << "Intel's CPU runtime reports cl_khr_fp16";
+  }
   const std::string bundle = scratchDir() + "/lib-needs-fp16.devdl";
   CommandResult packed = devdl::test::run({DEVDL_PACK, "-o", bundle, "--aspects", "fp16", deviceImage("lib")});
   ASSERT_EQ(packed.status, 0) << packed.err;

@@ -46,8 +46,11 @@ TEST(SpirvReader, DeviceLibraryNamesAreWeakImports) {
   ASSERT_TRUE(!!read) << errorText(read);
   ASSERT_EQ(read->images.size(), 1u);
   EXPECT_EQ(symbolLines(read->images[0]), symbolLines(app));
-  for (const PropertySet &set : symbolPropertySets(app))
-    if (set.name == kImportedSymbolsSet) EXPECT_TRUE(set.properties.empty());
+  for (const PropertySet &set : symbolPropertySets(app)) {
+    if (set.name == kImportedSymbolsSet) {
+      EXPECT_TRUE(set.properties.empty());
+    }
+  }
 }
 
 TEST(SpirvReader, SpecIdsBecomeSpecConstantProperties) {

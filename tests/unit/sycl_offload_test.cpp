@@ -81,7 +81,9 @@ TEST_F(SyclOffload, ACutCopyIsRefusedNotRead) {
   for (size_t size : {bytes_.size() / 2, bytes_.size() * 9 / 10, bytes_.size() - 1}) {
     auto file = read(bytes_.substr(0, size));
     EXPECT_FALSE(!!file) << size;
-    if (!file) EXPECT_NE(llvm::toString(file.takeError()).find("libdf.so: "), std::string::npos);
+    if (!file) {
+      EXPECT_NE(llvm::toString(file.takeError()).find("libdf.so: "), std::string::npos);
+    }
   }
 }
 
