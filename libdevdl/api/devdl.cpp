@@ -3,7 +3,7 @@
 #include "devdl.h"
 
 #include "loader/loader.h"
-#include "loader/object_registry.h"
+#include "host/object_registry.h"
 
 #include <string>
 
@@ -96,11 +96,11 @@ int device_dlwrite(void *handle, const char *name, size_t offset, const void *sr
 }
 
 void device_dlregister(const void *address, const char *unique_id, const char *kind) {
-  devdl::ObjectRegistry::instance().add(address, unique_id, kind);
+  devdl::host::ObjectRegistry::instance().add(address, unique_id, kind);
 }
 
 void __register_uniquely_identifiable_object(void *address, const char *unique_id, const char *kind) {
-  devdl::ObjectRegistry::instance().add(address, unique_id, kind);
+  devdl::host::ObjectRegistry::instance().add(address, unique_id, kind);
 }
 
 int device_dlread_object(void *handle, const void *object, size_t offset, void *dst, size_t size) {

@@ -4,7 +4,7 @@
 // (type SHT_LLVM_OFFLOADING, so llvm-objdump --offloading lists it) and an allocated note
 // `.note.devdl` whose descriptor is the bundle's place relative to the note, resolved when the
 // object is linked. The linker turns the note into a PT_NOTE segment, so a process finds every
-// loaded object's bundles by walking program headers (bundle/loaded_bundles.h), with no constructors.
+// loaded object's bundles by walking program headers (host/loaded_bundles.h), with no constructors.
 #pragma once
 
 #include "support/bytes.h"

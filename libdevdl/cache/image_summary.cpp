@@ -1,6 +1,8 @@
 #include "cache/image_summary.h"
 
 #include "backend/backend.h"
+#include "cache/disk_cache.h"
+#include "support/debug.h"
 #include "support/error.h"
 #include "support/version.h"
 #include "support/xxh3.h"
@@ -117,6 +119,26 @@ llvm::Expected<ImageFile> imagesOfSummary(Entry entry, std::shared_ptr<const Reg
     std::copy_n(head.bytes, sizeof head.bytes, image.unread->head.begin());
   }
   return out;
+}
+
+llvm::Expected<ImageFile> readImageFileSummarized(const std::shared_ptr<const RegularFile> &file, DiskCache *cache) {
+  if (!cache || !cache->enabled()) return readImageFile(*file);
+  struct timespec now {};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const std::optional<Key> key = summaryKey(file->status(), now);
+  if (!key) return readImageFile(*file);
+  if (std::optional<Entry> entry = cache->loadSummary(*key)) {
+    auto images = imagesOfSummary(std::move(*entry), file);
+    if (images) return images;
+    // Its checksum held, so devdl wrote it: reported, and the file read as if it had none.
+    if (Debug::get().on(Debug::Statistics)) Debug::get().print("cache: " + llvm::toString(images.takeError()));
+    else llvm::consumeError(images.takeError());
+  }
+  auto read = readImageFile(*file);
+  if (read)
+    if (std::string summary = summarize(*read); !summary.empty())
+      cache->storeSummary(*key, "image summary of " + file->path(), summary);
+  return read;
 }
 
 }  // namespace devdl::cache

@@ -43,4 +43,11 @@ std::string summarize(const ImageFile &read);
 /// the entry holds no summary.
 llvm::Expected<ImageFile> imagesOfSummary(Entry entry, std::shared_ptr<const RegularFile> file);
 
+class DiskCache;
+
+/// The images of `file`: from its summary where `cache` (null: none) has one, else read, and
+/// summarized there for the next process. A summary that is not one is reported (statistics)
+/// and the file read as if it had none.
+llvm::Expected<ImageFile> readImageFileSummarized(const std::shared_ptr<const RegularFile> &file, DiskCache *cache);
+
 }  // namespace devdl::cache

@@ -3,6 +3,7 @@
 #include "image/read_image.h"
 #include "support/debug.h"
 #include "support/error.h"
+#include "support/waiting.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -12,11 +13,62 @@
 
 namespace devdl::cache {
 
-LinkedProgram *ProgramCache::find(const backend::Device *device, std::span<const ContentHash> key) const {
+ContentHash ContentHash::specialized(ContentHash bytes, const backend::SpecConstants &values) {
+  if (values.empty()) return bytes;
+  KeyBuilder builder;
+  builder.add(bytes.low).add(bytes.high);
+  for (const auto &[spec, value] : values) builder.add(uint64_t(spec)).add(value);
+  const Key key = builder.finish();
+  return {key.low, key.high};
+}
+
+ContentHash ContentHash::withHidden(std::span<const std::string_view> hidden) const {
+  if (hidden.empty()) return *this;
+  KeyBuilder builder;
+  builder.add(low).add(high);
+  for (std::string_view name : hidden) builder.add(name);
+  const Key key = builder.finish();
+  return {key.low, key.high};
+}
+
+ProgramKey ProgramKey::of(const LinkPlan &plan, llvm::function_ref<ContentHash(uint32_t)> hashOf) {
+  ProgramKey key;
+  for (size_t i = 0; i < plan.images.size(); ++i) key.hashes.push_back(hashOf(plan.images[i]).withHidden(plan.hidden[i]));
+  std::sort(key.hashes.begin(), key.hashes.end());
+  return key;
+}
+
+Key ProgramKey::storeKey(std::string_view deviceIdentity) const {
+  KeyBuilder builder;
+  builder.add(deviceIdentity);
+  for (const ContentHash &hash : hashes) builder.add(hash.low).add(hash.high);
+  return builder.finish();
+}
+
+LinkedProgram *ProgramCache::find(const backend::Device *device, const ProgramKey &key) const {
   for (const auto &program : programs_)
-    if (program->device == device && std::includes(program->key.begin(), program->key.end(), key.begin(), key.end()))
-      return program.get();
+    if (program->device == device && program->key.includes(key)) return program.get();
   return nullptr;
+}
+
+ProgramCache::Turn::~Turn() {
+  if (!cache_) return;
+  auto it = cache_->building_.find(of_);
+  *it->second = true;
+  cache_->building_.erase(it);
+  cache_->finished_.notify_all();
+}
+
+std::optional<ProgramCache::Turn> ProgramCache::takeTurn(std::unique_lock<std::mutex> &held,
+                                                        const backend::Device *device, const ProgramKey &key) {
+  Turn::Of of{device, key};
+  if (auto it = building_.find(of); it != building_.end()) {
+    std::shared_ptr<bool> finished = it->second;
+    if (waitForOther(held, finished_, hostLockWait_, [&] { return *finished; })) return std::nullopt;
+    return Turn(nullptr, std::move(of));
+  }
+  building_.emplace(of, std::make_shared<bool>(false));
+  return Turn(this, std::move(of));
 }
 
 LinkedProgram *ProgramCache::holding(uint32_t id) const {
@@ -29,7 +81,7 @@ bool ProgramCache::anyOn(const backend::Device *device) const {
   return llvm::any_of(programs_, [&](const auto &p) { return p->device == device; });
 }
 
-llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<const ContentHash> key,
+llvm::Expected<Built> ProgramCache::build(backend::Device &device, const ProgramKey &key,
                                           std::span<const backend::LinkInput> inputs) {
   using Clock = std::chrono::steady_clock;
   auto nanoseconds = [](Clock::time_point since) {
@@ -41,11 +93,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   bool awaited = false;              // the entry came after the miss: another process's, or remote
   bool busy = false;                 // the entry is sound, but cannot be loaded in this process now
   if (store.enabled()) {
-    // The seed's key, with the images sorted by content rather than by the names they define.
-    KeyBuilder builder;
-    builder.add(device.identity());
-    for (const ContentHash &hash : key) builder.add(hash.low).add(hash.high);
-    storeKey = builder.finish();
+    storeKey = key.storeKey(device.identity());
     const auto start = Clock::now();
     std::optional<Entry> entry = store.load(*storeKey);
     if (!entry) {
@@ -110,7 +158,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, std::span<con
   return Built{std::move(*built), {}};
 }
 
-LinkedProgram *ProgramCache::add(std::vector<ContentHash> key, std::vector<uint32_t> images,
+LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
                                  std::vector<LinkedProgram::Use> uses, backend::Device *device,
                                  std::shared_ptr<backend::Program> program) {
   programs_.push_back(std::unique_ptr<LinkedProgram>(

@@ -1,6 +1,9 @@
-// Linked programs in memory, found by what they are made of, and the get-or-link policy behind
+// Linked programs in memory, found by what they are made of, and the get-or-build policy behind
 // them: a program whose images include all of a plan's serves that plan (the seed's nested key);
-// otherwise the binary store's program for the plan, else one linked by the device and stored.
+// otherwise it is built once, by one thread of the process (a turn per device and key) and one
+// process of the machine (the binary store's build lock): the binary store's program for the
+// plan, else one linked by the device and stored. The loader drives the steps with its lock
+// (loader/programs.cpp): plan, find, hold hosts, take the turn, build, record uses.
 #pragma once
 
 #include "backend/backend.h"
@@ -9,12 +12,21 @@
 
 #include <llvm/Support/Error.h>
 
+#include <llvm/ADT/STLFunctionalExtras.h>
+
 #include <algorithm>
+#include <chrono>
 #include <compare>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace devdl::cache {
@@ -24,6 +36,30 @@ namespace devdl::cache {
 struct ContentHash {
   uint64_t low = 0, high = 0;
   auto operator<=>(const ContentHash &) const = default;
+
+  /// The hash of an image of bytes hashing to `bytes` with the specialization constants `values`
+  /// set: another program.
+  static ContentHash specialized(ContentHash bytes, const backend::SpecConstants &values);
+  /// This image's hash with `hidden` made local in it (interposed by the plan): it is linked as
+  /// another image would be.
+  ContentHash withHidden(std::span<const std::string_view> hidden) const;
+};
+
+/// What a program is keyed by: the hashes of its images, sorted (the seed's key, with the images
+/// sorted by content rather than by the names they define).
+struct ProgramKey {
+  std::vector<ContentHash> hashes;
+
+  /// The key of the program linked from `plan`, `hashOf(id)` being image `id`'s hash.
+  static ProgramKey of(const LinkPlan &plan, llvm::function_ref<ContentHash(uint32_t)> hashOf);
+  /// Whether a program of this key holds every image of `other`: it serves `other`'s plan too
+  /// (the seed's nested key), its images defining each symbol once.
+  bool includes(const ProgramKey &other) const {
+    return std::includes(hashes.begin(), hashes.end(), other.hashes.begin(), other.hashes.end());
+  }
+  /// The binary store's key of this program linked for a device of `deviceIdentity`.
+  Key storeKey(std::string_view deviceIdentity) const;
+  auto operator<=>(const ProgramKey &) const = default;
 };
 
 /// A program linked from a link plan, the images it holds, and the plans it serves. Like a host
@@ -39,7 +75,7 @@ struct LinkedProgram {
     std::vector<std::shared_ptr<const void>> pins;
     bool operator==(const Use &other) const { return root == other.root && plan.images == other.plan.images; }
   };
-  std::vector<ContentHash> key;  // the hashes of its images, sorted
+  ProgramKey key;
   std::vector<uint32_t> images;  // the images it was linked from: kept while it lives
   std::vector<Use> uses;
   backend::Device *device;
@@ -58,30 +94,58 @@ struct Built {
   bool fromStore() const { return !source.empty(); }
 };
 
-/// Its caller serializes the calls, but for build(), which reads nothing of the cache (only its
-/// arguments and the store): the loader builds with its lock let go.
+/// Its caller serializes the calls with a mutex of its own (the loader's), but for build(), which
+/// reads nothing of the cache (only its arguments and the store): the loader builds with its lock
+/// let go.
 class ProgramCache {
  public:
   /// `store` is asked for on the first build (the disk cache is set up then, not before).
-  explicit ProgramCache(BinaryStore &(*store)()) : store_(store) {}
+  /// `hostLockWait`: how long a thread that may hold the host loader's lock waits for another's
+  /// build (support/waiting.h).
+  ProgramCache(BinaryStore &(*store)(), std::chrono::milliseconds hostLockWait)
+      : store_(store), hostLockWait_(hostLockWait) {}
   ProgramCache(const ProgramCache &) = delete;
   ProgramCache &operator=(const ProgramCache &) = delete;
 
-  /// A program on `device` whose images include every image of `key` (sorted), or null.
-  LinkedProgram *find(const backend::Device *device, std::span<const ContentHash> key) const;
+  /// A program on `device` whose images include every image of `key`, or null.
+  LinkedProgram *find(const backend::Device *device, const ProgramKey &key) const;
   /// The first program, in the order they were made, that holds image `id`; or null.
   LinkedProgram *holding(uint32_t id) const;
   /// Whether any program was made for `device`.
   bool anyOn(const backend::Device *device) const;
 
-  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes, sorted): the
-  /// binary store's where it has one `device` loads, else linked by `device` and stored. Errors
-  /// are the device's (they name the image and symbol); a binary the device refuses is dropped
-  /// from the store and the program linked.
-  llvm::Expected<Built> build(backend::Device &device, std::span<const ContentHash> key,
+  /// A thread's turn to build one program in the process; the others asking for it wait until
+  /// it is finished (destroyed, the caller's mutex held), then look in memory again.
+  class Turn {
+   public:
+    Turn(Turn &&other) noexcept : cache_(std::exchange(other.cache_, nullptr)), of_(std::move(other.of_)) {}
+    Turn &operator=(Turn &&) = delete;
+    ~Turn();
+
+   private:
+    friend class ProgramCache;
+    using Of = std::pair<const backend::Device *, ProgramKey>;
+    Turn(ProgramCache *cache, Of of) : cache_(cache), of_(std::move(of)) {}
+    ProgramCache *cache_;  // null: a build beside another's (see takeTurn), or moved from
+    Of of_;
+  };
+  /// Build once in the process: the turn to build `key` on `device`, where no other thread has
+  /// it. Where one has, waits (`held`, the caller's lock, let go meanwhile) until it finishes and
+  /// gives nullopt: look in memory again. A thread that may hold the host loader's lock, not
+  /// shown free of it within hostLockWait, builds beside the other instead (the other may be
+  /// waiting for that lock): the first program kept serves both.
+  std::optional<Turn> takeTurn(std::unique_lock<std::mutex> &held, const backend::Device *device,
+                               const ProgramKey &key);
+
+  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes): the binary
+  /// store's where it has one `device` loads, else linked by `device` and stored. Build once
+  /// across processes: where another process builds it (the store's build lock), its entry is
+  /// waited for. Errors are the device's (they name the image and symbol); a binary the device
+  /// refuses is dropped from the store and the program linked.
+  llvm::Expected<Built> build(backend::Device &device, const ProgramKey &key,
                               std::span<const backend::LinkInput> inputs);
   /// Keeps a program made by build() from `images`, for the plans it serves.
-  LinkedProgram *add(std::vector<ContentHash> key, std::vector<uint32_t> images, std::vector<LinkedProgram::Use> uses,
+  LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<LinkedProgram::Use> uses,
                      backend::Device *device, std::shared_ptr<backend::Program> program);
   /// Drops the plans rooted at `roots` (images unloaded) and returns the programs left with
   /// none, which the caller releases with the images they hold. What the dropped plans and
@@ -94,7 +158,11 @@ class ProgramCache {
 
  private:
   BinaryStore &(*store_)();
+  const std::chrono::milliseconds hostLockWait_;
   std::vector<std::unique_ptr<LinkedProgram>> programs_;
+  // The builds under way in the process, by device and key; `finished_` wakes their waiters.
+  std::map<Turn::Of, std::shared_ptr<bool>> building_;  // -> whether it finished, for its waiters
+  std::condition_variable finished_;
 };
 
 }  // namespace devdl::cache

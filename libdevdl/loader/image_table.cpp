@@ -1,5 +1,7 @@
 #include "loader/image_table.h"
 
+#include "loader/loader.h"  // Handle: an owner's local scope
+
 #include "support/debug.h"
 #include "support/xxh3.h"
 
@@ -8,7 +10,7 @@
 namespace devdl {
 
 uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned index, Handle *owner,
-                         const bundle::LoadedBundle *host) {
+                         const host::LoadedBundle *host) {
   std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
   // An image from its file's summary has the hash of the bytes it will be read with.
   const xxh3::Hash128 xxh = image.unread ? xxh3::Hash128{image.unread->hashLow, image.unread->hashHigh}
@@ -32,6 +34,7 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   loaded->file = file;
   loaded->index = index;
   loaded->owner = owner;
+  loaded->local = owner ? &owner->local : nullptr;
   loaded->host = host;
   loaded->bytesHash = loaded->hash = hash;
   loaded->vf = virtualFunctionsOf(loaded->image);
@@ -51,6 +54,7 @@ void ImageTable::unload(uint32_t id) {
   LoadedImage &image = *images_[id];
   image.loaded = false;
   image.owner = nullptr;
+  image.local = nullptr;
   image.host = nullptr;
   image.program = nullptr;
   for (Importers::MapEntryTy *entry : importEntries_[id]) {

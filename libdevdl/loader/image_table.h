@@ -1,12 +1,13 @@
 // The images the loader knows, by id: where each came from, what it is keyed by, and which
-// images import each name (for linking a library with its importers).
+// images import each name (for linking a library with its importers); planning reads them
+// (resolve/planner.h).
 #pragma once
 
 #include "backend/backend.h"
-#include "bundle/loaded_bundles.h"
+#include "host/loaded_bundles.h"
 #include "cache/program_cache.h"
 #include "image/device_image.h"
-#include "image/virtual_functions.h"
+#include "resolve/planner.h"
 
 #include <llvm/ADT/StringMap.h>
 
@@ -20,22 +21,15 @@ namespace devdl {
 
 class Handle;
 
-/// One image known to the loader, with where it came from.
-struct LoadedImage {
-  DeviceImage image;
-  std::string label;      // "app.spv: image 0 (spirv)"
-  std::string file;       // the file or memory name; "" for the executable
-  unsigned index = 0;     // the image's position in it
+/// One image known to the loader: what planning knows of it (ScopedImage), and where it came
+/// from, what its programs are keyed by, and what keeps it.
+struct LoadedImage : ScopedImage {
+  unsigned index = 0;       // the image's position in its file
   Handle *owner = nullptr;  // the handle it was opened with; null for the process's own images
-  const bundle::LoadedBundle *host = nullptr;  // the host object that carries it; null for a handle's
+  const host::LoadedBundle *host = nullptr;  // the host object that carries it; null for a handle's
   cache::ContentHash bytesHash;  // of the bytes alone
   cache::ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
   backend::SpecConstants specConstants;
-  VirtualFunctions vf;  // its virtual-function sets (views into `image`'s strings)
-  // Whether the device that links it takes it, asked when it arrived (and again on attach):
-  // only such images satisfy imports. With why not, for messages.
-  enum class Candidacy : uint8_t { Unknown, Yes, No } candidacy = Candidacy::Unknown;
-  std::string whyNot;
   // In a handle or a loaded host object. Once unloaded, an image is in no scope; a host
   // object's image keeps its strings (DeviceImage::ownStrings), but its bytes may be gone.
   bool loaded = true;
@@ -43,12 +37,12 @@ struct LoadedImage {
   cache::LinkedProgram *program = nullptr;  // the program its kernels are looked up in; null: link
 };
 
-class ImageTable {
+class ImageTable final : public ScopedImages {
  public:
   /// Adds an image; its id. Ids of freed images are taken again, so that what is sized by the
   /// ids stays the size of what is loaded, however often images come and go.
   uint32_t add(DeviceImage image, const std::string &file, unsigned index, Handle *owner,
-               const bundle::LoadedBundle *host = nullptr);
+               const host::LoadedBundle *host = nullptr);
   /// Marks an image unloaded (its handle closed, its host object gone): it imports nothing any
   /// more, and is freed now unless a program holds it. Reads nothing of the image itself.
   void unload(uint32_t id);
@@ -61,10 +55,9 @@ class ImageTable {
   bool contains(uint32_t id) const { return id < images_.size() && images_[id]; }
   /// One past the highest id in use.
   uint32_t end() const { return static_cast<uint32_t>(images_.size()); }
-  /// The images by id (null where free), as link plans take them.
-  std::span<const DeviceImage *const> pointers() const { return pointers_; }
-  /// The loaded images that import `symbol`.
-  std::span<const uint32_t> importersOf(std::string_view symbol) const;
+  const ScopedImage &scoped(uint32_t id) const override { return *images_[id]; }
+  std::span<const DeviceImage *const> pointers() const override { return pointers_; }
+  std::span<const uint32_t> importersOf(std::string_view symbol) const override;
 
  private:
   using Importers = llvm::StringMap<std::vector<uint32_t>>;  // symbol -> loaded images importing it

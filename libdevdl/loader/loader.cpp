@@ -1,13 +1,14 @@
-// The entry points and handles: opening files and memory as handles, references, flags, the
-// lookups device_dlsym and friends make, closing.
+// The entry points and handles: opening files and memory as handles, references, flags,
+// DEVDL_NOW, closing, specializing, attaching. Lookups are in lookup.cpp, the other queries in
+// queries.cpp, programs in programs.cpp.
 #include "loader/loader.h"
-#include "image/host_objects.h"
-#include "loader/object_registry.h"
-#include "support/environment.h"
-#include "loader/files.h"
+
 #include "cache/image_summary.h"
 #include "cache/remote_store.h"
+#include "image/registered_objects.h"
+#include "loader/files.h"
 #include "support/debug.h"
+#include "support/environment.h"
 #include "support/error.h"
 
 #include "devdl.h"
@@ -23,105 +24,17 @@
 
 namespace devdl {
 
-namespace {
-
-// One for every loader of the process: one made where another was destroyed (the tests') may
-// have the same address and handles at the same addresses, never the same generation.
-std::atomic<uint64_t> generation{1};
-
-// The answers device_dlsym gave this thread, by handle and name: given again without the loader's
-// lock while the generation they were found in is the loader's (and, for an image of a host
-// object found through the global scope, while that object is loaded where it was). All of them
-// go when the generation moves, and past kMostRemembered, so that a thread's memory stays
-// bounded: a miss only costs the lock. Open addressing over a power of two, at most half full: a
-// lookup is a hash and, mostly, one comparison.
-class Remembered {
- public:
-  struct Answer {
-    void *address;
-    const void *hostAddress;  // in the host object whose image defines it; null for a handle's image
-    bundle::LoadMark hostLoad;
-  };
-  static constexpr size_t kMostRemembered = 8192;
-
-  const Answer *find(const Loader *loader, uint64_t now, const void *handle, std::string_view name) {
-    if (loader != loader_ || now != generation_) {
-      forget();
-      loader_ = loader;
-      generation_ = now;
-      return nullptr;
-    }
-    if (count_ == 0) return nullptr;
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = hashOf(handle, name) & mask;; i = (i + 1) & mask) {
-      const Slot &slot = slots_[i];
-      if (!slot.used) return nullptr;
-      if (slot.handle == handle && slot.name == name) return &slot.answer;
-    }
-  }
-  /// Remembers an answer found in generation `now` (ignored if it is not find's).
-  void add(const Loader *loader, uint64_t now, const void *handle, std::string_view name, Answer answer) {
-    if (loader != loader_ || now != generation_) return;
-    if (count_ >= kMostRemembered) forget();
-    if (2 * (count_ + 1) > slots_.size()) grow();
-    place(handle, name, answer);
-  }
-
- private:
-  struct Slot {
-    bool used = false;
-    const void *handle = nullptr;
-    std::string name;
-    Answer answer{};
-  };
-  static size_t hashOf(const void *handle, std::string_view name) {
-    return std::hash<std::string_view>{}(name) ^ (reinterpret_cast<uintptr_t>(handle) >> 4);
-  }
-  void place(const void *handle, std::string_view name, const Answer &answer) {
-    const size_t mask = slots_.size() - 1;
-    size_t i = hashOf(handle, name) & mask;
-    while (slots_[i].used && !(slots_[i].handle == handle && slots_[i].name == name)) i = (i + 1) & mask;
-    Slot &slot = slots_[i];
-    if (!slot.used) {
-      slot.used = true;
-      slot.handle = handle;
-      slot.name.assign(name);
-      ++count_;
-    }
-    slot.answer = answer;
-  }
-  void grow() {
-    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<size_t>(64, 2 * slots_.size())));
-    count_ = 0;
-    for (Slot &slot : old)
-      if (slot.used) place(slot.handle, slot.name, slot.answer);
-  }
-  void forget() {
-    if (count_ == 0) return;
-    for (Slot &slot : slots_) slot.used = false;
-    count_ = 0;
-  }
-
-  const Loader *loader_ = nullptr;
-  uint64_t generation_ = 0;
-  std::vector<Slot> slots_;
-  size_t count_ = 0;
-};
-thread_local Remembered remembered;
-
-}  // namespace
 
 Loader::Loader(Options options)
     : devices_(options.backends, std::move(options.backendChoice), options.hostLockWait),
-      programs_(options.store),
-      hostLockWait_(options.hostLockWait),
+      programs_(options.store, options.hostLockWait),
       summaries_(options.summaries) {
   changed();
 }
 
 Loader::~Loader() { changed(); }
 
-void Loader::changed() { generation.fetch_add(1, std::memory_order_release); }
+void Loader::changed() { generation_.fetch_add(1, std::memory_order_release); }
 
 Loader &Loader::instance() {
   // Never destroyed: handles may be used until exit. DEVDL_BACKEND is read once, as the host
@@ -176,7 +89,7 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   changed();
 }
 
-cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, std::vector<uint32_t> images,
+cache::LinkedProgram *Loader::keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,
                                           std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
                                           std::shared_ptr<backend::Program> program) {
   for (uint32_t id : images) images_.hold(id);
@@ -184,29 +97,12 @@ cache::LinkedProgram *Loader::keepProgram(std::vector<cache::ContentHash> key, s
 }
 
 llvm::Expected<ImageFile> Loader::readFile(const std::shared_ptr<const RegularFile> &file) {
-  cache::DiskCache *cache = summaries_ ? &summaries_() : nullptr;
-  if (!cache || !cache->enabled()) return readImageFile(*file);
-  struct timespec now {};
-  clock_gettime(CLOCK_REALTIME, &now);
-  const std::optional<cache::Key> key = cache::summaryKey(file->status(), now);
-  if (!key) return readImageFile(*file);
-  if (std::optional<cache::Entry> entry = cache->loadSummary(*key)) {
-    auto images = cache::imagesOfSummary(std::move(*entry), file);
-    if (images) return images;
-    // Its checksum held, so devdl wrote it: reported, and the file read as if it had none.
-    if (Debug::get().on(Debug::Statistics)) Debug::get().print("cache: " + llvm::toString(images.takeError()));
-    else llvm::consumeError(images.takeError());
-  }
-  auto read = readImageFile(*file);
-  if (read)
-    if (std::string summary = cache::summarize(*read); !summary.empty())
-      cache->storeSummary(*key, "image summary of " + file->path(), summary);
-  return read;
+  return cache::readImageFileSummarized(file, summaries_ ? &summaries_() : nullptr);
 }
 
 std::vector<Loader::NewImage> Loader::prepare(ImageFile read, bool mayOpenDevice) {
   std::vector<NewImage> images;
-  for (DeviceImage &image : read.images) images.push_back(judge(std::move(image), mayOpenDevice));
+  for (DeviceImage &image : read.images) images.push_back(withCandidacy(std::move(image), mayOpenDevice));
   return images;
 }
 
@@ -256,7 +152,7 @@ llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identi
   for (;;) {
     if (Handle *open = findHandle(identity)) return reopen(lock, *open, flags);
     if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, name + ": not loaded (DEVDL_NOLOAD)");
-    // Read, and judged by the devices (which may be opened now), with the lock let go.
+    // Read, and their candidacy decided (devices may be opened now), with the lock let go.
     lock.release();
     auto file = read();
     std::vector<NewImage> images;
@@ -309,7 +205,7 @@ llvm::Expected<Handle *> Loader::addHandle(std::string name, std::vector<NewImag
     const uint32_t id = images_.add(std::move(images[i].image), handle->path, static_cast<unsigned>(i), handle.get());
     images_[id].candidacy = images[i].candidacy;
     images_[id].whyNot = std::move(images[i].whyNot);
-    if (images_[id].candidacy == LoadedImage::Candidacy::Unknown) undecided_.push_back(id);
+    if (images_[id].candidacy == Candidacy::Undecided) undecided_.push_back(id);
     handle->images.push_back(id);
     handle->local.add(images_[id].image, id);
   }
@@ -361,7 +257,7 @@ std::optional<uint32_t> Loader::findModule(std::string_view module, const Handle
 llvm::Error Loader::linkNow(Lock &lock, Handle &handle) {
   // As RTLD_NOW: every import of every image resolves now, kernels or not; the kernels'
   // programs are linked now.
-  judgeUndecided(lock);
+  decideCandidacies(lock);
   for (uint32_t id : handle.images) {
     const bool hasKernel =
         llvm::any_of(images_[id].image.symbols, [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
@@ -371,7 +267,7 @@ llvm::Error Loader::linkNow(Lock &lock, Handle &handle) {
       continue;
     }
     const uint32_t roots[] = {id};
-    if (llvm::Error err = unresolvedError(planFor(roots))) return err;
+    if (llvm::Error err = planner().unresolvedError(planner().plan(roots))) return err;
   }
   handle.linkedNow = true;
   return llvm::Error::success();
@@ -385,268 +281,6 @@ void Loader::release(Handle *handle) {
   // Then what it kept open, as dlclose closes the DT_NEEDED libraries of an object it unloads.
   for (Handle *dependency : needed)
     if (findHandle(dependency) && dependency->references > 0) release(dependency);
-}
-
-llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *handlePtr, std::string_view name) {
-  judgeUndecided(lock);
-  auto takes = [&](uint32_t id) { return deviceTakes(id); };
-  const Definition *definition = nullptr;
-  const Handle *handle = nullptr;  // null: the global scope
-  if (handlePtr == globalHandle()) {
-    auto findGlobal = [&] { return firstCandidate(scopes_.global().definitions(name), takes); };
-    // Objects the host loads later come later in search order and cannot shadow what is found
-    // now; only a definition from a host object, which may have been unloaded since, or none at
-    // all needs a look at the process first.
-    definition = findGlobal();
-    if (!definition || images_[definition->image].host) {
-      scanProcess(lock);
-      definition = findGlobal();
-    }
-  } else {
-    handle = findHandle(handlePtr);
-    if (!handle) return fail(ErrorCode::InvalidArgument, "invalid handle");
-    definition = firstCandidate(handle->local.index.definitions(name), takes);
-    // In a recorded dependency: as one its imports reach.
-    if (definition && !llvm::is_contained(handle->images, definition->image))
-      return Found{*definition, imageReaching(*handle, definition->image)};
-    if (!definition)
-      if (std::optional<Found> found = inDependencies(*handle, name)) return *found;
-  }
-  if (!definition) {
-    // Defined, but only in images no device here can take: say so rather than "undefined".
-    auto all = handle ? handle->local.index.definitions(name) : scopes_.global().definitions(name);
-    if (!all.empty()) {
-      const LoadedImage &first = images_[all.front().image];
-      return fail(ErrorCode::Unsupported, first.label + ": `" + std::string(name) + "` is in a " +
-                                              std::string(formatName(first.image.format)) +
-                                              " image, which cannot be linked here: " + first.whyNot);
-    }
-    return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
-                                         ": undefined device symbol `" + std::string(name) + "`");
-  }
-  return Found{*definition, std::nullopt};
-}
-
-std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::string_view name) {
-  // As glibc's dlsym(handle): after the handle's own scope, what its images depend on, breadth
-  // first: the images their imports bind to, as the plans of their programs have them (those
-  // stay loaded for the programs), else as they would bind now.
-  for (uint32_t root : handle.images)
-    for (uint32_t id : planOf(root)) {
-      if (llvm::is_contained(handle.local.images, id) || !deviceTakes(id)) continue;
-      const DeviceImage &image = images_[id].image;
-      auto defined =
-          llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });
-      if (defined != image.symbols.end()) return Found{{id, defined->kind, linkFamily(image.format)}, root};
-    }
-  return std::nullopt;
-}
-
-std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id) {
-  // The program of that image holds `id`: the program its kernels use.
-  for (uint32_t root : handle.images)
-    if (llvm::is_contained(planOf(root), id)) return root;
-  return std::nullopt;
-}
-
-const LinkPlan *Loader::linkedPlan(uint32_t root) const {
-  if (const cache::LinkedProgram *program = images_[root].program)
-    for (const cache::LinkedProgram::Use &use : program->uses)
-      if (use.root == root) return &use.plan;
-  return nullptr;
-}
-
-std::vector<uint32_t> Loader::planOf(uint32_t root) {
-  if (const LinkPlan *linked = linkedPlan(root)) return linked->images;
-  const uint32_t roots[] = {root};
-  return planFor(roots).images;
-}
-
-llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
-  // What this thread found before, while nothing changed: no lock at all.
-  const uint64_t now = generation.load(std::memory_order_acquire);
-  if (const Remembered::Answer *answer = remembered.find(this, now, handlePtr, name))
-    if (!answer->hostAddress || bundle::loadMarkOf(answer->hostAddress) == answer->hostLoad) return answer->address;
-
-  Lock lock(*this);
-  lookupsUnderLock_.fetch_add(1, std::memory_order_relaxed);
-  auto bound = bind(lock, handlePtr, name);
-  if (!bound) return bound.takeError();
-  // The native object is made by the backend with the lock let go.
-  const Definition &definition = bound->definition;
-  auto address = definition.kind == SymbolKind::Kernel     ? bound->program->kernel(name)
-                 : definition.kind == SymbolKind::Variable ? bound->program->variable(name)
-                                                           : bound->program->function(name);
-  if (!address) return inImage(address.takeError(), bound->label);
-  // A host object's image answers while that load of the object is there: objects loaded later
-  // come after it in the global scope, and one unloaded since is rescanned.
-  std::optional<bundle::LoadMark> hostLoad;
-  if (bound->hostAddress && !(hostLoad = bundle::loadMarkOf(bound->hostAddress))) return *address;
-  remembered.add(this, now, handlePtr, name, {*address, bound->hostAddress, hostLoad.value_or(bundle::LoadMark{})});
-  return *address;
-}
-
-llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::string_view name) {
-  auto found = lookup(lock, handlePtr, name);
-  if (!found) return found.takeError();
-  const Definition definition = found->definition;
-  llvm::Expected<cache::LinkedProgram *> program = nullptr;
-  if (found->through) {
-    // Found among the handle's dependencies: in the program of the image that reaches it, whose
-    // kernels use this very instance.
-    program = programFor(lock, *found->through);
-  } else if (definition.kind != SymbolKind::Kernel) {
-    // A variable has an instance in each program its image is linked into: the address given
-    // is the one in the first program that holds it, which is where the kernels that were
-    // requested before it read it. Only with no such program is one linked for the image.
-    program = programs_.holding(definition.image);
-  }
-  if (program && !*program) program = programFor(lock, definition.image);
-  if (!program) return program.takeError();
-  // The program holds the image: its label is there, whatever was unloaded meanwhile.
-  Bound bound{(*program)->program, definition, images_[definition.image].label, nullptr};
-  if (handlePtr == globalHandle() && images_[definition.image].host)
-    bound.hostAddress = images_[definition.image].host->bytes.data();
-  lock.release();
-  return bound;
-}
-
-llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, void *host, size_t size,
-                         bool toDevice) {
-  Lock lock(*this);
-  auto bound = bind(lock, handlePtr, name);
-  if (!bound) return bound.takeError();
-  if (bound->definition.kind != SymbolKind::Variable)
-    return fail(ErrorCode::InvalidArgument, bound->label + ": `" + std::string(name) + "` is a " +
-                                                std::string(symbolKindName(bound->definition.kind)) +
-                                                ", not a device variable");
-  return inImage(bound->program->copyVariable(name, offset, host, size, toDevice), bound->label);
-}
-
-llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
-    Lock &lock, void *handlePtr, const void *object, std::string_view kind, std::string_view what,
-    llvm::function_ref<bool(const DeviceImage &, std::string_view)> has) {
-  char address[32];
-  std::snprintf(address, sizeof address, "%p", object);
-  const std::optional<ObjectRegistry::Entry> entry = ObjectRegistry::instance().find(object);
-  if (!entry)
-    return fail(ErrorCode::NotFound, std::string(what) + ": no host object is registered at " + address +
-                                         " (__register_uniquely_identifiable_object, device_dlregister)");
-  if (entry->kind != kind)
-    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the object at " + address + ", `" + entry->uniqueId +
-                                                "`, is a " + entry->kind + ", not a " + std::string(kind));
-  const Handle *handle = handlePtr == globalHandle() ? nullptr : findHandle(handlePtr);
-  if (!handle && handlePtr != globalHandle()) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
-  scanProcess(lock);
-  std::vector<uint32_t> scope;
-  if (handle) scope = handle->local.images;
-  for (uint32_t id : scopes_.globalOrder()) scope.push_back(id);
-  for (uint32_t id : scope)
-    if (images_.contains(id) && images_[id].loaded && has(images_[id].image, entry->uniqueId))
-      return std::pair{entry->uniqueId, id};
-  return fail(ErrorCode::NotFound, std::string(what) + ": the " + std::string(kind) + " `" + entry->uniqueId +
-                                       "` registered at " + address + " is defined by no image in the scope of " +
-                                       (handle ? handle->path : std::string("the global scope")));
-}
-
-llvm::Error Loader::copyObject(void *handlePtr, const void *object, size_t offset, void *host, size_t size,
-                               bool toDevice) {
-  const char *what = toDevice ? "device_dlwrite_object" : "device_dlread_object";
-  std::string variable;
-  uint32_t bytes = 0;
-  {
-    Lock lock(*this);
-    auto found = objectIn(lock, handlePtr, object, "device_global", what, [](const DeviceImage &image,
-                                                                             std::string_view id) {
-      return deviceGlobalOf(image, id).has_value();
-    });
-    if (!found) return found.takeError();
-    const DeviceGlobal global = *deviceGlobalOf(images_[found->second].image, found->first);
-    variable = std::string(global.variable);
-    bytes = global.size;
-  }
-  if (offset > bytes || size > bytes - offset)
-    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the device global `" + variable + "` has " +
-                                                std::to_string(bytes) + " bytes: " + std::to_string(size) +
-                                                " at offset " + std::to_string(offset) + " are outside it");
-  return copy(handlePtr, variable, offset, host, size, toDevice);
-}
-
-llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::string_view value) {
-  std::vector<SpecConstantPart> parts;
-  {
-    Lock lock(*this);
-    auto found = objectIn(lock, handlePtr, object, "specialization_id", "device_dlspecialize_object",
-                          [](const DeviceImage &image, std::string_view id) {
-                            return !specConstantPartsOf(image, id).empty();
-                          });
-    if (!found) return found.takeError();
-    parts = specConstantPartsOf(images_[found->second].image, found->first);
-  }
-  for (const SpecConstantPart &part : parts) {
-    if (part.offset > value.size() || part.size > value.size() - part.offset)
-      return fail(ErrorCode::InvalidArgument, "device_dlspecialize_object: a value of " + std::to_string(value.size()) +
-                                                  " bytes: SpecId " + std::to_string(part.specId) + " takes " +
-                                                  std::to_string(part.size) + " at offset " +
-                                                  std::to_string(part.offset));
-    if (llvm::Error err = specialize(handlePtr, part.specId, value.substr(part.offset, part.size))) return err;
-  }
-  return llvm::Error::success();
-}
-
-llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
-  Lock lock(*this);
-  auto found = lookup(lock, handlePtr, name);
-  if (!found) return found.takeError();
-  const Definition &definition = found->definition;
-  const LoadedImage &image = images_[definition.image];
-  out.kind = definition.kind == SymbolKind::Kernel     ? DEVDL_SYMBOL_KERNEL
-             : definition.kind == SymbolKind::Variable ? DEVDL_SYMBOL_VARIABLE
-                                                       : DEVDL_SYMBOL_FUNCTION;
-  out.file = image.file.c_str();
-  out.image = image.index;
-  out.format = formatName(image.image.format).data();  // the names are NUL-terminated literals
-  return llvm::Error::success();
-}
-
-llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {
-  Lock lock(*this);
-  auto found = lookup(lock, handlePtr, name);
-  if (!found) return found.takeError();
-  if (found->definition.kind != SymbolKind::Kernel)
-    return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
-  scanProcess(lock);
-  const uint32_t roots[] = {found->definition.image};
-  if (!images_.contains(roots[0]) || !images_[roots[0]].loaded)
-    return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
-  // The plan its program was linked from, where it has one: what the kernel runs, libraries
-  // closed since included. Else the plan as the scopes are now.
-  const LinkPlan *linked = linkedPlan(roots[0]);
-  const LinkPlan &plan = linked ? *linked : planFor(roots);
-  std::string text = std::string(name) + ": " + images_[roots[0]].label + "\n";
-  for (const Binding &b : plan.bindings)
-    text += "  " + std::string(b.symbol) + " (" + images_[b.importer].label + ") -> " + images_[b.definer].label + "\n";
-  for (const auto &u : plan.unresolved)
-    text += "  " + std::string(u.symbol) + " (" + images_[u.importer].label + ") -> undefined\n";
-  for (const LinkPlan::Joined &j : plan.joined) text += "  " + images_[j.image].label + ": " + j.why + "\n";
-  for (const std::string &problem : plan.setProblems) text += "  " + problem + "\n";
-  if (!plan.unresolved.empty() || !plan.setProblems.empty()) return fail(ErrorCode::Unresolved, text);
-  return text;
-}
-
-std::vector<Loader::ImageSnapshot> Loader::snapshot() {
-  Lock lock(*this);
-  scanProcess(lock);
-  std::vector<ImageSnapshot> list;
-  auto add = [&](uint32_t id) {
-    const LoadedImage &image = images_[id];
-    list.push_back({image.file, image.index, std::string(formatName(image.image.format)),
-                    std::string(image.image.triple), scopes_.isGlobal(id), image.image.symbols.size()});
-  };
-  for (uint32_t id : scopes_.globalOrder()) add(id);
-  for (uint32_t id = 0; id < images_.end(); ++id)
-    if (images_.contains(id) && images_[id].loaded && !scopes_.isGlobal(id)) add(id);
-  return list;
 }
 
 llvm::Error Loader::attach(const devdl_native &native) {
@@ -665,15 +299,15 @@ llvm::Error Loader::attach(const devdl_native &native) {
       return fail(ErrorCode::InvalidArgument, "device_dlattach: programs are already linked for " + current->name());
   }
   devices_.replace(std::move(*attached));
-  // Another device may take other images: each is judged again, with the lock let go.
+  // Another device may take other images: each one's candidacy is decided again, with the lock let go.
   for (uint32_t id = 0; id < images_.end(); ++id)
     if (images_.contains(id) && images_[id].loaded) {
-      images_[id].candidacy = LoadedImage::Candidacy::Unknown;
+      images_[id].candidacy = Candidacy::Undecided;
       images_[id].program = nullptr;
       undecided_.push_back(id);
     }
   changed();
-  judgeUndecided(lock);
+  decideCandidacies(lock);
   return llvm::Error::success();
 }
 
@@ -709,11 +343,7 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
     specialized.push_back(id);
     loaded.specConstants[specId] = std::string(value);
     // What the image's programs are keyed by: its bytes and the values set.
-    cache::KeyBuilder builder;
-    builder.add(loaded.bytesHash.low).add(loaded.bytesHash.high);
-    for (const auto &[spec, bytes] : loaded.specConstants) builder.add(uint64_t(spec)).add(bytes);
-    const cache::Key key = builder.finish();
-    loaded.hash = {key.low, key.high};
+    loaded.hash = cache::ContentHash::specialized(loaded.bytesHash, loaded.specConstants);
   }
   if (!declared)
     return fail(ErrorCode::NotFound, handle->path + ": no image declares specialization constant " + std::to_string(specId));

@@ -1,13 +1,16 @@
 // The loader: handles, reference counts and flags, the process's own images in the host loader's
 // order, DEVDL_PRELOAD, lifetimes; and a kernel's program, asked of the parts that decide it:
 //
-//   resolve/scopes          the global scope, handles' local scopes, DEEPBIND, candidacy
-//   resolve/link_plan       the closure of an image's imports, interposition by symbol
-//   cache/program_cache     programs in memory (the nested key) over the binary store (disk)
+//   host/process_view       what the host loader has loaded (asked without the lock)
+//   resolve/scopes          the global scope, handles' local scopes, DEEPBIND
+//   resolve/planner         every link plan: resolution over the scopes, candidacy, sets
+//   cache/program_cache     programs in memory (the nested key), built once, over the binary store
 //   backend/registry        which backend's device links an image
 //
-// Here: loader.cpp (the entry points and handles), process_scan.cpp (the host's objects and
-// DEVDL_PRELOAD), link.cpp (resolution policy, and a kernel's program linked with its importers).
+// Here: loader.cpp (the entry points and handles), lookup.cpp (what a name is bound to, and
+// device_dlsym), queries.cpp (variables, registered objects, plans, the image list),
+// process_scan.cpp (the host's objects and DEVDL_PRELOAD applied), programs.cpp (candidacy, and
+// a kernel's program in steps).
 //
 // Global scope, in search order: the device images carried by the objects of the running
 // process that are in the host's global scope (link-map order: executable, LD_PRELOAD, libraries
@@ -25,12 +28,14 @@
 #pragma once
 
 #include "backend/registry.h"
-#include "bundle/loaded_bundles.h"
 #include "cache/disk_cache.h"
 #include "cache/program_cache.h"
+#include "host/loaded_bundles.h"
+#include "host/process_view.h"
 #include "image/read_image.h"
 #include "loader/image_table.h"
 #include "resolve/link_plan.h"
+#include "resolve/planner.h"
 #include "resolve/scopes.h"
 
 #include <llvm/ADT/DenseSet.h>
@@ -152,30 +157,24 @@ class Loader {
     std::unique_lock<std::mutex> lock_;
   };
 
-  /// An image read with the lock let go, and whether the device that links it takes it (asked
-  /// then, or Unknown where asking would have opened a device: see judgeUndecided).
+  /// An image read with the lock let go, and its candidacy (decided then, or Undecided where
+  /// deciding would have opened a device: see decideCandidacies).
   struct NewImage {
     DeviceImage image;
-    LoadedImage::Candidacy candidacy;
+    Candidacy candidacy;
     std::string whyNot;
   };
-  /// What the host loader has loaded, seen with the lock let go.
+  /// What the host loader has loaded (host/process_view.h) and DEVDL_PRELOAD's files, seen with
+  /// the lock let go: the images read with their candidacy.
   struct ProcessView {
-    uint64_t generation = 0;
-    bool listed = false;  // `objects` are every loaded bundle: objects were loaded or unloaded
-    struct Object {
-      bundle::LoadedBundle found;
-      bool global = false;
-      bool told = true;  // its exports told whether it is global (bundle::inGlobalScope)
-      std::optional<std::vector<NewImage>> images;  // read for a bundle the loader did not know
-    };
-    std::vector<Object> objects;  // in link-map order; unlisted: the known ones not told global
+    host::ProcessView host;
+    std::vector<std::optional<std::vector<NewImage>>> images;  // by object of `host`: those read
     struct Preload {
       std::string path;
       Handle::Identity identity;
       std::vector<NewImage> images;
     };
-    std::optional<std::vector<Preload>> preloads;  // DEVDL_PRELOAD's files, before the first scan
+    std::optional<std::vector<Preload>> preloads;  // before the first scan
   };
 
   // All private members but those taking a Lock are called with mutex_ held and call neither the
@@ -223,7 +222,7 @@ class Loader {
   /// The images of a file, with the lock let go: from its summary where the disk cache has one,
   /// else read (and summarized for the next process).
   llvm::Expected<ImageFile> readFile(const std::shared_ptr<const RegularFile> &file);
-  /// Images of a file or memory, read with the lock let go, each judged (see judge()).
+  /// Images of a file or memory, read with the lock let go, each with its candidacy.
   std::vector<NewImage> prepare(ImageFile read, bool mayOpenDevice);
   /// The handle for `identity` (named `name` in errors): the one open, or a new one from what
   /// `read` reads with the lock let go.
@@ -251,7 +250,7 @@ class Loader {
   /// with none released, with the images only they held.
   void dropImages(const std::vector<uint32_t> &ids);
   /// Keeps a program made for `uses`, holding `images` while it lives.
-  cache::LinkedProgram *keepProgram(std::vector<cache::ContentHash> key, std::vector<uint32_t> images,
+  cache::LinkedProgram *keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,
                                     std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
                                     std::shared_ptr<backend::Program> program);
 
@@ -262,73 +261,74 @@ class Loader {
   void applyProcess(ProcessView view);
   std::vector<ProcessView::Preload> readPreloads();
   /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides;
-  /// those of images not judged yet once they are (after judgeUndecided).
+  /// those of undecided images once decided (after decideCandidacies).
   void reportDuplicates(std::span<const uint32_t> ids);
 
-  // link.cpp: resolution and programs.
-  /// Whether the device that links image `id` takes it (decided when the image arrived, or by
-  /// judgeUndecided).
-  bool deviceTakes(uint32_t id) const;
+  // programs.cpp: candidacy, and a kernel's program.
+  Planner planner() const { return Planner(images_, scopes_); }
   /// Whether the device that links `image` takes it, and why not: asked with the lock let go (it
   /// may open the device, or ask the driver of a native binary).
-  std::pair<LoadedImage::Candidacy, std::string> judgment(const DeviceImage &image);
-  /// `image` with its judgment. Without `mayOpenDevice` (a scan of the host's objects, maybe in a host constructor: the
-  /// OpenCL ICD loader, once started, loads its vendors under a lock of its own) it is left
-  /// Unknown where asking would open a device.
-  NewImage judge(DeviceImage image, bool mayOpenDevice);
-  /// Judges the loaded images left Unknown (undecided_), with the lock let go: opening their
-  /// devices where needed. Called before anything resolves.
-  void judgeUndecided(Lock &lock);
-  /// The definition an import binds to; an image of a virtual-function set only where `pulled`
-  /// has it (the set's images join a program by the sets its images call or create).
-  std::optional<uint32_t> resolve(std::string_view symbol, uint32_t importer, const llvm::DenseSet<uint32_t> &pulled);
-  /// The images `roots` need: their imports' closure, and the images of the virtual-function sets
-  /// its images call or create (seed 003's discovery), found in the first root's scope.
-  LinkPlan planFor(std::span<const uint32_t> roots);
-  /// Adds to `into` the images of the sets `image` calls or creates that are not in `pulled`.
-  void pullSets(uint32_t image, const llvm::StringMap<std::vector<uint32_t>> &members,
-                llvm::DenseSet<uint32_t> &pulled, std::vector<uint32_t> &into, LinkPlan &plan);
-  /// The plan's unresolved imports as one error naming each symbol and image; success when none.
-  llvm::Error unresolvedError(const LinkPlan &plan);
-  /// A name the plan binds to two definitions, as an error naming both; success when none.
-  llvm::Error conflictError(const LinkPlan &plan);
+  std::pair<Candidacy, std::string> candidacyOf(const DeviceImage &image);
+  /// `image` with its candidacy. Without `mayOpenDevice` (a scan of the host's objects, maybe in
+  /// a host constructor: the OpenCL ICD loader, once started, loads its vendors under a lock of
+  /// its own) it is left Undecided where deciding would open a device.
+  NewImage withCandidacy(DeviceImage image, bool mayOpenDevice);
+  /// Decides the candidacy of the loaded images left Undecided (undecided_), with the lock let
+  /// go: opening their devices where needed. Called before anything resolves.
+  void decideCandidacies(Lock &lock);
   /// The program a root image's kernels are looked up in: in memory, else built with the lock
-  /// let go (or another thread's build waited for). The root may have been unloaded when it
-  /// returns: callers hold what they need.
+  /// let go (or another thread's build waited for), in steps: plan, find (holding the plan's
+  /// host objects while it uses the program), else build (take the turn, build, record the uses).
+  /// A step that let the lock go may find things changed: the steps start again. The root may
+  /// have been unloaded when it returns: callers hold what they need.
   llvm::Expected<cache::LinkedProgram *> programFor(Lock &lock, uint32_t root);
-  /// A host object carrying images, as pin() takes a reference on it: copied, since the loader
-  /// drops its bundle once the host unloads it, which may be while the lock is let go.
-  struct HostObject {
-    std::string path;
-    uintptr_t base = 0;
-    bool operator==(const HostObject &) const = default;
+  /// One programFor call's progress.
+  struct ProgramRequest {
+    uint32_t root;
+    std::string label;
+    bool scanned = false;   // the process was scanned for it
+    bool built = false;     // this call built a program (and said so)
+    int hostsUnloaded = 0;  // how often a host object the plan needs was found unloaded
+    /// Another look after a host object the plan needs was found unloaded: the scopes change at
+    /// the next scan. Bounded, for an object that is unloading but still listed.
+    llvm::Error rescan();
   };
+  /// A root's plan, resolved completely, with the device that links it and its program's key.
+  struct PlannedProgram {
+    LinkPlan plan;
+    backend::Device *device;
+    cache::ProgramKey key;
+  };
+  llvm::Expected<PlannedProgram> planProgram(const ProgramRequest &request);
+  /// The request's use of `program`, found in memory, recorded with references on the plan's
+  /// host objects; null: look again.
+  llvm::Expected<cache::LinkedProgram *> useProgram(Lock &lock, ProgramRequest &request, PlannedProgram &planned,
+                                                    cache::LinkedProgram *program);
+  /// The plan's program built once, with the loaded images that import from it, and kept for the
+  /// uses it serves; null: look again.
+  llvm::Expected<cache::LinkedProgram *> buildProgram(Lock &lock, ProgramRequest &request, PlannedProgram &planned);
+  struct BuildJob;
+  /// What a build needs once the lock is let go, its images held.
+  BuildJob prepareBuild(const ProgramRequest &request, PlannedProgram &planned);
   /// The host objects carrying images of `plan` but for `except`'s (loaded while it is).
-  std::vector<HostObject> hostsOf(std::span<const uint32_t> plan, const bundle::LoadedBundle *except) const;
-  /// References on `hosts`, taken with the lock let go: null where the host has unloaded one.
-  static std::optional<std::vector<std::shared_ptr<const void>>> pin(const std::vector<HostObject> &hosts);
-  /// The loaded images that import, directly or through others, from `plan`'s images, bind to
-  /// them, go to `dev` and resolve completely: linked with the plan, a library's code is built
-  /// once whichever kernel is asked for first. With the plan of each, in `uses`.
-  std::vector<uint32_t> importersOf(const LinkPlan &plan, backend::Device *dev,
-                                    std::vector<cache::LinkedProgram::Use> &uses);
-  /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the
-  /// device cannot take would have resolved; "" otherwise.
-  std::string whyUnresolved(std::string_view symbol, uint32_t importer);
+  std::vector<host::ObjectLoad> hostsOf(std::span<const uint32_t> plan, const host::LoadedBundle *except) const;
 
+  // Moved by every change that could alter a lookup's answer. One for every loader of the
+  // process: one made where another was destroyed (the tests') may have the same address and
+  // handles at the same addresses, never the same generation.
+  static inline std::atomic<uint64_t> generation_{1};
   std::mutex mutex_;
   std::atomic<uint64_t> lookupsUnderLock_{0};
-  std::condition_variable built_;  // a build finished
   std::vector<std::shared_ptr<const void>> released_;  // to destroy once mutex_ is let go
   char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
   ImageTable images_;
-  std::vector<uint32_t> undecided_;  // loaded images whose candidacy is Unknown
+  std::vector<uint32_t> undecided_;  // loaded images whose candidacy is Undecided
   std::vector<uint32_t> unreported_;  // joined the global scope undecided: DEVDL_DEBUG=symbols waits
   Scopes scopes_;
   std::vector<std::unique_ptr<Handle>> handles_;
   // A loaded host object's bundle, by its address in memory.
   struct ProcessBundle {
-    bundle::LoadedBundle found;  // as the scan found it: the object, its exports
+    host::LoadedBundle found;  // as the scan found it: the object, its exports
     bool global = false;
     bool told = true;  // its exports told whether it is global: else asked again at each scan
     std::vector<uint32_t> images;
@@ -339,14 +339,7 @@ class Loader {
   bool preloaded_ = false;
   backend::Devices devices_;
   cache::ProgramCache programs_;
-  // Programs being built with the lock let go, by device and key: another thread needing one
-  // waits for it (support/waiting.h).
-  struct Building {
-    bool done = false;
-  };
-  const std::chrono::milliseconds hostLockWait_;
   cache::DiskCache &(*const summaries_)();
-  std::map<std::pair<const backend::Device *, std::vector<cache::ContentHash>>, std::shared_ptr<Building>> building_;
 };
 
 }  // namespace devdl

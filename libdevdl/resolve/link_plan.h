@@ -48,7 +48,7 @@ struct LinkPlan {
   std::vector<Conflict> conflicts;
   /// Images that joined as the seed's virtual-function sets have them join (not by an import),
   /// with why: "calls set A"; and what a set asked for that cannot be had, in words. Filled by
-  /// the loader, which knows the sets and the device.
+  /// the planner (resolve/planner.h), which knows the sets and the candidacies.
   struct Joined {
     uint32_t image;
     std::string why;

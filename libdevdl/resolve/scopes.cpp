@@ -6,9 +6,9 @@
 
 namespace devdl {
 
-const Definition *firstCandidate(std::span<const Definition> definitions, Candidacy candidacy, LinkFamily family) {
+const Definition *firstCandidate(std::span<const Definition> definitions, IsCandidate isCandidate, LinkFamily family) {
   for (const Definition &d : definitions)
-    if ((family == LinkFamily::None || d.family == family) && candidacy(d.image)) return &d;
+    if ((family == LinkFamily::None || d.family == family) && isCandidate(d.image)) return &d;
   return nullptr;
 }
 
@@ -47,9 +47,9 @@ void Scopes::rebuild(std::span<const DeviceImage *const> images) {
 }
 
 std::optional<uint32_t> Scopes::resolve(std::string_view symbol, LinkFamily family, const LocalScope *local,
-                                        Candidacy candidacy) const {
+                                        IsCandidate isCandidate) const {
   auto in = [&](const SymbolIndex &index) -> std::optional<uint32_t> {
-    if (const Definition *d = firstCandidate(index.definitions(symbol), candidacy, family)) return d->image;
+    if (const Definition *d = firstCandidate(index.definitions(symbol), isCandidate, family)) return d->image;
     return std::nullopt;
   };
   if (local && local->deepbind) {

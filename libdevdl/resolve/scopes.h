@@ -18,7 +18,7 @@
 namespace devdl {
 
 /// Whether the definitions of an image (by id) may satisfy imports.
-using Candidacy = llvm::function_ref<bool(uint32_t image)>;
+using IsCandidate = llvm::function_ref<bool(uint32_t image)>;
 
 /// A handle's own scope: its images in file order, then their recorded dependencies.
 struct LocalScope {
@@ -35,7 +35,7 @@ struct LocalScope {
 };
 
 /// The first of `definitions` whose image is a candidate, of `family` (None: of any family).
-const Definition *firstCandidate(std::span<const Definition> definitions, Candidacy candidacy,
+const Definition *firstCandidate(std::span<const Definition> definitions, IsCandidate isCandidate,
                                  LinkFamily family = LinkFamily::None);
 
 class Scopes {
@@ -57,7 +57,7 @@ class Scopes {
   /// (null for the process's own images), binds to: the first candidate definition of the
   /// family in the global scope, then in `local`; `local` first with DEEPBIND.
   std::optional<uint32_t> resolve(std::string_view symbol, LinkFamily family, const LocalScope *local,
-                                  Candidacy candidacy) const;
+                                  IsCandidate isCandidate) const;
 
  private:
   void rebuild(std::span<const DeviceImage *const> images);

@@ -27,6 +27,9 @@ class Debug {
   bool on(Category c) const { return (categories_ & c) != 0; }
   /// Writes one line "devdl: <text>".
   void print(const std::string &text);
+  /// What the user must see whatever DEVDL_DEBUG says, as ld.so reports an LD_PRELOAD object it
+  /// ignores: one line, to the same output.
+  void warn(const std::string &text) { print(text); }
 
  private:
   Debug();

@@ -9,7 +9,7 @@
 #include "cache/disk_cache.h"
 #include "cache/image_summary.h"
 #include "image/aspects.h"
-#include "image/host_objects.h"
+#include "image/registered_objects.h"
 #include "image/local_definitions.h"
 #include "image/read_image.h"
 #include "image/readers.h"

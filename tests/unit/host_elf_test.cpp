@@ -1,7 +1,7 @@
 // Host ELF files that carry bundles: read from the file, and found in the memory of this
 // process (the test links devdl_test_linked and opens devdl_test_plugin with dlopen).
 #include "bundle/host_elf.h"
-#include "bundle/loaded_bundles.h"
+#include "host/loaded_bundles.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -36,7 +36,7 @@ TEST(HostElf, DefaultBundleSymbolNamesTheBundlesXxh3InSixteenHexDigits) {
 
 std::vector<std::string> loadedModuleIds(const std::string &objectSuffix) {
   std::vector<std::string> ids;
-  for (const bundle::LoadedBundle &b : bundle::findLoadedBundles().bundles) {
+  for (const host::LoadedBundle &b : host::findLoadedBundles().bundles) {
     if (!b.object.ends_with(objectSuffix)) continue;
     auto images = readBundleImages(b.bytes, nullptr);
     EXPECT_TRUE(!!images) << errorText(images);
@@ -53,20 +53,20 @@ TEST(HostElf, LoadedObjectsShowTheirBundlesInLinkMapOrder) {
   EXPECT_EQ(loadedModuleIds(linked), std::vector<std::string>{"liblinked"});
   EXPECT_TRUE(loadedModuleIds(plugin).empty()) << "not loaded yet";
   // A list says which generation of the host's objects it is, as loadedObjectsGeneration does.
-  const uint64_t before = bundle::findLoadedBundles().generation;
-  EXPECT_EQ(before, bundle::loadedObjectsGeneration());
+  const uint64_t before = host::findLoadedBundles().generation;
+  EXPECT_EQ(before, host::loadedObjectsGeneration());
 
   void *handle = dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
   EXPECT_EQ(loadedModuleIds(plugin), std::vector<std::string>{"libplugin"});
-  const uint64_t opened = bundle::findLoadedBundles().generation;
+  const uint64_t opened = host::findLoadedBundles().generation;
   EXPECT_NE(opened, before) << "a load moves it";
-  EXPECT_EQ(opened, bundle::loadedObjectsGeneration());
+  EXPECT_EQ(opened, host::loadedObjectsGeneration());
   // The in-memory bundle is the one in the file, byte for byte.
   auto fromFile = readImageFile(DEVDL_TEST_PLUGIN);
   ASSERT_TRUE(!!fromFile) << errorText(fromFile);
   std::vector<std::string> order;
-  for (const bundle::LoadedBundle &b : bundle::findLoadedBundles().bundles) {
+  for (const host::LoadedBundle &b : host::findLoadedBundles().bundles) {
     order.push_back(std::filesystem::path(b.object).filename());
     if (b.object.ends_with(plugin)) {
       auto images = readBundleImages(b.bytes, nullptr);
@@ -78,12 +78,12 @@ TEST(HostElf, LoadedObjectsShowTheirBundlesInLinkMapOrder) {
 
   ASSERT_EQ(dlclose(handle), 0);
   EXPECT_TRUE(loadedModuleIds(plugin).empty()) << "gone after dlclose";
-  EXPECT_NE(bundle::findLoadedBundles().generation, opened) << "an unload moves it";
+  EXPECT_NE(host::findLoadedBundles().generation, opened) << "an unload moves it";
 }
 
 // The loaded bundle of the object whose path ends with `suffix`.
-std::optional<bundle::LoadedBundle> loadedBundleOf(const std::string &suffix) {
-  for (bundle::LoadedBundle &b : bundle::findLoadedBundles().bundles)
+std::optional<host::LoadedBundle> loadedBundleOf(const std::string &suffix) {
+  for (host::LoadedBundle &b : host::findLoadedBundles().bundles)
     if (b.object.ends_with(suffix)) return std::move(b);
   return std::nullopt;
 }
@@ -93,7 +93,7 @@ TEST(HostElf, GlobalScopeMembershipAsTheHostLoaderHasIt) {
   const std::string plugin = std::filesystem::path(DEVDL_TEST_PLUGIN).filename();
   auto startup = loadedBundleOf(linked);
   ASSERT_TRUE(startup);
-  EXPECT_EQ(bundle::inGlobalScope(*startup), true) << "a library the program is linked with";
+  EXPECT_EQ(host::inGlobalScope(*startup), true) << "a library the program is linked with";
   // Its exports: the bundle's symbol first, then the carrier's function.
   ASSERT_GE(startup->exports.size(), 2u);
   EXPECT_TRUE(startup->exports[0].starts_with("__devdl_bundle_")) << startup->exports[0];
@@ -103,9 +103,9 @@ TEST(HostElf, GlobalScopeMembershipAsTheHostLoaderHasIt) {
   ASSERT_NE(handle, nullptr) << dlerror();
   auto local = loadedBundleOf(plugin);
   ASSERT_TRUE(local);
-  EXPECT_EQ(bundle::inGlobalScope(*local), false) << "opened RTLD_LOCAL";
+  EXPECT_EQ(host::inGlobalScope(*local), false) << "opened RTLD_LOCAL";
   ASSERT_EQ(dlopen(DEVDL_TEST_PLUGIN, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL), handle);
-  EXPECT_EQ(bundle::inGlobalScope(*local), true) << "promoted";
+  EXPECT_EQ(host::inGlobalScope(*local), true) << "promoted";
   ASSERT_EQ(dlclose(handle), 0);
   // Asking left no dependency behind: the host's last dlclose unloads it.
   ASSERT_EQ(dlclose(handle), 0);
@@ -121,9 +121,9 @@ TEST(HostElf, ASecondCopyOfAGlobalLibraryCannotBeToldByItsExports) {
   ASSERT_NE(second, nullptr) << dlerror();
   auto copy = loadedBundleOf(std::filesystem::path(DEVDL_TEST_TWIN_SECOND).filename());
   ASSERT_TRUE(copy);
-  EXPECT_EQ(bundle::inGlobalScope(*copy), std::nullopt);
+  EXPECT_EQ(host::inGlobalScope(*copy), std::nullopt);
   ASSERT_EQ(dlclose(first), 0);
-  EXPECT_EQ(bundle::inGlobalScope(*copy), false) << "told once the first is gone";
+  EXPECT_EQ(host::inGlobalScope(*copy), false) << "told once the first is gone";
   ASSERT_EQ(dlclose(second), 0);
 }
 
@@ -133,14 +133,14 @@ TEST(HostElf, AReferenceKeepsAnObjectLoaded) {
   ASSERT_NE(handle, nullptr) << dlerror();
   auto found = loadedBundleOf(plugin);
   ASSERT_TRUE(found);
-  auto reference = bundle::ObjectReference::take(found->object, found->base);
+  auto reference = host::ObjectReference::take(found->object, found->base);
   ASSERT_NE(reference, nullptr);
-  EXPECT_EQ(bundle::ObjectReference::take(found->object, found->base + 4096), nullptr) << "not the load at that address";
+  EXPECT_EQ(host::ObjectReference::take(found->object, found->base + 4096), nullptr) << "not the load at that address";
   ASSERT_EQ(dlclose(handle), 0);
   EXPECT_TRUE(loadedBundleOf(plugin)) << "the reference keeps it loaded";
   reference.reset();
   EXPECT_FALSE(loadedBundleOf(plugin)) << "unloaded with the last reference";
-  EXPECT_EQ(bundle::ObjectReference::take(found->object, found->base), nullptr);
+  EXPECT_EQ(host::ObjectReference::take(found->object, found->base), nullptr);
 }
 
 TEST(HostElf, ObjectDefinesTheBundleSymbol) {

@@ -1,7 +1,7 @@
 // The registry of host objects (seed 002) on its own: registrations replace each other by
 // address, survive compaction of many, keep addresses outside any host object, and leave with
 // the host library whose address they are (the end-to-end suite unloads a real one).
-#include "loader/object_registry.h"
+#include "host/object_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ namespace devdl {
 namespace {
 
 TEST(ObjectRegistry, TheLastRegistrationOfAnAddressIsTheOne) {
-  ObjectRegistry registry;
+  host::ObjectRegistry registry;
   static int object;
   registry.add(&object, "first", "device_global");
   registry.add(&object, "second", "specialization_id");
@@ -32,7 +32,7 @@ TEST(ObjectRegistry, TheLastRegistrationOfAnAddressIsTheOne) {
 }
 
 TEST(ObjectRegistry, ManyRegistrationsOutOfOrderAndAgainAreEachFound) {
-  ObjectRegistry registry;
+  host::ObjectRegistry registry;
   std::vector<int> objects(20000);
   // Backwards, then every other one again: compactions sort, merge and drop the replaced.
   for (size_t i = objects.size(); i-- > 0;)
@@ -45,7 +45,7 @@ TEST(ObjectRegistry, ManyRegistrationsOutOfOrderAndAgainAreEachFound) {
 }
 
 TEST(ObjectRegistry, HeapObjectsStayAndNullStringsAreEmpty) {
-  ObjectRegistry registry;
+  host::ObjectRegistry registry;
   auto heap = std::make_unique<int>(0);
   registry.add(heap.get(), nullptr, nullptr);
   auto found = registry.find(heap.get());
@@ -60,7 +60,7 @@ TEST(ObjectRegistry, HeapObjectsStayAndNullStringsAreEmpty) {
 }
 
 TEST(ObjectRegistry, RegistrationsLeaveWithTheirHostLibrary) {
-  ObjectRegistry registry;
+  host::ObjectRegistry registry;
   void *library = dlopen(DEVDL_TEST_PLAIN, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(library, nullptr) << dlerror();
   // An address inside the library: its entry point.

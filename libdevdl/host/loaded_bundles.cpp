@@ -1,6 +1,6 @@
 // Finding bundles in the memory of this process. Kept apart from the LLVM ELF code: <link.h>
 // defines the ELF constants as macros, which collide with llvm::ELF's enumerators.
-#include "bundle/loaded_bundles.h"
+#include "host/loaded_bundles.h"
 #include "bundle/host_elf.h"
 
 #include <dlfcn.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string_view>
 
-namespace devdl::bundle {
+namespace devdl::host {
 
 namespace {
 
@@ -192,8 +192,8 @@ int collectNotes(dl_phdr_info *info, size_t size, void *data) {
       const uint64_t descAt = alignUp(nameAt + namesz, align);
       const uint64_t next = alignUp(descAt + descsz, align);
       if (next > ph.p_memsz) break;
-      if (type == kNoteTypeBundle && namesz == kNoteName.size() + 1 && descsz == kNoteDescSize &&
-          std::memcmp(seg + nameAt, kNoteName.data(), namesz) == 0) {
+      if (type == bundle::kNoteTypeBundle && namesz == bundle::kNoteName.size() + 1 && descsz == bundle::kNoteDescSize &&
+          std::memcmp(seg + nameAt, bundle::kNoteName.data(), namesz) == 0) {
         int64_t offset;
         uint64_t size;
         std::memcpy(&offset, seg + descAt, 8);
@@ -282,4 +282,14 @@ std::shared_ptr<ObjectReference> ObjectReference::take(const std::string &path, 
 
 ObjectReference::~ObjectReference() { dlclose(handle_); }
 
-}  // namespace devdl::bundle
+std::optional<std::vector<std::shared_ptr<const void>>> referenceAll(std::span<const ObjectLoad> loads) {
+  std::vector<std::shared_ptr<const void>> references;
+  for (const ObjectLoad &load : loads) {
+    auto reference = ObjectReference::take(load.path, load.base);
+    if (!reference) return std::nullopt;
+    references.push_back(std::move(reference));
+  }
+  return references;
+}
+
+}  // namespace devdl::host

@@ -1,13 +1,13 @@
-#include "loader/object_registry.h"
+#include "host/object_registry.h"
 
-#include "bundle/loaded_bundles.h"
+#include "host/loaded_bundles.h"
 
 #include <link.h>
 
 #include <algorithm>
 #include <cstring>
 
-namespace devdl {
+namespace devdl::host {
 
 namespace {
 
@@ -77,7 +77,7 @@ void ObjectRegistry::compact() {
 void ObjectRegistry::settle() {
   const bool logged = !log_.empty();
   compact();
-  const uint64_t generation = bundle::loadedObjectsGeneration();
+  const uint64_t generation = host::loadedObjectsGeneration();
   if (!logged && generation == settledGeneration_) return;
   std::vector<HostObject> now;
   dl_iterate_phdr(
@@ -141,4 +141,4 @@ size_t ObjectRegistry::size() {
   return table_.size();
 }
 
-}  // namespace devdl
+}  // namespace devdl::host

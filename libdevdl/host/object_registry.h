@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace devdl {
+namespace devdl::host {
 
 class ObjectRegistry {
  public:
@@ -69,4 +69,4 @@ class ObjectRegistry {
   std::vector<HostObject> objects_;  // as of settledGeneration_
 };
 
-}  // namespace devdl
+}  // namespace devdl::host

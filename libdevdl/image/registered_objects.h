@@ -1,6 +1,6 @@
 // What an image says of the host objects SYCL identifies by a unique id (seed 002): the device
 // globals and specialization constants it defines, each keyed by the unique id under which the
-// host registers the object's address (loader/object_registry.h).
+// host registers the object's address (host/object_registry.h).
 #pragma once
 
 #include "image/device_image.h"

@@ -12,11 +12,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace devdl::bundle {
+namespace devdl::host {
 
 /// A bundle in the memory of this process, and the object that carries it.
 struct LoadedBundle {
@@ -83,4 +84,15 @@ class ObjectReference {
   void *handle_;
 };
 
-}  // namespace devdl::bundle
+/// Which load of a host object: its path and load address, copied, since the loader drops a
+/// bundle once the host unloads its object, which may be while the loader's lock is let go.
+struct ObjectLoad {
+  std::string path;
+  uintptr_t base = 0;
+  bool operator==(const ObjectLoad &) const = default;
+};
+/// A reference on each of `loads` (ObjectReference::take); nullopt where one is not loaded any
+/// more.
+std::optional<std::vector<std::shared_ptr<const void>>> referenceAll(std::span<const ObjectLoad> loads);
+
+}  // namespace devdl::host

@@ -1,4 +1,4 @@
-#include "image/host_objects.h"
+#include "image/registered_objects.h"
 
 #include <llvm/Support/Endian.h>
 

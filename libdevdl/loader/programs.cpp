@@ -1,0 +1,290 @@
+// Candidacy, and a kernel's program: its image's imports resolved into a link plan (the planner),
+// the plan's program from the program cache (in memory, else built once: the binary store's,
+// else linked), linked with the loaded images that import from it so that a library's code is
+// built once. Builds run with the loader's lock let go.
+#include "image/aspects.h"
+#include "loader/loader.h"
+#include "support/debug.h"
+#include "support/error.h"
+
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/FormatVariadic.h>
+
+#include <algorithm>
+#include <deque>
+
+namespace devdl {
+
+std::pair<Candidacy, std::string> Loader::candidacyOf(const DeviceImage &image) {
+  // Like the seed's urDeviceSelectBinary check: an image the device cannot take (a cubin on
+  // OpenCL, a cubin for another GPU generation) never satisfies an import, whatever its names.
+  std::string why;
+  backend::Device *device = devices_.forImage(image, &why);
+  if (!device || !device->accepts(image, &why)) return {Candidacy::Refused, why};
+  // Optional kernel features: an image needing an aspect the device lacks is no candidate.
+  auto aspects = requiredAspects(image);
+  if (!aspects) return {Candidacy::Refused, llvm::toString(aspects.takeError())};
+  for (uint32_t aspect : *aspects)
+    if (!device->hasAspect(aspect))
+      return {Candidacy::Refused, "it needs " + aspectWords(aspect) + ", which " + device->description() + " lacks"};
+  return {Candidacy::Taken, ""};
+}
+
+Loader::NewImage Loader::withCandidacy(DeviceImage image, bool mayOpenDevice) {
+  if (!mayOpenDevice && !devices_.opensNothingFor(image)) return {std::move(image), Candidacy::Undecided, ""};
+  auto [candidacy, why] = candidacyOf(image);
+  return {std::move(image), candidacy, std::move(why)};
+}
+
+void Loader::decideCandidacies(Lock &lock) {
+  // One arriving meanwhile is no candidate until decided.
+  llvm::erase_if(undecided_, [&](uint32_t id) {
+    return !images_.contains(id) || !images_[id].loaded || images_[id].candidacy != Candidacy::Undecided;
+  });
+  if (undecided_.empty()) return;
+  const std::vector<uint32_t> ids = std::move(undecided_);
+  undecided_.clear();
+  for (uint32_t id : ids) images_.hold(id);  // they stay while the lock is let go
+  const auto hosts = hostsOf(ids, nullptr);
+  std::vector<std::pair<Candidacy, std::string>> decided;
+  lock.release();
+  auto references = host::referenceAll(hosts);  // the driver reads a native binary's bytes
+  for (uint32_t id : ids) decided.push_back(candidacyOf(images_[id].image));  // held, never changed once added
+  lock.acquire();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    LoadedImage &image = images_[ids[i]];
+    if (image.loaded && image.candidacy == Candidacy::Undecided)
+      std::tie(image.candidacy, image.whyNot) = std::move(decided[i]);
+    images_.release(ids[i]);
+  }
+  if (references)
+    for (auto &reference : *references) released_.push_back(std::move(reference));
+  changed();
+}
+
+std::vector<host::ObjectLoad> Loader::hostsOf(std::span<const uint32_t> plan, const host::LoadedBundle *except) const {
+  std::vector<host::ObjectLoad> hosts;
+  for (uint32_t id : plan) {
+    const host::LoadedBundle *host = images_[id].host;
+    // The executable is never unloaded.
+    if (!host || host == except || host->object.empty()) continue;
+    host::ObjectLoad object{host->object, host->base};
+    if (!llvm::is_contained(hosts, object)) hosts.push_back(std::move(object));
+  }
+  return hosts;
+}
+
+llvm::Error Loader::ProgramRequest::rescan() {
+  constexpr int kMostUnloaded = 3;
+  scanned = false;
+  if (++hostsUnloaded < kMostUnloaded) return llvm::Error::success();
+  return fail(ErrorCode::NotFound, label + ": a host object it needs was unloaded meanwhile");
+}
+
+llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t root) {
+  ProgramRequest request{root, {}};
+  for (;;) {
+    if (!images_.contains(root) || !images_[root].loaded)
+      return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
+    // Like the host loader's bindings, a program stays as it was linked while its root is
+    // loaded; a new link sees the process as it is now.
+    if (cache::LinkedProgram *program = images_[root].program) return program;
+    if (!request.scanned) {
+      request.scanned = true;
+      scanProcess(lock);
+      continue;
+    }
+    request.label = images_[root].label;
+    auto planned = planProgram(request);
+    if (!planned) return planned.takeError();
+    // The same code linked for the same device is the same program, whichever handles or files
+    // the images came from; a program holding all of the plan's images serves it too (the
+    // seed's nested key: a library's kernel from the program linked for its importer).
+    cache::LinkedProgram *found = programs_.find(planned->device, planned->key);
+    auto program = found ? useProgram(lock, request, *planned, found) : buildProgram(lock, request, *planned);
+    if (!program) return program.takeError();
+    if (*program) return images_[root].program = *program;
+  }
+}
+
+llvm::Expected<Loader::PlannedProgram> Loader::planProgram(const ProgramRequest &request) {
+  const Planner planner = this->planner();
+  const uint32_t roots[] = {request.root};
+  LinkPlan plan = planner.plan(roots);
+  if (llvm::Error err = planner.unresolvedError(plan)) return err;
+  if (llvm::Error err = planner.conflictError(plan)) return err;
+  std::string why;
+  backend::Device *device = devices_.forImage(images_[request.root].image, &why);  // opened when the image came
+  if (!device) return fail(ErrorCode::Unsupported, request.label + ": " + why);
+  cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
+  return PlannedProgram{std::move(plan), device, std::move(key)};
+}
+
+llvm::Expected<cache::LinkedProgram *> Loader::useProgram(Lock &lock, ProgramRequest &request,
+                                                          PlannedProgram &planned, cache::LinkedProgram *program) {
+  cache::LinkedProgram::Use use{request.root, planned.plan, {}};
+  if (!llvm::is_contained(program->uses, use)) {
+    // The plan's host objects stay loaded while it uses the program.
+    if (auto hosts = hostsOf(planned.plan.images, images_[request.root].host); !hosts.empty()) {
+      lock.release();
+      auto references = host::referenceAll(hosts);
+      lock.acquire();
+      if (!references) {
+        if (llvm::Error err = request.rescan()) return err;
+        return nullptr;
+      }
+      if (!programs_.contains(program) || !images_.contains(request.root) || !images_[request.root].loaded) {
+        for (auto &reference : *references) released_.push_back(std::move(reference));
+        return nullptr;
+      }
+      use.pins = std::move(*references);
+    }
+    program->uses.push_back(std::move(use));
+  }
+  if (!request.built && Debug::get().on(Debug::Statistics))  // just built here: said so already
+    Debug::get().print("program for " + request.label + ": in memory (" + std::to_string(planned.plan.images.size()) +
+                       " of its " + std::to_string(program->key.hashes.size()) + " images)");
+  return program;
+}
+
+// What a build needs once the lock is let go: copies of whatever the loader may change meanwhile.
+struct Loader::BuildJob {
+  struct Inputs {
+    cache::ProgramKey key;
+    std::vector<uint32_t> images;
+    std::vector<backend::LinkInput> inputs;
+    size_t bindings = 0;
+  };
+  Inputs linked, alone;  // with the importers, and the root's plan alone should that not link
+  std::vector<cache::LinkedProgram::Use> uses;  // the root's first, then the importers'
+  std::deque<backend::SpecConstants> specConstants;
+  std::vector<uint32_t> held;                          // the linked images, held while it builds
+  std::vector<host::ObjectLoad> hosts;                 // of the linked images: held while it builds
+  std::vector<std::vector<host::ObjectLoad>> useHosts;  // of each use's plan: held while it is used
+};
+
+Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProgram &planned) {
+  // Linked with the loaded images that import from it, so that their kernels find this program
+  // later rather than build the plan's code again (the seed's double compilation when a
+  // library's kernel comes first). Should that link fail, the plan is linked alone.
+  const Planner planner = this->planner();
+  BuildJob job;
+  job.uses.push_back({request.root, planned.plan, {}});
+  std::vector<uint32_t> withImporters{request.root};
+  for (Planner::Importer &importer : planner.importersOf(planned.plan, [&](uint32_t id) {
+         return devices_.forImage(images_[id].image) == planned.device;
+       })) {
+    withImporters.push_back(importer.root);
+    job.uses.push_back({importer.root, std::move(importer.plan), {}});
+  }
+  std::optional<LinkPlan> joint;
+  const LinkPlan &linked = withImporters.size() == 1 ? planned.plan : joint.emplace(planner.plan(withImporters));
+  auto inputsOf = [&](const LinkPlan &what, BuildJob::Inputs &into) {
+    into.key = cache::ProgramKey::of(what, [&](uint32_t id) { return images_[id].hash; });
+    into.images = what.images;
+    into.bindings = what.bindings.size();
+    for (size_t i = 0; i < what.images.size(); ++i) {
+      LoadedImage &image = images_[what.images[i]];
+      const backend::SpecConstants &specs = job.specConstants.emplace_back(image.specConstants);
+      into.inputs.push_back({&image.image, image.label, &specs, what.hidden[i]});
+    }
+  };
+  inputsOf(linked, job.linked);
+  if (withImporters.size() > 1) inputsOf(planned.plan, job.alone);
+  if (Debug::get().on(Debug::Bindings)) {
+    for (const Binding &b : linked.bindings)
+      Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer].label + " -> " +
+                         images_[b.definer].label);
+    for (size_t i = 0; i < linked.images.size(); ++i)
+      for (std::string_view name : linked.hidden[i])
+        Debug::get().print("interposed `" + std::string(name) + "`: made local in " + images_[linked.images[i]].label);
+  }
+  // The images stay whatever happens meanwhile; their host objects stay loaded while the build
+  // reads them (the root's own too).
+  job.held = linked.images;
+  for (uint32_t id : job.held) images_.hold(id);
+  job.hosts = hostsOf(linked.images, nullptr);
+  for (const cache::LinkedProgram::Use &use : job.uses)
+    job.useHosts.push_back(hostsOf(use.plan.images, images_[use.root].host));
+  return job;
+}
+
+llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramRequest &request,
+                                                            PlannedProgram &planned) {
+  BuildJob job = prepareBuild(request, planned);
+  // A thread already builds it: wait, and look again (or build it too where this thread may
+  // hold the host loader's lock, which that one may be waiting for).
+  std::optional<cache::ProgramCache::Turn> turn = programs_.takeTurn(lock.held(), planned.device, job.linked.key);
+  auto letGo = [&](std::optional<std::vector<std::shared_ptr<const void>>> &references) {
+    if (references)
+      for (auto &reference : *references) released_.push_back(std::move(reference));
+    for (uint32_t id : job.held) images_.release(id);
+  };
+  std::optional<std::vector<std::shared_ptr<const void>>> references;
+  if (!turn) {
+    letGo(references);
+    return nullptr;
+  }
+
+  lock.release();
+  const auto start = std::chrono::steady_clock::now();
+  references = host::referenceAll(job.hosts);
+  llvm::Expected<cache::Built> made = cache::Built{};
+  if (references) {
+    made = programs_.build(*planned.device, job.linked.key, job.linked.inputs);
+    if (!made && !job.alone.inputs.empty()) {
+      if (Debug::get().on(Debug::Statistics))
+        Debug::get().print("program for " + request.label + ": with its importers it did not link (" +
+                           llvm::toString(made.takeError()) + "); linked alone");
+      else
+        llvm::consumeError(made.takeError());
+      job.uses.resize(1);
+      job.linked = std::move(job.alone);
+      made = programs_.build(*planned.device, job.linked.key, job.linked.inputs);
+    }
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  lock.acquire();
+  turn.reset();  // the others waiting look again
+
+  if (!references) {
+    llvm::consumeError(made.takeError());
+    letGo(references);
+    if (llvm::Error err = request.rescan()) return err;
+    return nullptr;
+  }
+  if (!made) {
+    letGo(references);
+    return made.takeError();
+  }
+  request.built = true;
+  if (Debug::get().on(Debug::Statistics))
+    Debug::get().print("program for " + request.label + ": " + std::to_string(job.linked.images.size()) + " images, " +
+                       std::to_string(job.linked.bindings) + " bindings, " +
+                       (made->fromStore() ? "loaded from " + made->source + " in " : std::string("linked in ")) +
+                       llvm::formatv("{0:f2}", ms).str() + " ms on " + planned.device->name() +
+                       (made->fromStore() ? "" : " (" + std::string(planned.device->linkMethod()) + ")"));
+  // Uses whose root was unloaded meanwhile are not kept; each keeps the references on its
+  // plan's host objects. Another thread's program for the same key (it built too, or waited
+  // less) serves instead of this one.
+  std::vector<cache::LinkedProgram::Use> uses;
+  for (size_t u = 0; u < job.uses.size(); ++u) {
+    cache::LinkedProgram::Use &use = job.uses[u];
+    if (!images_.contains(use.root) || !images_[use.root].loaded) continue;
+    for (const host::ObjectLoad &host : job.useHosts[u])
+      for (size_t h = 0; h < job.hosts.size(); ++h)
+        if (job.hosts[h] == host) use.pins.push_back((*references)[h]);
+    uses.push_back(std::move(use));
+  }
+  const bool rootUses = !uses.empty() && uses.front().root == request.root;
+  cache::LinkedProgram *kept = nullptr;
+  if (!uses.empty() && !programs_.find(planned.device, job.linked.key))
+    kept = keepProgram(job.linked.key, job.linked.images, std::move(uses), planned.device, std::move(made->program));
+  else
+    released_.push_back(std::shared_ptr<backend::Program>(std::move(made->program)));
+  letGo(references);
+  // The root's program is the one just linked for its plan: bound now rather than planned again.
+  return kept && rootUses ? kept : nullptr;
+}
+
+}  // namespace devdl

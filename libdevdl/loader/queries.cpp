@@ -1,0 +1,149 @@
+// The queries beside device_dlsym: reading and writing variables (by name and by registered
+// object), specialization constants by registered object, what a symbol is, a kernel's plan, and
+// the images in search order.
+#include "host/object_registry.h"
+#include "image/registered_objects.h"
+#include "loader/loader.h"
+#include "support/error.h"
+
+#include "devdl.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <cstdio>
+
+namespace devdl {
+
+llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, void *host, size_t size,
+                         bool toDevice) {
+  Lock lock(*this);
+  auto bound = bind(lock, handlePtr, name);
+  if (!bound) return bound.takeError();
+  if (bound->definition.kind != SymbolKind::Variable)
+    return fail(ErrorCode::InvalidArgument, bound->label + ": `" + std::string(name) + "` is a " +
+                                                std::string(symbolKindName(bound->definition.kind)) +
+                                                ", not a device variable");
+  return inImage(bound->program->copyVariable(name, offset, host, size, toDevice), bound->label);
+}
+
+llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
+    Lock &lock, void *handlePtr, const void *object, std::string_view kind, std::string_view what,
+    llvm::function_ref<bool(const DeviceImage &, std::string_view)> has) {
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", object);
+  const std::optional<host::ObjectRegistry::Entry> entry = host::ObjectRegistry::instance().find(object);
+  if (!entry)
+    return fail(ErrorCode::NotFound, std::string(what) + ": no host object is registered at " + address +
+                                         " (__register_uniquely_identifiable_object, device_dlregister)");
+  if (entry->kind != kind)
+    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the object at " + address + ", `" + entry->uniqueId +
+                                                "`, is a " + entry->kind + ", not a " + std::string(kind));
+  const Handle *handle = handlePtr == globalHandle() ? nullptr : findHandle(handlePtr);
+  if (!handle && handlePtr != globalHandle()) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
+  scanProcess(lock);
+  std::vector<uint32_t> scope;
+  if (handle) scope = handle->local.images;
+  for (uint32_t id : scopes_.globalOrder()) scope.push_back(id);
+  for (uint32_t id : scope)
+    if (images_.contains(id) && images_[id].loaded && has(images_[id].image, entry->uniqueId))
+      return std::pair{entry->uniqueId, id};
+  return fail(ErrorCode::NotFound, std::string(what) + ": the " + std::string(kind) + " `" + entry->uniqueId +
+                                       "` registered at " + address + " is defined by no image in the scope of " +
+                                       (handle ? handle->path : std::string("the global scope")));
+}
+
+llvm::Error Loader::copyObject(void *handlePtr, const void *object, size_t offset, void *host, size_t size,
+                               bool toDevice) {
+  const char *what = toDevice ? "device_dlwrite_object" : "device_dlread_object";
+  std::string variable;
+  uint32_t bytes = 0;
+  {
+    Lock lock(*this);
+    auto found = objectIn(lock, handlePtr, object, "device_global", what, [](const DeviceImage &image,
+                                                                             std::string_view id) {
+      return deviceGlobalOf(image, id).has_value();
+    });
+    if (!found) return found.takeError();
+    const DeviceGlobal global = *deviceGlobalOf(images_[found->second].image, found->first);
+    variable = std::string(global.variable);
+    bytes = global.size;
+  }
+  if (offset > bytes || size > bytes - offset)
+    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the device global `" + variable + "` has " +
+                                                std::to_string(bytes) + " bytes: " + std::to_string(size) +
+                                                " at offset " + std::to_string(offset) + " are outside it");
+  return copy(handlePtr, variable, offset, host, size, toDevice);
+}
+
+llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::string_view value) {
+  std::vector<SpecConstantPart> parts;
+  {
+    Lock lock(*this);
+    auto found = objectIn(lock, handlePtr, object, "specialization_id", "device_dlspecialize_object",
+                          [](const DeviceImage &image, std::string_view id) {
+                            return !specConstantPartsOf(image, id).empty();
+                          });
+    if (!found) return found.takeError();
+    parts = specConstantPartsOf(images_[found->second].image, found->first);
+  }
+  for (const SpecConstantPart &part : parts) {
+    if (part.offset > value.size() || part.size > value.size() - part.offset)
+      return fail(ErrorCode::InvalidArgument, "device_dlspecialize_object: a value of " + std::to_string(value.size()) +
+                                                  " bytes: SpecId " + std::to_string(part.specId) + " takes " +
+                                                  std::to_string(part.size) + " at offset " +
+                                                  std::to_string(part.offset));
+    if (llvm::Error err = specialize(handlePtr, part.specId, value.substr(part.offset, part.size))) return err;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
+  Lock lock(*this);
+  auto found = lookup(lock, handlePtr, name);
+  if (!found) return found.takeError();
+  const Definition &definition = found->definition;
+  const LoadedImage &image = images_[definition.image];
+  out.kind = definition.kind == SymbolKind::Kernel     ? DEVDL_SYMBOL_KERNEL
+             : definition.kind == SymbolKind::Variable ? DEVDL_SYMBOL_VARIABLE
+                                                       : DEVDL_SYMBOL_FUNCTION;
+  out.file = image.file.c_str();
+  out.image = image.index;
+  out.format = formatName(image.image.format).data();  // the names are NUL-terminated literals
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {
+  Lock lock(*this);
+  auto found = lookup(lock, handlePtr, name);
+  if (!found) return found.takeError();
+  if (found->definition.kind != SymbolKind::Kernel)
+    return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
+  scanProcess(lock);
+  const uint32_t roots[] = {found->definition.image};
+  if (!images_.contains(roots[0]) || !images_[roots[0]].loaded)
+    return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
+  // The plan its program was linked from, where it has one: what the kernel runs, libraries
+  // closed since included. Else the plan as the scopes are now.
+  const LinkPlan *linked = linkedPlan(roots[0]);
+  const LinkPlan &plan = linked ? *linked : planner().plan(roots);
+  const std::string text = std::string(name) + ": " + images_[roots[0]].label + "\n" + planner().text(plan);
+  if (!plan.unresolved.empty() || !plan.setProblems.empty()) return fail(ErrorCode::Unresolved, text);
+  return text;
+}
+
+std::vector<Loader::ImageSnapshot> Loader::snapshot() {
+  Lock lock(*this);
+  scanProcess(lock);
+  std::vector<ImageSnapshot> list;
+  auto add = [&](uint32_t id) {
+    const LoadedImage &image = images_[id];
+    list.push_back({image.file, image.index, std::string(formatName(image.image.format)),
+                    std::string(image.image.triple), scopes_.isGlobal(id), image.image.symbols.size()});
+  };
+  for (uint32_t id : scopes_.globalOrder()) add(id);
+  for (uint32_t id = 0; id < images_.end(); ++id)
+    if (images_.contains(id) && images_[id].loaded && !scopes_.isGlobal(id)) add(id);
+  return list;
+}
+
+}  // namespace devdl
