@@ -185,6 +185,7 @@ class Loader {
   /// Moves the generation: a lookup remembered before may give another answer now.
   static void changed();
 
+  // lookup.cpp: what a name is bound to.
   /// What a name is bound to in a handle's scope: its definition, and for one among the
   /// handle's dependencies the handle's image whose imports reach it.
   struct Found {
@@ -201,12 +202,6 @@ class Loader {
     const void *hostAddress;  // in the host object whose image it is, for the global scope's lookups
   };
   llvm::Expected<Bound> bind(Lock &lock, void *handle, std::string_view name);
-  /// The registered object at `object` of `kind`, and the first image of the handle's scope
-  /// (its images, then the global scope) that `has` it: its unique id and the image's id.
-  llvm::Expected<std::pair<std::string, uint32_t>> objectIn(Lock &lock, void *handle, const void *object,
-                                                            std::string_view kind, std::string_view what,
-                                                            llvm::function_ref<bool(const DeviceImage &,
-                                                                                    std::string_view)> has);
   /// The first definition of `name` among the images the handle's images depend on, with the
   /// handle's image that reaches it; nullopt when none of them defines it.
   std::optional<Found> inDependencies(const Handle &handle, std::string_view name);
@@ -217,6 +212,14 @@ class Loader {
   /// The images a root image's imports reach, the root first: its program's plan for it where
   /// it has a program, else its plan as the scopes are now.
   std::vector<uint32_t> planOf(uint32_t root);
+
+  // queries.cpp.
+  /// The registered object at `object` of `kind`, and the first image of the handle's scope
+  /// (its images, then the global scope) that `has` it: its unique id and the image's id.
+  llvm::Expected<std::pair<std::string, uint32_t>> objectIn(Lock &lock, void *handle, const void *object,
+                                                            std::string_view kind, std::string_view what,
+                                                            llvm::function_ref<bool(const DeviceImage &,
+                                                                                    std::string_view)> has);
 
   // loader.cpp: handles.
   /// The images of a file, with the lock let go: from its summary where the disk cache has one,

@@ -6,7 +6,7 @@
 // the others are still listed).
 #include "backend/backend.h"
 #include "image/aspects.h"
-#include "image/host_objects.h"
+#include "image/registered_objects.h"
 #include "image/read_image.h"
 #include "support/demangle.h"
 #include "support/error.h"

@@ -8,7 +8,7 @@
 #include "backend/registry.h"
 #include "bundle/host_elf.h"
 #include "image/aspects.h"
-#include "image/host_objects.h"
+#include "image/registered_objects.h"
 #include "image/read_image.h"
 #include "image/virtual_functions.h"
 #include "resolve/symbol_index.h"
