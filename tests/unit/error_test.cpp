@@ -1,5 +1,7 @@
 // Files that are not there or hold nothing devdl can read: clear errors naming file and problem.
-#include "backend/spirv_link.h"
+#include "backend/spirv/link.h"
+#include "backend/spirv/translation.h"
+#include "backend/spirv/translator_limits.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
