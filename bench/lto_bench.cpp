@@ -20,7 +20,8 @@
 //
 // Needs the images bench/CMakeLists.txt makes (CUDA's with nvcc): run from the build directory,
 // or pass DEVDL_TEST_IMAGES=<dir>.
-#include "backend/spirv_link.h"
+#include "backend/spirv/link.h"
+#include "backend/spirv/translation.h"
 #include "child_process.h"
 #include "devdl.h"
 #include "image/read_image.h"

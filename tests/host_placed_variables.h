@@ -5,7 +5,7 @@
 #pragma once
 
 #include "backend/opencl/host_variables.h"
-#include "backend/spirv_link.h"
+#include "backend/spirv/place_variables.h"
 
 #include <llvm/Support/Error.h>
 

@@ -1,5 +1,5 @@
 // Variables of the shapes devdl lays out when it moves a program's variables to host memory
-// (backend/spirv_link.cpp, placeVariables), and a kernel that reads each back.
+// (backend/spirv/place_variables.cpp, placeVariables), and a kernel that reads each back.
 typedef struct {
   char c;  // then padding to the long
   long l;

@@ -1,7 +1,10 @@
 // The software link strategy end to end on a real OpenCL device (PoCL's CPU device here): the
 // seeds' example linked with SPIRV-Tools, translated to SPIR, built, and run.
 #include "backend/opencl/opencl_device.h"
-#include "backend/spirv_link.h"
+#include "backend/spirv/copy_kernels.h"
+#include "backend/spirv/link.h"
+#include "backend/spirv/place_variables.h"
+#include "backend/spirv/translation.h"
 #include "e2e/opencl_run.h"
 #include "image/read_image.h"
 #include "test_support.h"

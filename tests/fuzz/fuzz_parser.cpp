@@ -4,7 +4,10 @@
 // does to a copy it links (image/local_definitions.h). The Link target takes the input further,
 // along the path device_dlopen(DEVDL_NOW) takes up to the driver.
 #include "backend/opencl/host_variables.h"
-#include "backend/spirv_link.h"
+#include "backend/spirv/copy_kernels.h"
+#include "backend/spirv/link.h"
+#include "backend/spirv/place_variables.h"
+#include "backend/spirv/translation.h"
 #include "bundle/host_elf.h"
 #include "cache/disk_cache.h"
 #include "cache/image_summary.h"

@@ -20,9 +20,9 @@
 // DEVDL_TEST_ZE_MODULE_PROGRAM=0, so that both of devdl's paths run.
 //
 // A program's variables live in host memory the driver allocates, at addresses built into its
-// kernels (devdl's own placement, backend/spirv_link.h): PoCL 3.1 gives each kernel a copy of its
-// own of program-scope variables, where a device has one instance for all kernels of a program,
-// and the host reads and writes it.
+// kernels (devdl's own placement, backend/spirv/place_variables.h): PoCL 3.1 gives each kernel a
+// copy of its own of program-scope variables, where a device has one instance for all kernels of
+// a program, and the host reads and writes it.
 //
 // What it does not do: function pointers (zeModuleGetFunctionPointer answers
 // ZE_RESULT_ERROR_UNSUPPORTED_FEATURE: PoCL builds each kernel apart), events, fences, images; a
@@ -30,7 +30,9 @@
 #include "spirv_module.h"
 #include "host_placed_variables.h"
 
-#include "backend/spirv_link.h"
+#include "backend/spirv/link.h"
+#include "backend/spirv/translation.h"
+#include "backend/spirv/translator_limits.h"
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>

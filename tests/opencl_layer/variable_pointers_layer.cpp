@@ -19,7 +19,8 @@
 // reference count that counts its kernels.
 #include "host_placed_variables.h"
 
-#include "backend/spirv_link.h"
+#include "backend/spirv/translation.h"
+#include "backend/spirv/translator_limits.h"
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl_icd.h>

@@ -1,5 +1,6 @@
 // Files that are not there or hold nothing devdl can read: clear errors naming file and problem.
-#include "backend/spirv_link.h"
+#include "backend/spirv/link.h"
+#include "backend/spirv/translation.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -126,56 +127,6 @@ TEST(Errors, HasCodeFindsACodeAmongJoinedErrorsAndKeepsThem) {
   llvm::Error none = llvm::Error::success();
   EXPECT_FALSE(hasCode(none, ErrorCode::Busy));
   EXPECT_FALSE(!!none);
-}
-
-// Each SPIR-V input that once ended the process in the SPIR-V to SPIR translator (found by
-// fuzz_link): refused before translation, for what it is.
-TEST(TranslatorLimits, EachFuzzFindIsRefusedForWhatItIs) {
-  if (!backend::canTranslateToSpir()) GTEST_SKIP() << "this build has no SPIR-V to SPIR translator to check for";
-  const std::filesystem::path dir = std::filesystem::path(DEVDL_TEST_DATA) / "fuzz-regressions";
-  // The file, and what the translator is refused for: its images linked, as a program of them is
-  // (of the bundle whose last two images define the same name, the first and the last).
-  struct Find {
-    const char *name;
-    const char *refusal;
-    std::vector<size_t> images = {};  // all
-  };
-  const Find finds[] = {
-      {"spirv-builtin-variable-as-an-index", "builtin variable %11 (decorated or named so) used other than loaded"},
-      {"spirv-function-missing-a-parameter", "a function with 0 parameters whose type has 1"},
-      {"spirv-logical-addressing", "addressing model 0, not OpenCL's Physical32 or Physical64"},
-      {"spirv-name-of-an-extinstimport", "a name or decoration of %1, defined before it"},
-      {"spirv-spec-constant-cast-of-a-number", "a specialization constant's pointer operation on %40, not a pointer"},
-      {"spirv-spec-constant-chain-past-its-type", "a specialization constant's access chain whose index %23 does not"},
-      {"spirv-spec-constant-chain-indexed-by-a-pointer", "a specialization constant's access chain whose index %73 is not an integer"},
-      // This find's chain too is indexed by a pointer, which is named first; the copy "-alone" has
-      // an integer there, and keeps the conversion's own refusal in sight.
-      {"spirv-spec-constant-conversion-of-a-pointer", "a specialization constant's access chain whose index %80 is not an integer"},
-      {"spirv-spec-constant-conversion-of-a-pointer-alone", "a specialization constant's operation 113 on or to a pointer"},
-      {"spirv-spec-constant-number-conversion-of-a-pointer", "a specialization constant's conversion 120 of %81, a pointer"},
-      {"spirv-string-padding", "a string padded with other than zeros"},
-      {"spirv-structure-named-as-the-translators", "a structure named as the SPIR-V to SPIR translator names its own"},
-      {"spirv-variable-named-as-a-builtin", "builtin variable %9 (decorated or named so) used other than loaded"},
-      {"spirv-decorate-string", "an OpDecorateString or OpMemberDecorateString, which the SPIR-V to SPIR"},
-      {"spirv-builtin-not-one-of-opencls", "builtin 1 (of %"},
-      // The find with its builtin decoration and linkage taken off, and its variable named as one.
-      {"spirv-named-as-a-builtin-not-one-of-opencls", "a name `__spirv_BuiltInPointSize`, which is not one of OpenCL's"},
-      {"bundle-alignment-not-a-power-of-2", "alignment 132, not a power of 2"},
-      {"bundle-spirv-version-newer-than-the-translator", "SPIR-V version 1.5, newer than the SPIR-V to SPIR", {0, 2}},
-  };
-  for (const auto &[name, refusal, which] : finds) {
-    auto file = readImageFile(dir / name);
-    ASSERT_TRUE(!!file) << name << ": " << errorText(file);
-    std::vector<const DeviceImage *> images;
-    for (size_t i = 0; i < file->images.size(); ++i)
-      if (which.empty() || llvm::is_contained(which, i)) images.push_back(&file->images[i]);
-    auto words = backend::linkSpirv(images, std::vector<std::string>(images.size(), name));
-    ASSERT_TRUE(!!words) << name << ": " << errorText(words);
-    llvm::Error refused = backend::checkTranslatable(*words);
-    EXPECT_TRUE(!!refused) << name;
-    const std::string why = llvm::toString(std::move(refused));
-    EXPECT_NE(why.find(refusal), std::string::npos) << name << ": " << why;
-  }
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // devdl's OpenCL backend stores for a program: the driver's, after what the region needs.
 #pragma once
 
-#include "backend/spirv_link.h"
+#include "backend/spirv/place_variables.h"
 
 #include <llvm/Support/Error.h>
 

@@ -1,0 +1,88 @@
+// A linked SPIR-V module translated to SPIR, or optimized and written back as SPIR-V
+// (spirv/translation.h): the translator's reader, the variables placed where the backend asks,
+// LLVM's optimization across the former images (load-time LTO), and the bitcode writer.
+#include "backend/spirv/translation.h"
+#include "support/error.h"
+
+#if DEVDL_HAVE_SPIRV_TRANSLATOR
+#include "backend/spirv/translator.h"
+
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#endif
+
+namespace devdl::backend {
+
+#if DEVDL_HAVE_SPIRV_TRANSLATOR
+namespace {
+
+// What the images exported to each other is the program's own once they are linked: every
+// function but the kernels becomes internal, and LLVM's -O2 pipeline inlines across the former
+// image boundaries and drops what no kernel reaches.
+void optimizeAcrossImages(llvm::Module &module) {
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && function.getCallingConv() != llvm::CallingConv::SPIR_KERNEL)
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, modules);
+}
+
+}  // namespace
+#endif
+
+bool canTranslateToSpir() { return DEVDL_HAVE_SPIRV_TRANSLATOR; }
+
+llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::span<const SpecConstant> specConstants,
+                                        bool optimize, PlaceVariables place) {
+#if !DEVDL_HAVE_SPIRV_TRANSLATOR
+  return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
+                                      "device must take SPIR-V itself");
+#else
+  std::lock_guard lock(translatorMutex);
+  llvm::LLVMContext context;
+  auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::OpenCL12);
+  if (!module) return module.takeError();
+  if (place)
+    if (llvm::Error err = placeVariables(**module, place)) return err;
+  if (optimize) optimizeAcrossImages(**module);
+  std::string bitcode;
+  llvm::raw_string_ostream os(bitcode);
+  llvm::WriteBitcodeToFile(**module, os);
+  os.flush();
+  return bitcode;
+#endif
+}
+
+llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
+                                                    std::span<const SpecConstant> specConstants) {
+#if !DEVDL_HAVE_SPIRV_TRANSLATOR
+  return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE)");
+#else
+  std::string written;
+  {
+    std::lock_guard lock(translatorMutex);
+    llvm::LLVMContext context;
+    auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::SPIRVFriendlyIR);
+    if (!module) return module.takeError();
+    optimizeAcrossImages(**module);
+    auto spirv = writeSpirvLike(**module, words, "the optimized module");
+    if (!spirv) return spirv.takeError();
+    written = std::move(*spirv);
+  }
+  return validSpirv(written, "the optimized module");
+#endif
+}
+
+}  // namespace devdl::backend
