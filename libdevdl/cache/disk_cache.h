@@ -7,6 +7,11 @@
 // place, so a reader sees a whole entry or none; each carries its key and a checksum and is
 // verified before use; a bad one is deleted. Processes that miss the same key take turns at a
 // lock file in the directory: one builds and stores, the others wait for its entry.
+//
+// Its parts: disk_cache.cpp (entries read, verified and written; statistics), cache_settings.cpp
+// (the environment), cache_directory.cpp (the directory, and trusting it and its files),
+// build_lock.cpp (one build per key across processes), eviction.cpp (the bound), cache_listing.cpp
+// (devdl-cache's list and clear), cache_files.h (the files' names, and what the parts share).
 #pragma once
 
 #include "cache/binary_store.h"

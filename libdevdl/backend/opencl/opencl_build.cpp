@@ -1,0 +1,165 @@
+// Programs built on an OpenCL device: from one SPIR-V module as IL, from SPIR, from a binary
+// (a native object, a stored program); and the binary a linked program is stored as, and loaded
+// from, in the disk cache.
+#include "backend/opencl/kept_regions.h"
+#include "backend/opencl/opencl_device.h"
+#include "backend/opencl/opencl_info.h"
+
+#include "support/debug.h"
+#include "support/error.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace devdl::backend::opencl {
+
+namespace {
+
+/// The program's binary for `device` (CL_PROGRAM_BINARIES holds one per device of the program).
+llvm::Expected<std::string> programBinary(const Api &api, cl_program program, cl_device_id device) {
+  cl_uint count = 0;
+  cl_int err = api.clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof count, &count, nullptr);
+  if (err != CL_SUCCESS) return clFailure("clGetProgramInfo (CL_PROGRAM_NUM_DEVICES)", err);
+  std::vector<cl_device_id> devices(count);
+  std::vector<size_t> sizes(count);
+  if ((err = api.clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr)) !=
+          CL_SUCCESS ||
+      (err = api.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(size_t), sizes.data(), nullptr)) !=
+          CL_SUCCESS)
+    return clFailure("clGetProgramInfo (CL_PROGRAM_BINARY_SIZES)", err);
+  const auto index = static_cast<size_t>(std::find(devices.begin(), devices.end(), device) - devices.begin());
+  if (index == count || sizes[index] == 0) return fail(ErrorCode::Unsupported, "the program has no binary for the device");
+  std::vector<std::string> binaries(count);
+  std::vector<unsigned char *> pointers(count, nullptr);
+  binaries[index].resize(sizes[index]);
+  pointers[index] = reinterpret_cast<unsigned char *>(binaries[index].data());
+  if ((err = api.clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char *), pointers.data(),
+                                  nullptr)) != CL_SUCCESS)
+    return clFailure("clGetProgramInfo (CL_PROGRAM_BINARIES)", err);
+  return std::move(binaries[index]);
+}
+
+}  // namespace
+
+std::string Device::binaryOf(const Program &program) const {
+  auto notStored = [&](const std::string &why) {
+    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program not stored on " + name_ + ": " + why);
+    return std::string();
+  };
+  if (binaryKernelNameBound_ != SIZE_MAX) {
+    size_t size = 0;
+    std::string names;
+    if (api_.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size) == CL_SUCCESS) {
+      names.resize(size);
+      api_.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, size, names.data(), nullptr);
+    }
+    for (llvm::StringRef name : llvm::split(llvm::StringRef(names.c_str()), ';'))
+      if (name.size() > binaryKernelNameBound_)
+        return notStored("the driver makes a program's binary in a directory named after each kernel, and kernel `" +
+                         name.str() + "` is " + std::to_string(name.size()) + " bytes, longer than a file name may be");
+  }
+  auto bytes = programBinary(api_, program.get(), device_);
+  if (!bytes) return notStored(llvm::toString(bytes.takeError()));
+  return storedProgram(program.hostVariables(), *bytes);
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
+  auto stored = readStoredProgram(binary);
+  if (!stored) return stored.takeError();
+  // Its variables where its kernels were built to find them, mapped before the driver builds it.
+  // Where a program still there holds that address (an instance of the same program the driver
+  // has not let go, another context's), this process cannot take the entry now (ErrorCode::Busy).
+  std::unique_ptr<HostVariables> variables;
+  if (stored->variables) {
+    sweepKept(api_);
+    auto &[address, layout] = *stored->variables;
+    auto region = HostVariables::at(std::move(layout), address);
+    if (!region) return region.takeError();
+    variables = std::move(*region);
+  }
+  auto program = buildBinary(stored->driverBinary, options_, "a cached program");
+  if (program) (*program)->holdVariables(std::move(variables));
+  return program;
+}
+
+std::unique_ptr<Program> Device::own(cl_program program) const {
+  return std::make_unique<Program>(api_, program, name_, device_, pointers_);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const {
+  const auto *bytes = binary.data();
+  const size_t size = binary.size();
+  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+  cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
+  if (err == CL_SUCCESS && status != CL_SUCCESS) err = status;
+  if (err != CL_SUCCESS) {
+    if (program) api_.clReleaseProgram(program);
+    return clFailure("clCreateProgramWithBinary", err);
+  }
+  return own(program);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::nativeObject(Bytes binary) const {
+  // Whether a binary is this device's is the driver's to say.
+  std::string refused = !caps_.linker ? "it has no linker (CL_DEVICE_LINKER_AVAILABLE)" : "";
+  if (refused.empty()) {
+    auto object = fromBinary(binary);
+    if (object) return object;
+    refused = llvm::toString(object.takeError());
+  }
+  return fail(ErrorCode::Unsupported, "OpenCL device " + name_ + " does not take this native binary: " + refused);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::buildBinary(std::string_view binary, const std::string &options,
+                                                             std::string_view what) const {
+  auto owned = fromBinary(asBytes(binary));
+  if (!owned) return fail(ErrorCode::Unsupported, llvm::toString(owned.takeError()) + " (" + std::string(what) + ")");
+  cl_program program = (*owned)->get();
+  cl_int err = CL_SUCCESS;
+  if ((err = api_.clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr)) != CL_SUCCESS) {
+    const std::string log = buildLog(api_, program, device_);
+    return fail(ErrorCode::Unsupported, "clBuildProgram on " + name_ + " failed: " + errorName(err) + " (" +
+                                            std::string(what) + ")" + (log.empty() ? "" : "\n" + log));
+  }
+  return std::move(*owned);
+}
+
+llvm::Error Device::specialize(cl_program program, const SpecConstants &specs) const {
+  if (specs.empty()) return llvm::Error::success();
+  if (!api_.clSetProgramSpecializationConstant)
+    return fail(ErrorCode::Unsupported, "the OpenCL ICD loader has no clSetProgramSpecializationConstant (OpenCL 2.2)");
+  for (const auto &[id, value] : specs)
+    if (cl_int err = api_.clSetProgramSpecializationConstant(program, id, value.size(), value.data()); err != CL_SUCCESS)
+      return clFailure(("clSetProgramSpecializationConstant (SpecId " + std::to_string(id) + ")").c_str(), err);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_t> words, const SpecConstants &specs) const {
+  cl_int err = CL_SUCCESS;
+  cl_program program = api_.clCreateProgramWithIL(context_, words.data(), words.size() * sizeof(uint32_t), &err);
+  if (err != CL_SUCCESS) return clFailure("clCreateProgramWithIL", err);
+  auto owned = own(program);
+  if (llvm::Error e = specialize(program, specs)) return e;
+  err = api_.clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string log = buildLog(api_, program, device_);
+    return fail(ErrorCode::Unsupported, "clBuildProgram (SPIR-V) on " + name_ + " failed: " + errorName(err) +
+                                            (log.empty() ? "" : "\n" + log));
+  }
+  return owned;
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::buildSpir(std::string_view bitcode, std::string_view options) const {
+  if (!caps_.spir) return fail(ErrorCode::Unsupported, "device " + name_ + " does not take SPIR (no cl_khr_spir)");
+  std::string buildOptions = "-x spir -spir-std=1.2";
+  for (std::string_view more : {std::string_view(options_), options})
+    // Appended in two steps: " " + std::string(more) here made GCC 12 warn of an overlapping
+    // copy that cannot happen (-Wrestrict, at -O3).
+    if (!more.empty()) buildOptions.append(" ").append(more);
+  return buildBinary(bitcode, buildOptions, "SPIR");
+}
+
+}  // namespace devdl::backend::opencl

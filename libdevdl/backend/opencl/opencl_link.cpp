@@ -1,0 +1,218 @@
+// How an OpenCL device links a plan's images, by what it can take: each image compiled as IL and
+// the objects joined by the driver's linker (with native binaries, the compiled objects they are)
+// where it has both; else devdl's software link, built as IL where the device takes it, else
+// translated to SPIR (the program's variables moved to host memory where the device builds each
+// kernel apart). devdl's copy kernels join a program whose variables the host has no other way to.
+#include "backend/opencl/kept_regions.h"
+#include "backend/opencl/opencl_device.h"
+#include "backend/opencl/opencl_info.h"
+#include "backend/spirv/copy_kernels.h"
+#include "backend/spirv/link.h"
+#include "backend/spirv/place_variables.h"
+#include "backend/spirv/translation.h"
+#include "backend/spirv/translator_limits.h"
+
+#include "image/local_definitions.h"
+#include "support/debug.h"
+#include "support/error.h"
+#include "support/xxh3.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <vector>
+
+namespace devdl::backend::opencl {
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> given, std::string *binary) {
+  // Each image whose definitions another image interposes is linked as a copy with them local;
+  // the driver copies what it is given, so the copies live for this call.
+  std::deque<DeviceImage> copies;
+  std::deque<std::string> edits;
+  std::vector<LinkInput> inputs(given.begin(), given.end());
+  for (LinkInput &input : inputs) {
+    if (input.hidden.empty()) continue;
+    auto edited = withLocalDefinitions(input.image->bytes, input.image->format, input.hidden);
+    if (!edited) return inImage(edited.takeError(), input.label);
+    DeviceImage &copy = copies.emplace_back(*input.image);
+    copy.bytes = asBytes(edits.emplace_back(std::move(*edited)));
+    input.image = &copy;
+  }
+  // Devdl's copy kernels, where the program has some, and their labels: one module for each image.
+  std::deque<std::shared_ptr<const std::vector<uint32_t>>> copyWords;
+  std::deque<DeviceImage> copyImages;
+  auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
+    const LinkInput *native = nullptr, *spirv = nullptr;
+    for (const LinkInput &input : inputs) {
+      const bool isNative = input.image->format == ImageFormat::OpenClBinary;
+      // A native binary is asked of the driver where linkObjects makes its program: once.
+      if (std::string why; !isNative && !accepts(*input.image, &why))
+        return fail(ErrorCode::Unsupported, input.label + ": " + why);
+      (isNative ? native : spirv) = &input;
+    }
+    // Native binaries are compiled objects: only the device's linker joins them, to each other
+    // and to SPIR-V compiled as IL (the software link and SPIR have no place for them).
+    if (native && spirv && !caps_.spirvIl)
+      return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + name_ +
+                                              " takes no SPIR-V IL, so its native binaries link only with each other, "
+                                              "not with " + spirv->label);
+    // Where devdl does not move the program's variables to host memory and the driver gives no
+    // addresses of them, the host reads and writes them through kernels of devdl's: a module of
+    // them for each SPIR-V image exporting variables (those the link sees), linked with the
+    // images, by devdl or by the driver.
+    for (size_t i = 0, count = inputs.size(); i < count && copiesThroughKernels(); ++i) {
+      const LinkInput input = inputs[i];  // a copy: inputs grows
+      std::vector<std::string> variables;
+      for (const Symbol &s : input.image->symbols)
+        if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.hidden, s.name)) variables.emplace_back(s.name);
+      if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
+      CallTimes times;
+      auto kernels = copyKernelsFor(*input.image, variables);
+      times.mark("made");
+      if (!kernels) {
+        const std::string why = llvm::toString(kernels.takeError());
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("no copy kernels for the variables of " + input.label + ": " + why);
+        continue;
+      }
+      DeviceImage &image = copyImages.emplace_back();
+      image.format = ImageFormat::SpirV;
+      const std::vector<uint32_t> &copying = *copyWords.emplace_back(std::move(*kernels));
+      image.bytes = Bytes(reinterpret_cast<const uint8_t *>(copying.data()), copying.size() * 4);
+      inputs.push_back({&image, "devdl's copy kernels for " + input.label});
+      times.print(inputs.back().label);
+    }
+    if (native || (caps_.spirvIl && caps_.linker)) return linkObjects(inputs);
+    // The software link, then the linked module as IL where the device takes it, else as SPIR.
+    std::vector<const DeviceImage *> images;
+    std::vector<std::string> labels;
+    for (const LinkInput &input : inputs) {
+      images.push_back(input.image);
+      labels.push_back(input.label);
+      // What the translator would end the process on, refused naming the image it came from.
+      if (caps_.spirvIl) continue;
+      std::vector<uint32_t> words(input.image->bytes.size() / 4);
+      std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
+      if (llvm::Error err = checkTranslatable(words)) return inImage(std::move(err), input.label);
+    }
+    auto linked = linkSpirv(images, labels, caps_.variablePointers);
+    if (!linked) return linked.takeError();
+    // The constants set, under the SpecIds they have in the linked module.
+    SpecConstants specs;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].specConstants)
+        for (const auto &[id, value] : *inputs[i].specConstants) specs[linkedSpecId(i, id)] = value;
+    std::vector<SpecConstant> values;
+    for (const auto &[id, bytes] : specs) {
+      uint64_t value = 0;
+      std::memcpy(&value, bytes.data(), std::min(bytes.size(), sizeof value));  // little-endian hosts
+      values.emplace_back(id, value);
+    }
+    if (caps_.spirvIl) {
+      // Optimized across the images where the translator can write back what LLVM made, with
+      // the constants applied; else as linked, the driver setting the constants.
+      if (lto_) {
+        auto optimized = optimizeSpirv(*linked, values);
+        if (optimized) return buildIl(*optimized, {});
+        const std::string why = llvm::toString(optimized.takeError());
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("not optimized across images for " + name_ + ": " + why);
+      }
+      return buildIl(*linked, specs);
+    }
+    // Where the device's kernels are built apart, each with its own copy of the program's
+    // variables, they move to host memory, at an address that follows from the program.
+    std::unique_ptr<HostVariables> placed;
+    auto place = [&](const VariableLayout &layout) -> llvm::Expected<uint64_t> {
+      sweepKept(api_);
+      std::string constants;
+      for (const auto &[id, value] : values) {
+        constants.append(reinterpret_cast<const char *>(&id), sizeof id);
+        constants.append(reinterpret_cast<const char *>(&value), sizeof value);
+      }
+      const std::string_view words(reinterpret_cast<const char *>(linked->data()), linked->size() * 4);
+      auto region = HostVariables::place(layout, xxh3::hash64({words, constants}));
+      if (!region) return region.takeError();
+      placed = std::move(*region);
+      return placed->address();
+    };
+    auto spir = spirvToSpir(*linked, values, lto_, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
+    if (!spir) return spir.takeError();
+    auto built = buildSpir(*spir);
+    if (built) (*built)->holdVariables(std::move(placed));
+    return built;
+  }();
+  if (!program) return program.takeError();
+  if (binary) *binary = binaryOf(**program);
+  return std::move(*program);
+}
+
+llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> Device::copyKernelsFor(
+    const DeviceImage &image, std::span<const std::string> variables) const {
+  const xxh3::Hash128 bytes = xxh3::hash128(image.bytes.data(), image.bytes.size());
+  std::string names;
+  for (const std::string &name : variables) names.append(name).push_back('\0');
+  const std::array<uint64_t, 3> key{bytes.low, bytes.high, xxh3::hash64(names.data(), names.size())};
+  {
+    std::lock_guard lock(copyKernelsMutex_);
+    if (auto it = copyKernels_.find(key); it != copyKernels_.end()) return it->second;
+  }
+  std::vector<uint32_t> words(image.bytes.size() / 4);
+  std::memcpy(words.data(), image.bytes.data(), words.size() * 4);
+  auto made = copyKernels(words, variables);
+  if (!made) return made.takeError();
+  auto kept = std::make_shared<const std::vector<uint32_t>>(std::move(*made));
+  std::lock_guard lock(copyKernelsMutex_);
+  if (copyKernels_.size() >= kCopyKernelsKept) copyKernels_.clear();
+  return copyKernels_.try_emplace(key, std::move(kept)).first->second;
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const LinkInput> inputs) const {
+  // Each image is compiled on its own, imports left open (a native binary is compiled
+  // already); the device's linker resolves them, as the plan bound them, since the plan holds
+  // one definition of each import.
+  std::vector<std::unique_ptr<Program>> objects;
+  std::vector<cl_program> handles;
+  CallTimes times;
+  for (const LinkInput &input : inputs) {
+    if (input.image->format == ImageFormat::OpenClBinary) {
+      auto object = nativeObject(input.image->bytes);
+      if (!object) return fail(ErrorCode::Unsupported, input.label + ": " + llvm::toString(object.takeError()));
+      handles.push_back((*object)->get());
+      objects.push_back(std::move(*object));
+      times.mark("clCreateProgramWithBinary");
+      continue;
+    }
+    cl_int err = CL_SUCCESS;
+    cl_program program = api_.clCreateProgramWithIL(context_, input.image->bytes.data(), input.image->bytes.size(), &err);
+    if (err != CL_SUCCESS) return inImage(clFailure("clCreateProgramWithIL", err), input.label);
+    objects.push_back(own(program));
+    if (input.specConstants)
+      if (llvm::Error e = specialize(program, *input.specConstants)) return inImage(std::move(e), input.label);
+    err = api_.clCompileProgram(program, 1, &device_, options_.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      const std::string log = buildLog(api_, program, device_);
+      return fail(ErrorCode::Unsupported, input.label + ": clCompileProgram on " + name_ + " failed: " +
+                                              errorName(err) + (log.empty() ? "" : "\n" + log));
+    }
+    handles.push_back(program);
+    times.mark("clCompileProgram");
+  }
+  cl_int err = CL_SUCCESS;
+  cl_program linked = api_.clLinkProgram(context_, 1, &device_, "", static_cast<cl_uint>(handles.size()),
+                                         handles.data(), nullptr, nullptr, &err);
+  if (err != CL_SUCCESS || !linked) {
+    // A program object may come back with the log even when linking failed.
+    const std::string log = linked ? buildLog(api_, linked, device_) : std::string();
+    if (linked) api_.clReleaseProgram(linked);
+    std::string images;
+    for (const LinkInput &input : inputs) images += (images.empty() ? "" : ", ") + input.label;
+    return fail(ErrorCode::Unsupported, "clLinkProgram on " + name_ + " of " + images + " failed: " + errorName(err) +
+                                            (log.empty() ? "" : "\n" + log));
+  }
+  times.mark("clLinkProgram");
+  times.print("linked " + std::to_string(inputs.size()) + " images on " + name_);
+  return own(linked);
+}
+
+}  // namespace devdl::backend::opencl
