@@ -60,12 +60,12 @@ class Device {
   virtual std::string description() const = 0;
   /// Whether the device has an optional feature (image/aspects.h), as the driver reports it.
   bool hasAspect(uint32_t aspect) const { return aspect < aspects_.size() && aspects_[aspect]; }
-  /// Whether the device can take `image` (its format, and its target where it has one); when
-  /// not, and `why` is given, the reason. Only such images are candidates for resolution. Judged
-  /// from what the image says and its head() alone, but for native binaries (OpenCL's, Intel's),
-  /// which only their driver can judge, from their bytes: other images may come without them
-  /// (DeviceImage::unread).
-  virtual bool accepts(const DeviceImage &image, std::string *why = nullptr) const = 0;
+  /// Whether the device can take `image` (its format, and its target where it has one): success,
+  /// else an Unsupported error saying why ("cubin for sm_80 does not run on ..."). Only such
+  /// images are candidates for resolution. Decided from what the image says and its head() alone,
+  /// but for native binaries (OpenCL's, Intel's), which only their driver can judge, from their
+  /// bytes: other images may come without them (DeviceImage::unread).
+  virtual llvm::Error accepts(const DeviceImage &image) const = 0;
   /// Links the images of a plan, in plan order, into one program. Errors name the image and
   /// the symbol, and carry what the driver logged. With `binary`, also the program's native
   /// binary, as load() takes it back (for the disk cache); left empty, saying why under

@@ -166,7 +166,7 @@ bool Devices::opensNothingFor(const DeviceImage &image) const {
   return true;
 }
 
-Device *Devices::forImage(const DeviceImage &image, std::string *why) {
+llvm::Expected<Device *> Devices::forImage(const DeviceImage &image) {
   const LinkFamily family = linkFamily(image.format);
   // The first reason of a backend DEVDL_BACKEND allows, else of one it turned off.
   std::string first, turnedOff;
@@ -179,8 +179,8 @@ Device *Devices::forImage(const DeviceImage &image, std::string *why) {
     else llvm::consumeError(dev.takeError());
   }
   if (first.empty()) first = std::move(turnedOff);
-  if (why) *why = first.empty() ? "no backend links " + std::string(formatName(image.format)) + " images" : first;
-  return nullptr;
+  return fail(ErrorCode::Unsupported,
+              first.empty() ? "no backend links " + std::string(formatName(image.format)) + " images" : first);
 }
 
 int Devices::defaultBackend() {

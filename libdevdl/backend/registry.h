@@ -54,9 +54,9 @@ class Devices {
   Devices &operator=(const Devices &) = delete;
 
   /// The device that links `image`: that of the first backend taking its family that DEVDL_BACKEND
-  /// allows (a device the program attached to, whatever it says) and that has a device. Null when
-  /// there is none, with the first such backend's reason in `why`.
-  Device *forImage(const DeviceImage &image, std::string *why = nullptr);
+  /// allows (a device the program attached to, whatever it says) and that has a device. Fails
+  /// (Unsupported) when there is none, with the first such backend's reason.
+  llvm::Expected<Device *> forImage(const DeviceImage &image);
   /// The device of backend `number`, opened on first use. Fails for a backend DEVDL_BACKEND
   /// turned off or names wrongly, one not in this build, or one without a device.
   llvm::Expected<Device *> device(int number);

@@ -18,15 +18,15 @@ namespace devdl {
 std::pair<Candidacy, std::string> Loader::candidacyOf(const DeviceImage &image) {
   // Like the seed's urDeviceSelectBinary check: an image the device cannot take (a cubin on
   // OpenCL, a cubin for another GPU generation) never satisfies an import, whatever its names.
-  std::string why;
-  backend::Device *device = devices_.forImage(image, &why);
-  if (!device || !device->accepts(image, &why)) return {Candidacy::Refused, why};
+  auto device = devices_.forImage(image);
+  if (!device) return {Candidacy::Refused, llvm::toString(device.takeError())};
+  if (llvm::Error refused = (*device)->accepts(image)) return {Candidacy::Refused, llvm::toString(std::move(refused))};
   // Optional kernel features: an image needing an aspect the device lacks is no candidate.
   auto aspects = requiredAspects(image);
   if (!aspects) return {Candidacy::Refused, llvm::toString(aspects.takeError())};
   for (uint32_t aspect : *aspects)
-    if (!device->hasAspect(aspect))
-      return {Candidacy::Refused, "it needs " + aspectWords(aspect) + ", which " + device->description() + " lacks"};
+    if (!(*device)->hasAspect(aspect))
+      return {Candidacy::Refused, "it needs " + aspectWords(aspect) + ", which " + (*device)->description() + " lacks"};
   return {Candidacy::Taken, ""};
 }
 
@@ -113,11 +113,10 @@ llvm::Expected<Loader::PlannedProgram> Loader::planProgram(const ProgramRequest 
   LinkPlan plan = planner.plan(roots);
   if (llvm::Error err = planner.unresolvedError(plan)) return err;
   if (llvm::Error err = planner.conflictError(plan)) return err;
-  std::string why;
-  backend::Device *device = devices_.forImage(images_[request.root].image, &why);  // opened when the image came
-  if (!device) return fail(ErrorCode::Unsupported, request.label + ": " + why);
+  auto device = devices_.forImage(images_[request.root].image);  // opened when the image came
+  if (!device) return inImage(device.takeError(), request.label);
   cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
-  return PlannedProgram{std::move(plan), device, std::move(key)};
+  return PlannedProgram{std::move(plan), *device, std::move(key)};
 }
 
 llvm::Expected<cache::LinkedProgram *> Loader::useProgram(Lock &lock, ProgramRequest &request,
@@ -172,7 +171,10 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
   job.uses.push_back({request.root, planned.plan, {}});
   std::vector<uint32_t> withImporters{request.root};
   for (Planner::Importer &importer : planner.importersOf(planned.plan, [&](uint32_t id) {
-         return devices_.forImage(images_[id].image) == planned.device;
+         auto device = devices_.forImage(images_[id].image);
+         if (device) return *device == planned.device;
+         llvm::consumeError(device.takeError());
+         return false;
        })) {
     withImporters.push_back(importer.root);
     job.uses.push_back({importer.root, std::move(importer.plan), {}});

@@ -59,10 +59,9 @@ class Device final : public backend::Device {
     aspects_[aspect::cpu] = aspects_[aspect::fp64] = true;  // a CPU with fp64, and nothing else
   }
   std::string description() const override { return name_; }
-  bool accepts(const DeviceImage &image, std::string *why) const override {
-    if (image.format == ImageFormat::SpirV) return true;
-    if (why) *why = "the fake device takes SPIR-V only";
-    return false;
+  llvm::Error accepts(const DeviceImage &image) const override {
+    if (image.format == ImageFormat::SpirV) return llvm::Error::success();
+    return fail(ErrorCode::Unsupported, "the fake device takes SPIR-V only");
   }
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const backend::LinkInput> inputs,
                                                         std::string *binary) override {

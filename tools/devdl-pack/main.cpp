@@ -257,8 +257,11 @@ struct Target {
       return false;
     }
     if (kind == Devices) {
-      backend::Device *device = devices->forImage(image, &why);
-      return device && device->accepts(image, &why);
+      auto device = devices->forImage(image);
+      llvm::Error refused = device ? (*device)->accepts(image) : device.takeError();
+      if (!refused) return true;
+      why = llvm::toString(std::move(refused));
+      return false;
     }
     return true;
   }

@@ -274,15 +274,14 @@ void Device::native(devdl_native &out) const {
   out.context = context_;
 }
 
-bool Device::accepts(const DeviceImage &image, std::string *why) const {
+llvm::Error Device::accepts(const DeviceImage &image) const {
   const bool cuda = image.format == ImageFormat::Cubin || image.format == ImageFormat::Ptx ||
                     image.format == ImageFormat::Fatbin;
-  if (cuda && runsOn(image.format, image.arch, sm_)) return true;
-  if (why)
-    *why = cuda ? std::string(formatName(image.format)) + " for " + std::string(image.arch) + " does not run on " +
-                      name_ + " (sm_" + std::to_string(sm_) + ")"
-                : "CUDA device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
-  return false;
+  if (cuda && runsOn(image.format, image.arch, sm_)) return llvm::Error::success();
+  return fail(ErrorCode::Unsupported,
+              cuda ? std::string(formatName(image.format)) + " for " + std::string(image.arch) + " does not run on " +
+                         name_ + " (sm_" + std::to_string(sm_) + ")"
+                   : "CUDA device " + name_ + " does not link " + std::string(formatName(image.format)) + " images");
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
@@ -302,7 +301,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   texts.reserve(inputs.size());
   for (const LinkInput &input : inputs) {
     const DeviceImage &image = *input.image;
-    if (std::string why; !accepts(image, &why)) return fail(ErrorCode::Unsupported, input.label + ": " + why);
+    if (llvm::Error refused = accepts(image)) return inImage(std::move(refused), input.label);
     Input in{CU_JIT_INPUT_CUBIN, image.bytes, &input.label};
     if (image.format == ImageFormat::Ptx) {
       in.type = CU_JIT_INPUT_PTX;

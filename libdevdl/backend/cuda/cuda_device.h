@@ -70,7 +70,7 @@ class Device final : public backend::Device {
   const std::string &name() const override { return name_; }
   std::string description() const override { return "CUDA device " + name_; }
   int computeCapability() const { return sm_; }
-  bool accepts(const DeviceImage &image, std::string *why) const override;
+  llvm::Error accepts(const DeviceImage &image) const override;
   /// Links the images into one cubin, with nvJitLink -lto where a fatbin carries LTO-IR for this
   /// device and nvJitLink is found (see linkMethod), else with the driver's cuLink; then
   /// cuModuleLoadData. Each image goes as it is, a fatbin as its best member for this device, or

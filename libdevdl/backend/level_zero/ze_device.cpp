@@ -186,7 +186,7 @@ void Device::native(devdl_native &out) const {
   out.context = context_;
 }
 
-bool Device::accepts(const DeviceImage &image, std::string *why) const {
+llvm::Error Device::accepts(const DeviceImage &image) const {
   if (image.format == ImageFormat::IntelNative) {
     // Whether a native binary is this device's is the driver's to say.
     ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr, ZE_MODULE_FORMAT_NATIVE, image.bytes.size(),
@@ -194,28 +194,24 @@ bool Device::accepts(const DeviceImage &image, std::string *why) const {
     auto module = create(desc, "native binary");
     if (module) {
       api_.zeModuleDestroy(*module);
-      return true;
+      return llvm::Error::success();
     }
     const std::string refused = llvm::toString(module.takeError());
-    if (why) *why = "Level Zero device " + name_ + " does not take this native binary: " +
-                    refused.substr(refused.find("zeModuleCreate"));
-    return false;
+    return fail(ErrorCode::Unsupported, "Level Zero device " + name_ + " does not take this native binary: " +
+                                            refused.substr(refused.find("zeModuleCreate")));
   }
-  if (image.format != ImageFormat::SpirV) {
-    if (why) *why = "Level Zero device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
-    return false;
-  }
+  if (image.format != ImageFormat::SpirV)
+    return fail(ErrorCode::Unsupported,
+                "Level Zero device " + name_ + " does not link " + std::string(formatName(image.format)) + " images");
   uint32_t word = 0;  // the version, from the head: an image from its file's summary has no other bytes yet
   if (const Bytes head = image.head(); head.size() >= 8) std::memcpy(&word, head.data() + 4, 4);
   const uint32_t major = (word >> 16) & 0xff, minor = (word >> 8) & 0xff;
-  if (spirvVersion_ && ZE_MAKE_VERSION(major, minor) > spirvVersion_) {
-    if (why)
-      *why = "SPIR-V " + std::to_string(major) + "." + std::to_string(minor) + " is newer than Level Zero device " + name_ +
-             " reads (" + std::to_string(ZE_MAJOR_VERSION(spirvVersion_)) + "." +
-             std::to_string(ZE_MINOR_VERSION(spirvVersion_)) + ")";
-    return false;
-  }
-  return true;
+  if (spirvVersion_ && ZE_MAKE_VERSION(major, minor) > spirvVersion_)
+    return fail(ErrorCode::Unsupported,
+                "SPIR-V " + std::to_string(major) + "." + std::to_string(minor) + " is newer than Level Zero device " +
+                    name_ + " reads (" + std::to_string(ZE_MAJOR_VERSION(spirvVersion_)) + "." +
+                    std::to_string(ZE_MINOR_VERSION(spirvVersion_)) + ")");
+  return llvm::Error::success();
 }
 
 llvm::Expected<ze_module_handle_t> Device::create(const ze_module_desc_t &desc, std::string_view what) const {
@@ -284,8 +280,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   std::string labels;
   for (const LinkInput &input : inputs) {
     // A native binary is asked of the driver where its module is made: once.
-    if (std::string why; input.image->format != ImageFormat::IntelNative && !accepts(*input.image, &why))
-      return fail(ErrorCode::Unsupported, input.label + ": " + why);
+    if (input.image->format != ImageFormat::IntelNative)
+      if (llvm::Error refused = accepts(*input.image)) return inImage(std::move(refused), input.label);
     labels += (labels.empty() ? "" : ", ") + input.label;
     if (input.hidden.empty()) {
       bytes.push_back(input.image->bytes);

@@ -65,7 +65,7 @@ class Device final : public backend::Device {
   const std::string &name() const override { return name_; }
   std::string description() const override { return "Level Zero device " + name_; }
   /// SPIR-V of a version the device reads; a native binary the driver takes (built for its GPU).
-  bool accepts(const DeviceImage &image, std::string *why) const override;
+  llvm::Error accepts(const DeviceImage &image) const override;
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
   /// The modules' native binaries (zeModuleGetNativeBinary) as link() gave them, created with

@@ -91,21 +91,19 @@ void Device::native(devdl_native &out) const {
   out.context = context_;
 }
 
-bool Device::accepts(const DeviceImage &image, std::string *why) const {
-  if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir()))) return true;
+llvm::Error Device::accepts(const DeviceImage &image) const {
+  if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir())))
+    return llvm::Error::success();
   if (image.format == ImageFormat::OpenClBinary) {
     auto object = nativeObject(image.bytes);
-    if (object) return true;
-    const std::string refused = llvm::toString(object.takeError());
-    if (why) *why = refused;
-    return false;
+    if (object) return llvm::Error::success();
+    return fail(ErrorCode::Unsupported, llvm::toString(object.takeError()));
   }
-  if (why)
-    *why = image.format == ImageFormat::SpirV
-               ? "OpenCL device " + name_ + " takes neither SPIR-V nor SPIR" +
-                     (caps_.spir ? " (it takes SPIR, but this build of devdl cannot translate to it)" : "")
-               : "OpenCL device " + name_ + " does not link " + std::string(formatName(image.format)) + " images";
-  return false;
+  return fail(ErrorCode::Unsupported,
+              image.format == ImageFormat::SpirV
+                  ? "OpenCL device " + name_ + " takes neither SPIR-V nor SPIR" +
+                        (caps_.spir ? " (it takes SPIR, but this build of devdl cannot translate to it)" : "")
+                  : "OpenCL device " + name_ + " does not link " + std::string(formatName(image.format)) + " images");
 }
 
 llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {

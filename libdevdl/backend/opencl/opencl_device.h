@@ -101,7 +101,7 @@ class Device final : public backend::Device {
   std::string description() const override { return "OpenCL device " + name_; }
   /// SPIR-V, on a device that takes it as IL or through SPIR; a native binary the driver takes,
   /// on a device with a linker.
-  bool accepts(const DeviceImage &image, std::string *why) const override;
+  llvm::Error accepts(const DeviceImage &image) const override;
   /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
   /// built as IL where the device takes it, else translated to SPIR; unless DEVDL_LTO=0,
   /// optimized across the images (optimizeSpirv, spirvToSpir).

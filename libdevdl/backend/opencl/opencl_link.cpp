@@ -46,8 +46,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     for (const LinkInput &input : inputs) {
       const bool isNative = input.image->format == ImageFormat::OpenClBinary;
       // A native binary is asked of the driver where linkObjects makes its program: once.
-      if (std::string why; !isNative && !accepts(*input.image, &why))
-        return fail(ErrorCode::Unsupported, input.label + ": " + why);
+      if (!isNative)
+        if (llvm::Error refused = accepts(*input.image)) return inImage(std::move(refused), input.label);
       (isNative ? native : spirv) = &input;
     }
     // Native binaries are compiled objects: only the device's linker joins them, to each other
