@@ -5,6 +5,7 @@
 
 #include "support/debug.h"
 #include "support/environment.h"
+#include "support/error.h"
 
 #include <cctype>
 #include <cerrno>
@@ -12,11 +13,8 @@
 
 namespace devdl::cache {
 
-std::string DiskCache::directoryFromEnvironment(std::string *why) {
-  auto none = [&](const char *reason) {
-    if (why) *why = reason;
-    return std::string();
-  };
+llvm::Expected<std::string> DiskCache::directoryFromEnvironment() {
+  auto none = [](const char *reason) { return fail(ErrorCode::NotFound, reason); };
   if (secureExecution()) return none("off in a secure-execution process");
   if (const char *off = devdlVariable("DEVDL_CACHE"); off && std::string_view(off) == "0") return none("DEVDL_CACHE=0");
   if (const char *dir = devdlVariable("DEVDL_CACHE_DIR"); dir && *dir) return dir;
@@ -62,10 +60,13 @@ std::chrono::milliseconds DiskCache::buildWaitFromEnvironment() {
 DiskCache &DiskCache::process() {
   static DiskCache cache = [] {
     Debug::get();  // made first, so that it outlives the cache's report at exit
-    std::string why;
-    std::string dir = directoryFromEnvironment(&why);
-    if (dir.empty() && Debug::get().on(Debug::Statistics)) Debug::get().print("cache: none (" + why + ")");
-    return DiskCache(std::move(dir), maxSizeFromEnvironment(), buildWaitFromEnvironment());
+    llvm::Expected<std::string> dir = directoryFromEnvironment();
+    if (!dir) {
+      const std::string why = llvm::toString(dir.takeError());
+      if (Debug::get().on(Debug::Statistics)) Debug::get().print("cache: none (" + why + ")");
+      dir = std::string();
+    }
+    return DiskCache(std::move(*dir), maxSizeFromEnvironment(), buildWaitFromEnvironment());
   }();
   return cache;
 }

@@ -57,9 +57,9 @@ struct Statistics {
 class DiskCache final : public BinaryStore {
  public:
   /// The directory as the environment says: DEVDL_CACHE_DIR, else $XDG_CACHE_HOME/devdl, else
-  /// $HOME/.cache/devdl. "" when DEVDL_CACHE=0, in secure-execution processes (as glibc
-  /// ignores LD_LIBRARY_PATH there), or with no home; `why` then says which.
-  static std::string directoryFromEnvironment(std::string *why = nullptr);
+  /// $HOME/.cache/devdl. Fails (NotFound) saying which when DEVDL_CACHE=0, in secure-execution
+  /// processes (as glibc ignores LD_LIBRARY_PATH there), or with no home.
+  static llvm::Expected<std::string> directoryFromEnvironment();
   /// DEVDL_CACHE_MAX_SIZE (bytes, or with a K, M or G suffix), else 1 GiB.
   static uint64_t maxSizeFromEnvironment();
   /// DEVDL_CACHE_WAIT (seconds, a fraction allowed), else kDefaultBuildWait.

@@ -61,17 +61,16 @@ int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-cache (" << devdl::devdlBuild() << ")\n"; });
   llvm::cl::ParseCommandLineOptions(argc, argv, "devdl-cache: the disk cache of linked device programs\n");
-  std::string why;
-  const std::string dir = directory.empty() ? DiskCache::directoryFromEnvironment(&why) : directory.getValue();
-  if (dir.empty()) {
-    llvm::errs() << "devdl-cache: no cache directory: " << why << "\n";
+  llvm::Expected<std::string> dir = directory.empty() ? DiskCache::directoryFromEnvironment() : directory.getValue();
+  if (!dir) {
+    llvm::errs() << "devdl-cache: no cache directory: " << llvm::toString(dir.takeError()) << "\n";
     return 1;
   }
-  DiskCache cache(dir, DiskCache::maxSizeFromEnvironment());
+  DiskCache cache(*dir, DiskCache::maxSizeFromEnvironment());
   if (command == "clear") {
     llvm::Expected<size_t> deleted = cache.clear();
     if (!deleted) return reportError(deleted.takeError());
-    llvm::outs() << dir << ": deleted " << *deleted << " files\n";
+    llvm::outs() << *dir << ": deleted " << *deleted << " files\n";
     return 0;
   }
   if (command != "list" && command != "verify") {
@@ -88,7 +87,7 @@ int main(int argc, char **argv) {
     bad += !entry.problem.empty();
   }
   if (command == "list") {
-    llvm::outs() << dir << ": " << entries.size() << " entries, " << devdl::cache::bytesText(total) << " (bound "
+    llvm::outs() << *dir << ": " << entries.size() << " entries, " << devdl::cache::bytesText(total) << " (bound "
                  << devdl::cache::bytesText(DiskCache::maxSizeFromEnvironment()) << ")\n";
     for (const EntryFile &entry : entries) {
       const std::string name = entry.path.substr(entry.path.rfind('/') + 1, 32);
@@ -99,6 +98,6 @@ int main(int argc, char **argv) {
   }
   for (const EntryFile &entry : entries)
     if (!entry.problem.empty()) llvm::outs() << entry.path << ": " << entry.problem << "\n";
-  llvm::outs() << dir << ": " << entries.size() << " entries, " << bad << " bad\n";
+  llvm::outs() << *dir << ": " << entries.size() << " entries, " << bad << " bad\n";
   return bad ? 1 : 0;
 }

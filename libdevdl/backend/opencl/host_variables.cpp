@@ -27,20 +27,16 @@ size_t pageRounded(uint64_t size) {
   return static_cast<size_t>((size + page - 1) / page * page);
 }
 
-// `bytes` mapped at exactly `address`, else null and why (taken, or the kernel put it elsewhere).
-void *mapAt(uint64_t address, size_t bytes, std::string *why = nullptr, bool *taken = nullptr) {
+// `bytes` mapped at exactly `address`; else Busy where the address is taken, Unsupported for
+// another reason.
+llvm::Expected<void *> mapAt(uint64_t address, size_t bytes) {
   void *wanted = reinterpret_cast<void *>(address);
   void *got = mmap(wanted, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  if (got == MAP_FAILED) {
-    if (taken) *taken = errno == EEXIST;
-    if (why) *why = errno == EEXIST ? "it is taken" : std::strerror(errno);
-    return nullptr;
-  }
+  if (got == MAP_FAILED)
+    return errno == EEXIST ? fail(ErrorCode::Busy, "it is taken") : fail(ErrorCode::Unsupported, std::strerror(errno));
   if (got != wanted) {  // a kernel before 4.17 takes the address as a hint: it is taken
     munmap(got, bytes);
-    if (taken) *taken = true;
-    if (why) *why = "the kernel maps it elsewhere";
-    return nullptr;
+    return fail(ErrorCode::Busy, "the kernel maps it elsewhere");
   }
   return got;
 }
@@ -96,9 +92,11 @@ void HostVariables::initialize() {
 
 llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::place(VariableLayout layout, uint64_t seed) {
   const size_t bytes = pageRounded(layout.size);
-  for (uint64_t i = 0; i < kTries; ++i)
-    if (void *base = mapAt(kArenaStart + (seed + i) % kSlots * kSlot, bytes))
-      return std::unique_ptr<HostVariables>(new HostVariables(std::move(layout), base, bytes));
+  for (uint64_t i = 0; i < kTries; ++i) {
+    llvm::Expected<void *> base = mapAt(kArenaStart + (seed + i) % kSlots * kSlot, bytes);
+    if (base) return std::unique_ptr<HostVariables>(new HostVariables(std::move(layout), *base, bytes));
+    llvm::consumeError(base.takeError());  // the next slot
+  }
   void *base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED)
     return fail(ErrorCode::Unsupported, "cannot map " + std::to_string(bytes) +
@@ -112,14 +110,14 @@ llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::place(VariableLayo
 
 llvm::Expected<std::unique_ptr<HostVariables>> HostVariables::at(VariableLayout layout, uint64_t address) {
   const size_t bytes = pageRounded(layout.size);
-  std::string why;
-  bool taken = false;
-  void *base = mapAt(address, bytes, &why, &taken);
-  if (!base)
-    return fail(taken ? ErrorCode::Busy : ErrorCode::Unsupported,
-                "the program's variables were placed at 0x" + hex(address) + " (" + std::to_string(bytes) +
-                    " bytes), which cannot be mapped in this process: " + why);
-  return std::unique_ptr<HostVariables>(new HostVariables(std::move(layout), base, bytes));
+  llvm::Expected<void *> base = mapAt(address, bytes);
+  if (!base) {
+    llvm::Error why = base.takeError();
+    const ErrorCode code = hasCode(why, ErrorCode::Busy) ? ErrorCode::Busy : ErrorCode::Unsupported;
+    return fail(code, "the program's variables were placed at 0x" + hex(address) + " (" + std::to_string(bytes) +
+                          " bytes), which cannot be mapped in this process: " + llvm::toString(std::move(why)));
+  }
+  return std::unique_ptr<HostVariables>(new HostVariables(std::move(layout), *base, bytes));
 }
 
 const VariableLayout::Variable *HostVariables::find(std::string_view name) const {
