@@ -129,6 +129,25 @@ void DeviceDlopen::expectTheExportedLevel(std::initializer_list<const char *> li
   for (void *lib : libs) EXPECT_EQ(device_dlclose(lib), 0);
 }
 
+void DeviceDlopen::openAppOverAGlobalHostLibrary(const char *library, void *&host, void *&app) {
+  host = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(device_dlopen(nullptr, DEVDL_LAZY), "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), library);
+  EXPECT_EQ(info.image, 0u);
+  app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+}
+
+void DeviceDlopen::expectTheGlobalScopeLacksLibDeviceFunc(const std::string &why) {
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  EXPECT_NE(device_dlsyminfo(device_dlopen(nullptr, DEVDL_LAZY), "LibDeviceFunc", &info), 0) << why;
+  EXPECT_EQ(error(), "the global scope: undefined device symbol `LibDeviceFunc`");
+}
+
 bool DeviceDlopen::devdlPlacesVariables() const {
   if (!onOpenCl() || !cpu_ || usmMemcpy_) return false;
   const auto &cl = *backend::opencl::api();

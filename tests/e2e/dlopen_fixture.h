@@ -46,6 +46,15 @@ class DeviceDlopen : public ::testing::Test {
   void expectTheExportedLevel(std::initializer_list<const char *> libraries, const char *application,
                               const char *kernel, const std::vector<int> &before, const std::vector<int> &afterFive);
 
+  // Loads host library `library`, whose image 0 is the seed's lib.spv, RTLD_GLOBAL (into `host`),
+  // where the global scope finds LibDeviceFunc, and opens app.spv over it with DEVDL_NOW (`app`).
+  void openAppOverAGlobalHostLibrary(const char *library, void *&host, void *&app);
+  // The global scope finds LibDeviceFunc no more: the host library defining it has gone. Asked
+  // once a test has closed its host libraries, it makes devdl see them go, so that a later load
+  // at the same address, RTLD_LOCAL, is not taken for the same load, still global (a fault of the
+  // loader's: LoaderScopes.DISABLED_AHostLibraryReloadedLocalIsNotGlobal).
+  void expectTheGlobalScopeLacksLibDeviceFunc(const std::string &why);
+
   std::vector<int> run(void *kernel, size_t n) {
     if (backend_ == DEVDL_BACKEND_LEVEL_ZERO)
       return runIntKernel(zeContext_, zeDevice_, static_cast<ze_kernel_handle_t>(kernel), n);

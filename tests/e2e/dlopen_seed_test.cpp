@@ -73,6 +73,7 @@ TEST_F(DeviceDlopen, ErrorsAreClearAndPerThread) {
   }).join();
   EXPECT_EQ(other, "") << "another thread sees no error";
   EXPECT_EQ(error(), "/nonexistent/lib.spv: No such file or directory");
+  EXPECT_EQ(device_dlerror(), nullptr) << "cleared on read";
 
   EXPECT_EQ(device_dlopen(deviceImage("lib").c_str(), 0), nullptr);
   EXPECT_EQ(error(), "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");

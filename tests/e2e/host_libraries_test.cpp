@@ -36,6 +36,7 @@ TEST_F(DeviceDlopen, HostLibraryLoadedLocalIsInvisibleUntilPromotedGlobal) {
   device_dlclose(app);
   dlclose(host);
   dlclose(host);
+  expectTheGlobalScopeLacksLibDeviceFunc("unloaded by the host");
 }
 
 // A host library carrying lib.spv unloads when the host closes it, unless a devdl program uses
@@ -43,15 +44,8 @@ TEST_F(DeviceDlopen, HostLibraryLoadedLocalIsInvisibleUntilPromotedGlobal) {
 // it was global made glibc mark it NODELETE, and it never unloaded).
 TEST_F(DeviceDlopen, AHostLibraryUnloadsOnceNoProgramUsesIt) {
   DEVDL_CARRIES_SPIRV();
-  void *host = dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_GLOBAL);
-  ASSERT_NE(host, nullptr) << dlerror();
-  void *global = device_dlopen(nullptr, DEVDL_LAZY);
-  devdl_symbol_info info{};
-  info.size = sizeof info;
-  ASSERT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
-  EXPECT_EQ(std::string(info.file), DEVDL_TEST_LINKED);
-  void *app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
-  ASSERT_NE(app, nullptr) << error();
+  void *host = nullptr, *app = nullptr;
+  ASSERT_NO_FATAL_FAILURE(openAppOverAGlobalHostLibrary(DEVDL_TEST_LINKED, host, app));
   void *kernel = device_dlsym(app, "AppKernel");
   ASSERT_NE(kernel, nullptr) << error();
   ASSERT_EQ(dlclose(host), 0);
@@ -61,13 +55,15 @@ TEST_F(DeviceDlopen, AHostLibraryUnloadsOnceNoProgramUsesIt) {
   EXPECT_EQ(run(kernel, 3), (std::vector<int>{0, 2, 4}));
   EXPECT_EQ(device_dlclose(app), 0);
   EXPECT_EQ(dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_NOLOAD), nullptr) << "devdl let it go with the program";
-  EXPECT_NE(device_dlsyminfo(global, "LibDeviceFunc", &info), 0);
-  EXPECT_EQ(error(), "the global scope: undefined device symbol `LibDeviceFunc`");
+  expectTheGlobalScopeLacksLibDeviceFunc("unloaded by the host");
   // Loaded again, it is seen again.
   host = dlopen(DEVDL_TEST_LINKED, RTLD_NOW | RTLD_GLOBAL);
   ASSERT_NE(host, nullptr) << dlerror();
-  EXPECT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  EXPECT_EQ(device_dlsyminfo(device_dlopen(nullptr, DEVDL_LAZY), "LibDeviceFunc", &info), 0) << error();
   dlclose(host);
+  expectTheGlobalScopeLacksLibDeviceFunc("unloaded again");
 }
 
 // Whether a host library is in the global scope does not depend on its bundle's symbol: one named
@@ -86,6 +82,7 @@ TEST_F(DeviceDlopen, AnyHostLibraryJoinsTheGlobalScopeWhenPromoted) {
     dlclose(host);
     dlclose(host);
     EXPECT_EQ(dlopen(library, RTLD_NOW | RTLD_NOLOAD), nullptr) << library << " unloaded";
+    expectTheGlobalScopeLacksLibDeviceFunc(std::string(library) + " unloaded");
   }
 }
 
@@ -112,6 +109,7 @@ TEST_F(DeviceDlopen, ASecondCopyOfAGlobalLibraryIsToldLocalOnceTheFirstGoes) {
   EXPECT_EQ(std::string(info.file), DEVDL_TEST_TWIN_SECOND) << "promoted";
   dlclose(second);
   dlclose(second);
+  expectTheGlobalScopeLacksLibDeviceFunc("both copies unloaded");
 }
 
 // The same library loaded by the host, as a SYCL application loads its libraries: an object that
@@ -119,21 +117,12 @@ TEST_F(DeviceDlopen, ASecondCopyOfAGlobalLibraryIsToldLocalOnceTheFirstGoes) {
 // the scopes the object is in, for as long as it is loaded.
 TEST_F(DeviceDlopen, AHostLoadedLibraryInDpcppsFormLendsItsImages) {
   DEVDL_ONLY_ON_SPIRV("the library carries SPIR-V");
-  void *host = dlopen(DEVDL_TEST_DPCPP_TABLES, RTLD_NOW | RTLD_GLOBAL);
-  ASSERT_NE(host, nullptr) << dlerror();
-  void *global = device_dlopen(nullptr, DEVDL_LAZY);
-  devdl_symbol_info info{};
-  info.size = sizeof info;
-  ASSERT_EQ(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << error();
-  EXPECT_EQ(std::string(info.file), DEVDL_TEST_DPCPP_TABLES);
-  EXPECT_EQ(info.image, 0u);
-  void *app = device_dlopen(deviceImage("app").c_str(), DEVDL_NOW);
-  ASSERT_NE(app, nullptr) << error();
+  void *host = nullptr, *app = nullptr;
+  ASSERT_NO_FATAL_FAILURE(openAppOverAGlobalHostLibrary(DEVDL_TEST_DPCPP_TABLES, host, app));
   EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 4), (std::vector<int>{0, 2, 4, 6}));
   EXPECT_EQ(device_dlclose(app), 0);
   ASSERT_EQ(dlclose(host), 0);
-  EXPECT_NE(device_dlsyminfo(global, "LibDeviceFunc", &info), 0) << "unloaded by the host";
-  EXPECT_EQ(error(), "the global scope: undefined device symbol `LibDeviceFunc`");
+  expectTheGlobalScopeLacksLibDeviceFunc("unloaded by the host");
 }
 
 }  // namespace
