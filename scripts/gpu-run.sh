@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 echo "== tests"
 # The disk cache is off, as under ctest; the tests across processes give their processes one.
 DEVDL_CACHE=0 "$stage/bin/devdl_cuda_tests" "$@" || status=1
-# The suite every backend runs (tests/e2e/dlopen_test.cpp), on CUDA: each test in a process of
+# The suite every backend runs (tests/e2e/dlopen_fixture.h), on CUDA: each test in a process of
 # its own, as ctest runs it, so that each starts with an empty global scope.
 export DEVDL_TEST_SCRATCH=$(mktemp -d)
 suite=$stage/bin/devdl_suite_tests

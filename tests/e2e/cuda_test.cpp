@@ -1,7 +1,7 @@
 // What only the CUDA backend has, end to end through the C API: images built by nvcc -rdc (and
 // -dlto) in each of CUDA's formats, linked by devdl with the driver's linker (and nvJitLink), and
 // run on the GPU. What every backend does (the seed example, chains, interposition, scopes, the
-// disk cache across processes, ...) is the one suite in dlopen_test.cpp, which the GPU machine
+// disk cache across processes, ...) is the one suite of e2e/dlopen_fixture.h, which the GPU machine
 // runs on CUDA too (scripts/gpu-run.sh). Without a driver (CI) the tests skip, saying so, and the
 // library's own answer to "no driver" is checked instead.
 #include "devdl.h"

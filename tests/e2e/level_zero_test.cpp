@@ -1,5 +1,5 @@
 // devdl on Level Zero, through the real loader and the test driver (tests/level_zero_driver), for
-// what the shared suite (e2e/dlopen_test.cpp, run on Level Zero as LevelZero.* and
+// what the shared suite (e2e/dlopen_fixture.h, run on Level Zero as LevelZero.* and
 // LevelZeroDynamicLink.*) does not cover: the program's own context, native Intel binaries, and
 // the driver's refusals said in devdl's words.
 #include "devdl.h"

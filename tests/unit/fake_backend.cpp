@@ -69,6 +69,7 @@ class Device final : public backend::Device {
     for (const backend::LinkInput &input : inputs) {
       link.inputs.push_back(input.label);
       link.hidden.emplace_back(input.hidden.begin(), input.hidden.end());
+      link.specConstants.push_back(input.specConstants ? *input.specConstants : backend::SpecConstants());
     }
     {
       std::lock_guard lock(linksMutex());

@@ -16,11 +16,13 @@ namespace devdl::test::fake {
 
 inline constexpr int kBackendNumber = 100;
 
-/// One link the fake device was asked for: the labels of its inputs, in plan order, and the
-/// names each input was to have local (interposed by another input).
+/// One link the fake device was asked for: the labels of its inputs, in plan order, the names
+/// each input was to have local (interposed by another input), and the specialization constants
+/// set for each.
 struct Link {
   std::vector<std::string> inputs;
   std::vector<std::vector<std::string>> hidden;
+  std::vector<backend::SpecConstants> specConstants;
 };
 
 /// Every link made by fake devices since the last reset, in order. Guarded by linksMutex().

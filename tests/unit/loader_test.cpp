@@ -10,7 +10,6 @@ namespace devdl::test {
 namespace {
 
 using LoaderLinks = LoaderFixture;
-using Links = std::vector<std::vector<std::string>>;
 
 TEST_F(LoaderLinks, ALibraryAndAnApplicationThatImportFromEachOtherLinkOnce) {
   void *pong = open("cycle_pong.spv", DEVDL_LAZY | DEVDL_GLOBAL);

@@ -1,0 +1,129 @@
+// Resolution errors over the fake backend (unit/fake_backend.h), as RTLD_NOW's and RTLD_LAZY's:
+// DEVDL_NOW resolves every import at the open or the open fails and leaves nothing; DEVDL_LAZY
+// fails at the first symbol that needs the link. Every message names the file, the image and the
+// symbol.
+#include "unit/loader_fixture.h"
+
+#include "devdl.h"
+
+#include <filesystem>
+#include <string>
+
+namespace devdl::test {
+namespace {
+
+using LoaderErrors = LoaderFixture;
+
+TEST_F(LoaderErrors, NowFailsNamingSymbolImageAndFile) {
+  EXPECT_EQ(openError("app.spv", DEVDL_NOW), label("app.spv") + ": undefined device symbol `LibDeviceFunc`");
+  // The failed open left nothing behind.
+  EXPECT_FALSE(isLoaded("app.spv"));
+  EXPECT_TRUE(loader_.snapshot().empty());
+  EXPECT_TRUE(links().empty());
+}
+
+TEST_F(LoaderErrors, AFailedGlobalOpenLeavesNothingInTheGlobalScope) {
+  EXPECT_EQ(openError("chain_mid.spv", DEVDL_NOW | DEVDL_GLOBAL),
+            label("chain_mid.spv") + ": undefined device symbol `ChainBase`");
+  EXPECT_TRUE(loader_.snapshot().empty());
+  // chain_top's import of ChainMid finds nothing.
+  void *top = open("chain_top.spv", DEVDL_LAZY);
+  EXPECT_EQ(errorText(loader_.symbol(top, "ChainKernel")), label("chain_top.spv") + ": undefined device symbol `ChainMid`");
+  close(top);
+}
+
+TEST_F(LoaderErrors, NowChecksTheImportsOfALibraryWithoutKernels) {
+  // chain_mid has no kernel; it imports ChainBase. As RTLD_NOW, its imports resolve at the open
+  // or the open fails and leaves nothing behind.
+  EXPECT_EQ(openError("chain_mid.spv", DEVDL_NOW), label("chain_mid.spv") + ": undefined device symbol `ChainBase`");
+  EXPECT_FALSE(isLoaded("chain_mid.spv"));
+  // LAZY opens it; NOW does once its import is there.
+  void *lazy = open("chain_mid.spv", DEVDL_LAZY);
+  ASSERT_NE(lazy, nullptr);
+  close(lazy);
+  void *base = open("chain_base.spv", DEVDL_NOW | DEVDL_GLOBAL);
+  void *mid = open("chain_mid.spv", DEVDL_NOW);
+  EXPECT_NE(mid, nullptr);
+  EXPECT_TRUE(links().empty()) << "resolved, not linked: no kernel needs a program";
+  close(mid);
+  close(base);
+}
+
+TEST_F(LoaderErrors, LazyFailsAtTheFirstSymbolThatNeedsTheLink) {
+  void *app = open("app.spv", DEVDL_LAZY);
+  ASSERT_NE(app, nullptr);
+  EXPECT_EQ(errorText(loader_.symbol(app, "AppKernel")), label("app.spv") + ": undefined device symbol `LibDeviceFunc`");
+  EXPECT_TRUE(links().empty());
+  // Once the library is in the global scope, the same handle links.
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  EXPECT_NE(symbol(app, "AppKernel"), nullptr);
+  EXPECT_EQ(links(), (Links{{"app.spv", "lib.spv"}}));
+  close(app);
+  close(lib);
+}
+
+TEST_F(LoaderErrors, ReopeningALazyHandleNowLinksItNow) {
+  const std::string undefined = label("app.spv") + ": undefined device symbol `LibDeviceFunc`";
+  void *app = open("app.spv", DEVDL_LAZY);
+  ASSERT_NE(app, nullptr);
+  // As dlopen(RTLD_NOW) of a library already loaded lazily: the links are made now, and a
+  // failure leaves the handle as it was (one reference).
+  EXPECT_EQ(openError("app.spv", DEVDL_NOW), undefined);
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  EXPECT_TRUE(links().empty()) << "a LAZY open links nothing";
+  EXPECT_EQ(open("app.spv", DEVDL_NOW), app);
+  EXPECT_EQ(links(), (Links{{"app.spv", "lib.spv"}})) << "linked at the second open";
+  close(app);
+  EXPECT_EQ(open("app.spv", DEVDL_LAZY | DEVDL_NOLOAD), app);  // one left, and this one
+  close(app);
+  close(app);
+  EXPECT_FALSE(isLoaded("app.spv"));
+  close(lib);
+}
+
+TEST_F(LoaderErrors, BadCallsAndMissingFilesAreNamed) {
+  EXPECT_EQ(errorText(loader_.open("/nonexistent/lib.spv", DEVDL_NOW)), "/nonexistent/lib.spv: No such file or directory");
+  EXPECT_EQ(openError("lib.spv", 0), "device_dlopen: flags must include DEVDL_LAZY or DEVDL_NOW");
+  const std::string bytes = readFile(image("lib.spv"));
+  EXPECT_EQ(errorText(loader_.openMemory(nullptr, 4, "none", DEVDL_LAZY)), "device_dlopen_mem: no data");
+  EXPECT_EQ(errorText(loader_.openMemory(bytes.data(), bytes.size(), "lib", DEVDL_NOLOAD)),
+            "device_dlopen_mem: flags must include DEVDL_LAZY or DEVDL_NOW");
+  void *lib = open("lib.spv", DEVDL_LAZY);
+  EXPECT_EQ(errorText(loader_.symbol(lib, "NoSuchSymbol")), image("lib.spv") + ": undefined device symbol `NoSuchSymbol`");
+  EXPECT_EQ(errorText(loader_.planText(lib, "LibDeviceFunc")), "`LibDeviceFunc` is not a kernel");
+  close(lib);
+  EXPECT_TRUE(links().empty());
+}
+
+TEST_F(LoaderErrors, ThePlanOfAKernelSaysWhereEachImportBinds) {
+  void *app = open("app.spv", DEVDL_LAZY);
+  const std::string appLabel = label("app.spv");
+  EXPECT_EQ(errorText(loader_.planText(app, "AppKernel")),
+            "AppKernel: " + appLabel + "\n  LibDeviceFunc (" + appLabel + ") -> undefined\n");
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  auto plan = loader_.planText(app, "AppKernel");
+  ASSERT_TRUE(!!plan) << llvm::toString(plan.takeError());
+  EXPECT_EQ(*plan, "AppKernel: " + appLabel + "\n  LibDeviceFunc (" + appLabel + ") -> " + label("lib.spv") + "\n");
+  EXPECT_TRUE(links().empty()) << "a plan is not a link";
+  close(lib);
+  close(app);
+}
+
+TEST_F(LoaderErrors, NamesWithoutASlashAreSearchedInTheLibraryPath) {
+  // Like LD_LIBRARY_PATH: each directory in turn (missing and empty ones skipped).
+  const std::string dir = std::filesystem::path(image("lib.spv")).parent_path().string();
+  void *lib = nullptr;
+  {
+    ScopedVariable path("DEVDL_LIBRARY_PATH", "/nonexistent::" + dir);
+    lib = openPath("lib.spv", DEVDL_LAZY);
+  }
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ(definitionOf(lib, "LibDeviceFunc"), dir + "/lib.spv: image 0 (spirv)");
+  close(lib);
+  // Without it, the name is not found where the tests run.
+  ASSERT_FALSE(std::filesystem::exists("lib.spv"));
+  EXPECT_EQ(errorText(loader_.open("lib.spv", DEVDL_LAZY)), "lib.spv: No such file or directory");
+}
+
+}  // namespace
+}  // namespace devdl::test

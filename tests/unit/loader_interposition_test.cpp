@@ -1,0 +1,112 @@
+// Interposition by symbol over the fake backend (unit/fake_backend.h), as ld.so's: when a plan
+// takes a name from one image and needs another that defines it too for something else, the
+// link sees the other's definition local to it; a variable as a function. The fake's links
+// record what each input was to have local.
+#include "unit/loader_fixture.h"
+
+#include "devdl.h"
+
+#include <string>
+#include <vector>
+
+namespace devdl::test {
+namespace {
+
+using LoaderInterposition = LoaderFixture;
+using Hidden = std::vector<std::vector<std::string>>;
+
+TEST_F(LoaderInterposition, AnInterposedVariableIsMadeLocalWhereItIsNotTheOneUsed) {
+  // interpose_var_app takes Level from interpose_var_first, first in search order, and Offset and
+  // Base from interpose_var_other, whose own Level Base keeps using.
+  void *first = open("interpose_var_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *other = open("interpose_var_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_var_app.spv", DEVDL_NOW);
+  ASSERT_EQ(links(), (Links{{"interpose_var_app.spv", "interpose_var_other.spv", "interpose_var_first.spv"}}));
+  EXPECT_EQ(fake::links()[0].hidden, (Hidden{{}, {"Level"}, {}}));
+  // The host reads by the name the instance the application's kernel uses.
+  void *level = symbol(app, "Level");
+  EXPECT_NE(level, nullptr);
+  EXPECT_EQ(symbol(first, "Level"), level);
+  EXPECT_EQ(links().size(), 1u);
+  close(app);
+  close(other);
+  close(first);
+}
+
+// DISABLED: the loader describes interpose_var_other's Level, the one made local, which
+// device_dlsyminfo should not: Loader::inDependencies takes the first image of app's plan that
+// defines the name, not the one the plan binds it to (reported in issue 37).
+TEST_F(LoaderInterposition, DISABLED_TheInterposedNameIsDescribedAsTheDefinitionItsKernelsUse) {
+  void *first = open("interpose_var_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *other = open("interpose_var_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_var_app.spv", DEVDL_NOW);
+  EXPECT_EQ(definitionOf(app, "Level"), label("interpose_var_first.spv"));
+  EXPECT_EQ(definitionOf(app, "Offset"), label("interpose_var_other.spv"));
+  close(app);
+  close(other);
+  close(first);
+}
+
+// DISABLED: dlsym of interpose_var_other's handle answers interpose_var_first's Level, from the
+// program of interpose_var_app that holds interpose_var_other with its Level made local, while
+// device_dlsyminfo names interpose_var_other's own, which its Base uses: Loader::bind takes the
+// first program holding the image, whether the definition is interposed there or not (reported in
+// issue 37).
+TEST_F(LoaderInterposition, DISABLED_AnInterposedLibrarysHandleAnswersItsOwnVariable) {
+  void *first = open("interpose_var_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *other = open("interpose_var_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_var_app.spv", DEVDL_NOW);
+  EXPECT_EQ(definitionOf(other, "Level"), label("interpose_var_other.spv"));
+  EXPECT_NE(symbol(other, "Level"), symbol(first, "Level"));
+  close(app);
+  close(other);
+  close(first);
+}
+
+TEST_F(LoaderInterposition, AStaticVariableOfTheSameNameIsNotInterposed) {
+  // static_var_lib's Level is static: not a definition of the name, nothing to make local.
+  void *first = open("interpose_var_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *lib = open("static_var_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("static_var_app.spv", DEVDL_NOW);
+  ASSERT_EQ(links(), (Links{{"static_var_app.spv", "static_var_lib.spv", "interpose_var_first.spv"}}));
+  EXPECT_EQ(fake::links()[0].hidden, (Hidden{{}, {}, {}}));
+  EXPECT_EQ(definitionOf(app, "Level"), label("interpose_var_first.spv"));
+  EXPECT_EQ(definitionOf(lib, "Level"), image("static_var_lib.spv") + ": undefined device symbol `Level`");
+  close(app);
+  close(lib);
+  close(first);
+}
+
+TEST_F(LoaderInterposition, AHandleAnswersTheInterposedNameWithTheDefinitionItsKernelsUse) {
+  void *first = open("interpose_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *other = open("interpose_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_app.spv", DEVDL_LAZY);
+  EXPECT_EQ(definitionOf(app, "Answer"), label("interpose_first.spv"));
+  EXPECT_EQ(definitionOf(app, "Other"), label("interpose_other.spv"));
+  void *answer = symbol(app, "Answer");
+  EXPECT_NE(answer, nullptr);
+  EXPECT_EQ(links(), (Links{{"interpose_app.spv", "interpose_first.spv", "interpose_other.spv"}}))
+      << "the program the handle's kernel runs";
+  EXPECT_NE(symbol(app, "InterposeKernel"), nullptr);
+  EXPECT_EQ(links().size(), 1u);
+  close(app);
+  close(other);
+  close(first);
+}
+
+TEST_F(LoaderInterposition, AnImageTheProgramDoesNotNeedIsNotLinkedForItsDuplicate) {
+  // interpose_other first: its Answer and Other serve, and interpose_first, which defines only
+  // Answer, stays out of the program.
+  void *other = open("interpose_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *first = open("interpose_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_app.spv", DEVDL_NOW);
+  ASSERT_EQ(links(), (Links{{"interpose_app.spv", "interpose_other.spv"}}));
+  EXPECT_EQ(fake::links()[0].hidden, (Hidden{{}, {}}));
+  EXPECT_EQ(definitionOf(app, "Answer"), label("interpose_other.spv"));
+  close(app);
+  close(first);
+  close(other);
+}
+
+}  // namespace
+}  // namespace devdl::test
