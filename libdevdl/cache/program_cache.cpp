@@ -71,9 +71,9 @@ std::optional<ProgramCache::Turn> ProgramCache::takeTurn(std::unique_lock<std::m
   return Turn(this, std::move(of));
 }
 
-LinkedProgram *ProgramCache::holding(uint32_t id) const {
+LinkedProgram *ProgramCache::defining(uint32_t id, std::string_view name) const {
   for (const auto &program : programs_)
-    if (program->holds(id)) return program.get();
+    if (program->defines(id, name)) return program.get();
   return nullptr;
 }
 
@@ -159,10 +159,12 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
 }
 
 LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
+                                 std::vector<std::vector<std::string_view>> hidden,
                                  std::vector<LinkedProgram::Use> uses, backend::Device *device,
                                  std::shared_ptr<backend::Program> program) {
-  programs_.push_back(std::unique_ptr<LinkedProgram>(
-      new LinkedProgram{std::move(key), std::move(images), std::move(uses), device, std::move(program)}));
+  hidden.resize(images.size());
+  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{
+      std::move(key), std::move(images), std::move(hidden), std::move(uses), device, std::move(program)}));
   return programs_.back().get();
 }
 

@@ -77,6 +77,9 @@ struct LinkedProgram {
   };
   ProgramKey key;
   std::vector<uint32_t> images;  // the images it was linked from: kept while it lives
+  /// By position in `images`: the names made local in that image, whose definitions there are
+  /// not the program's (interposed: LinkPlan::hidden), sorted.
+  std::vector<std::vector<std::string_view>> hidden;
   std::vector<Use> uses;
   backend::Device *device;
   // Shared with lookups making a kernel from it with the loader's lock let go: the last of them
@@ -84,6 +87,14 @@ struct LinkedProgram {
   std::shared_ptr<backend::Program> program;
 
   bool holds(uint32_t image) const { return std::find(images.begin(), images.end(), image) != images.end(); }
+  /// Whether `image`'s definition of `name` is the program's: it holds the image, and the name
+  /// is not made local there.
+  bool defines(uint32_t image, std::string_view name) const {
+    auto it = std::find(images.begin(), images.end(), image);
+    if (it == images.end()) return false;
+    const auto &local = hidden[static_cast<size_t>(it - images.begin())];
+    return !std::binary_search(local.begin(), local.end(), name);
+  }
 };
 
 /// A program made by ProgramCache::build, and whether a binary store had it: the entry's source
@@ -109,8 +120,9 @@ class ProgramCache {
 
   /// A program on `device` whose images include every image of `key`, or null.
   LinkedProgram *find(const backend::Device *device, const ProgramKey &key) const;
-  /// The first program, in the order they were made, that holds image `id`; or null.
-  LinkedProgram *holding(uint32_t id) const;
+  /// The first program, in the order they were made, whose definition of `name` is image `id`'s
+  /// (LinkedProgram::defines); or null.
+  LinkedProgram *defining(uint32_t id, std::string_view name) const;
   /// Whether any program was made for `device`.
   bool anyOn(const backend::Device *device) const;
 
@@ -144,9 +156,11 @@ class ProgramCache {
   /// refuses is dropped from the store and the program linked.
   llvm::Expected<Built> build(backend::Device &device, const ProgramKey &key,
                               std::span<const backend::LinkInput> inputs);
-  /// Keeps a program made by build() from `images`, for the plans it serves.
-  LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<LinkedProgram::Use> uses,
-                     backend::Device *device, std::shared_ptr<backend::Program> program);
+  /// Keeps a program made by build() from `images` (with `hidden` made local in each), for the
+  /// plans it serves.
+  LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<std::vector<std::string_view>> hidden,
+                     std::vector<LinkedProgram::Use> uses, backend::Device *device,
+                     std::shared_ptr<backend::Program> program);
   /// Drops the plans rooted at `roots` (images unloaded) and returns the programs left with
   /// none, which the caller releases with the images they hold. What the dropped plans and
   /// programs kept (their pins, the native programs) goes to `released`, for the caller to let

@@ -60,11 +60,11 @@ ProcessView observeProcess(const KnownObjects &known) {
   view.generation = listed.generation;  // of the list itself, whatever was loaded meanwhile
   for (LoadedBundle &found : listed.bundles) {
     ProcessView::Object object{std::move(found), false, true, std::nullopt};
-    const bool knownGlobal = in(known.global, object.found);
-    const bool isKnown = knownGlobal || in(known.others, object.found);
-    // Once told global, an object stays so while it is loaded: only the others are asked.
-    // One that cannot be told is taken as global, as the objects loaded with the program are.
-    const std::optional<bool> asked = knownGlobal ? std::optional<bool>(true) : inGlobalScope(object.found);
+    const bool isKnown = in(known.global, object.found) || in(known.others, object.found);
+    // Every object is asked again once objects were loaded or unloaded: one unloaded and loaded
+    // again RTLD_LOCAL at the same address is the same find, but no longer global. One that
+    // cannot be told is taken as global, as the objects loaded with the program are.
+    const std::optional<bool> asked = inGlobalScope(object.found);
     object.global = asked.value_or(true);
     object.told = asked.has_value();
     if (!isKnown) object.images = readNew(object.found);

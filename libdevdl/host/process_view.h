@@ -18,7 +18,7 @@ bool sameLoad(const LoadedBundle &a, const LoadedBundle &b);
 
 /// What the loader knows of the process when it asks: only what may have changed is asked again.
 struct KnownObjects {
-  std::vector<LoadedBundle> global;  // told global: they stay so while loaded
+  std::vector<LoadedBundle> global;  // told global: asked again only once objects were loaded or unloaded
   std::vector<LoadedBundle> others;  // local, or taken as global without being told
   uint64_t generation = 0;           // of the list the loader applied last
   bool listed = false;               // whether it applied a list at all

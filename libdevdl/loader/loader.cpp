@@ -90,10 +90,12 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
 }
 
 cache::LinkedProgram *Loader::keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,
+                                          std::vector<std::vector<std::string_view>> hidden,
                                           std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
                                           std::shared_ptr<backend::Program> program) {
   for (uint32_t id : images) images_.hold(id);
-  return programs_.add(std::move(key), std::move(images), std::move(uses), device, std::move(program));
+  return programs_.add(std::move(key), std::move(images), std::move(hidden), std::move(uses), device,
+                       std::move(program));
 }
 
 llvm::Expected<ImageFile> Loader::readFile(const std::shared_ptr<const RegularFile> &file) {
@@ -166,9 +168,10 @@ llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identi
     if (findHandle(identity)) continue;  // another thread opened it meanwhile: that handle
     auto handle = addHandle(fileName, std::move(images), identity, flags);
     if (!handle) return handle.takeError();
-    // As RTLD_NOW: linked now, or the open fails and leaves nothing behind.
+    // As RTLD_NOW: linked now, or the open fails and leaves nothing behind, NODELETE or not.
     if (flags & DEVDL_NOW)
       if (llvm::Error err = linkNow(lock, **handle)) {
+        (*handle)->nodelete = false;
         release(*handle);
         return err;
       }
@@ -178,18 +181,26 @@ llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identi
 
 llvm::Expected<Handle *> Loader::reopen(Lock &lock, Handle &handle, int flags) {
   // As dlopen(RTLD_NOW) of a library loaded lazily: its links are made now, or the open fails
-  // and the handle stays as it was. The reference taken first keeps it while the lock is let go.
+  // and the handle stays as it was. Promoted first, as a first open with DEVDL_GLOBAL joins the
+  // global scope before it links: its images' imports may be bound to one another there. The
+  // reference taken first keeps it while the lock is let go.
   ++handle.references;
+  const bool promoted = (flags & DEVDL_GLOBAL) && !handle.global;
+  if (promoted) {
+    handle.global = true;
+    joinGlobalScope(handle.images);
+  }
   if ((flags & DEVDL_NOW) && !handle.linkedNow)
     if (llvm::Error err = linkNow(lock, handle)) {
+      if (promoted && handle.global) {
+        handle.global = false;
+        scopes_.leave(handle.images, images_.pointers());
+        changed();
+      }
       release(&handle);
       return err;
     }
   handle.nodelete |= (flags & DEVDL_NODELETE) != 0;
-  if ((flags & DEVDL_GLOBAL) && !handle.global) {
-    handle.global = true;
-    joinGlobalScope(handle.images);
-  }
   return &handle;
 }
 

@@ -209,9 +209,9 @@ class Loader {
   std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id);
   /// The plan a root image's program was linked from for it; null where it has no program.
   const LinkPlan *linkedPlan(uint32_t root) const;
-  /// The images a root image's imports reach, the root first: its program's plan for it where
-  /// it has a program, else its plan as the scopes are now.
-  std::vector<uint32_t> planOf(uint32_t root);
+  /// The plan of a root image: its program's plan for it where it has a program, else its plan
+  /// as the scopes are now.
+  LinkPlan planOf(uint32_t root);
 
   // queries.cpp.
   /// The registered object at `object` of `kind`, and the first image of the handle's scope
@@ -254,6 +254,7 @@ class Loader {
   void dropImages(const std::vector<uint32_t> &ids);
   /// Keeps a program made for `uses`, holding `images` while it lives.
   cache::LinkedProgram *keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,
+                                    std::vector<std::vector<std::string_view>> hidden,
                                     std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
                                     std::shared_ptr<backend::Program> program);
 

@@ -139,21 +139,26 @@ std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::s
   // As glibc's dlsym(handle): after the handle's own scope, what its images depend on, breadth
   // first: the images their imports bind to, as the plans of their programs have them (those
   // stay loaded for the programs), else as they would bind now.
-  for (uint32_t root : handle.images)
-    for (uint32_t id : planOf(root)) {
+  // A definition the plan makes local (interposed) is not the one its kernels use.
+  for (uint32_t root : handle.images) {
+    const LinkPlan plan = planOf(root);
+    for (size_t i = 0; i < plan.images.size(); ++i) {
+      const uint32_t id = plan.images[i];
       if (llvm::is_contained(handle.local.images, id) || !planner().isCandidate(id)) continue;
+      if (std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name)) continue;
       const DeviceImage &image = images_[id].image;
       auto defined =
           llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });
       if (defined != image.symbols.end()) return Found{{id, defined->kind, linkFamily(image.format)}, root};
     }
+  }
   return std::nullopt;
 }
 
 std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id) {
   // The program of that image holds `id`: the program its kernels use.
   for (uint32_t root : handle.images)
-    if (llvm::is_contained(planOf(root), id)) return root;
+    if (llvm::is_contained(planOf(root).images, id)) return root;
   return std::nullopt;
 }
 
@@ -164,10 +169,10 @@ const LinkPlan *Loader::linkedPlan(uint32_t root) const {
   return nullptr;
 }
 
-std::vector<uint32_t> Loader::planOf(uint32_t root) {
-  if (const LinkPlan *linked = linkedPlan(root)) return linked->images;
+LinkPlan Loader::planOf(uint32_t root) {
+  if (const LinkPlan *linked = linkedPlan(root)) return *linked;
   const uint32_t roots[] = {root};
-  return planner().plan(roots).images;
+  return planner().plan(roots);
 }
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
@@ -205,9 +210,10 @@ llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::str
     program = programFor(lock, *found->through);
   } else if (definition.kind != SymbolKind::Kernel) {
     // A variable has an instance in each program its image is linked into: the address given
-    // is the one in the first program that holds it, which is where the kernels that were
-    // requested before it read it. Only with no such program is one linked for the image.
-    program = programs_.holding(definition.image);
+    // is the one in the first program whose definition it is (not made local there: another
+    // image's interposes it), which is where the kernels that were requested before it read it.
+    // Only with no such program is one linked for the image.
+    program = programs_.defining(definition.image, name);
   }
   if (program && !*program) program = programFor(lock, definition.image);
   if (!program) return program.takeError();

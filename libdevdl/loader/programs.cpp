@@ -151,6 +151,7 @@ struct Loader::BuildJob {
   struct Inputs {
     cache::ProgramKey key;
     std::vector<uint32_t> images;
+    std::vector<std::vector<std::string_view>> hidden;  // the inputs' spans are into it
     std::vector<backend::LinkInput> inputs;
     size_t bindings = 0;
   };
@@ -180,15 +181,27 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
     job.uses.push_back({importer.root, std::move(importer.plan), {}});
   }
   std::optional<LinkPlan> joint;
-  const LinkPlan &linked = withImporters.size() == 1 ? planned.plan : joint.emplace(planner.plan(withImporters));
+  if (withImporters.size() > 1) {
+    joint.emplace(planner.plan(withImporters));
+    // Their program is linked already, and it does not serve the plan (it makes some of the
+    // plan's names local, interposed by an importer's scope): the plan is linked alone, else
+    // linking with them would make that program again, and again.
+    if (programs_.find(planned.device, cache::ProgramKey::of(*joint, [&](uint32_t id) { return images_[id].hash; }))) {
+      joint.reset();
+      withImporters.resize(1);
+      job.uses.resize(1);
+    }
+  }
+  const LinkPlan &linked = joint ? *joint : planned.plan;
   auto inputsOf = [&](const LinkPlan &what, BuildJob::Inputs &into) {
     into.key = cache::ProgramKey::of(what, [&](uint32_t id) { return images_[id].hash; });
     into.images = what.images;
+    into.hidden = what.hidden;
     into.bindings = what.bindings.size();
     for (size_t i = 0; i < what.images.size(); ++i) {
       LoadedImage &image = images_[what.images[i]];
       const backend::SpecConstants &specs = job.specConstants.emplace_back(image.specConstants);
-      into.inputs.push_back({&image.image, image.label, &specs, what.hidden[i]});
+      into.inputs.push_back({&image.image, image.label, &specs, into.hidden[i]});  // the job's copy: `joint` goes
     }
   };
   inputsOf(linked, job.linked);
@@ -281,7 +294,8 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   const bool rootUses = !uses.empty() && uses.front().root == request.root;
   cache::LinkedProgram *kept = nullptr;
   if (!uses.empty() && !programs_.find(planned.device, job.linked.key))
-    kept = keepProgram(job.linked.key, job.linked.images, std::move(uses), planned.device, std::move(made->program));
+    kept = keepProgram(job.linked.key, job.linked.images, job.linked.hidden, std::move(uses), planned.device,
+                       std::move(made->program));
   else
     released_.push_back(std::shared_ptr<backend::Program>(std::move(made->program)));
   letGo(references);

@@ -49,10 +49,7 @@ class DeviceDlopen : public ::testing::Test {
   // Loads host library `library`, whose image 0 is the seed's lib.spv, RTLD_GLOBAL (into `host`),
   // where the global scope finds LibDeviceFunc, and opens app.spv over it with DEVDL_NOW (`app`).
   void openAppOverAGlobalHostLibrary(const char *library, void *&host, void *&app);
-  // The global scope finds LibDeviceFunc no more: the host library defining it has gone. Asked
-  // once a test has closed its host libraries, it makes devdl see them go, so that a later load
-  // at the same address, RTLD_LOCAL, is not taken for the same load, still global (a fault of the
-  // loader's: LoaderScopes.DISABLED_AHostLibraryReloadedLocalIsNotGlobal).
+  // The global scope finds LibDeviceFunc no more: the host library defining it has gone.
   void expectTheGlobalScopeLacksLibDeviceFunc(const std::string &why);
 
   std::vector<int> run(void *kernel, size_t n) {

@@ -33,10 +33,9 @@ TEST_F(LoaderInterposition, AnInterposedVariableIsMadeLocalWhereItIsNotTheOneUse
   close(first);
 }
 
-// DISABLED: the loader describes interpose_var_other's Level, the one made local, which
-// device_dlsyminfo should not: Loader::inDependencies takes the first image of app's plan that
-// defines the name, not the one the plan binds it to (reported in issue 37).
-TEST_F(LoaderInterposition, DISABLED_TheInterposedNameIsDescribedAsTheDefinitionItsKernelsUse) {
+// Among what a handle's images depend on, a name is the definition their plan binds it to, not
+// one the plan makes local (it was the first image defining it, before).
+TEST_F(LoaderInterposition, TheInterposedNameIsDescribedAsTheDefinitionItsKernelsUse) {
   void *first = open("interpose_var_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *other = open("interpose_var_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = open("interpose_var_app.spv", DEVDL_NOW);
@@ -47,12 +46,11 @@ TEST_F(LoaderInterposition, DISABLED_TheInterposedNameIsDescribedAsTheDefinition
   close(first);
 }
 
-// DISABLED: dlsym of interpose_var_other's handle answers interpose_var_first's Level, from the
-// program of interpose_var_app that holds interpose_var_other with its Level made local, while
-// device_dlsyminfo names interpose_var_other's own, which its Base uses: Loader::bind takes the
-// first program holding the image, whether the definition is interposed there or not (reported in
-// issue 37).
-TEST_F(LoaderInterposition, DISABLED_AnInterposedLibrarysHandleAnswersItsOwnVariable) {
+// A library's handle answers its own variable, which its Base uses, from a program where that
+// definition is the program's: not interpose_var_app's, where interpose_var_first's interposes it
+// (it was, before; and linking the library for it then made interpose_var_app's program again,
+// without end).
+TEST_F(LoaderInterposition, AnInterposedLibrarysHandleAnswersItsOwnVariable) {
   void *first = open("interpose_var_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *other = open("interpose_var_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = open("interpose_var_app.spv", DEVDL_NOW);

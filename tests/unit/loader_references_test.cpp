@@ -58,11 +58,9 @@ TEST_F(LoaderReferences, NodeleteGivenAtASecondOpenKeepsTheHandle) {
             "device_dlclose: " + image("lib.spv") + " is not open (DEVDL_NODELETE keeps it loaded)");
 }
 
-// DISABLED: a DEVDL_NOW | DEVDL_NODELETE open that fails leaves its handle loaded, with no
-// reference, and with DEVDL_GLOBAL in the global scope: Loader::openIdentified releases the new
-// handle, which NODELETE keeps (reported in issue 37). glibc makes NODELETE take effect only once
-// dlopen succeeds.
-TEST_F(LoaderReferences, DISABLED_AFailedNowOpenWithNodeleteLeavesNothing) {
+// A DEVDL_NOW | DEVDL_NODELETE open that fails leaves nothing, in the global scope or elsewhere:
+// as glibc's, NODELETE takes effect only once the open succeeds.
+TEST_F(LoaderReferences, AFailedNowOpenWithNodeleteLeavesNothing) {
   EXPECT_EQ(openError("app.spv", DEVDL_NOW | DEVDL_NODELETE | DEVDL_GLOBAL),
             label("app.spv") + ": undefined device symbol `LibDeviceFunc`");
   EXPECT_FALSE(isLoaded("app.spv"));

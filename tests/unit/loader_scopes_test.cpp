@@ -62,11 +62,10 @@ TEST_F(LoaderScopes, APromotedLibraryJoinsTheGlobalScopeLast) {
   close(two);
 }
 
-// DISABLED: a DEVDL_NOW | DEVDL_GLOBAL open of a handle opened lazily and LOCAL links before it
-// promotes (Loader::reopen), so cycle_pong, which imports from cycle_ping, cannot reach it, and the
-// open fails where a first open with the same flags succeeds (ALibraryAndAnApplicationThatImport-
-// FromEachOtherLinkOnce); reported in issue 37.
-TEST_F(LoaderScopes, DISABLED_APromotionWithNowPromotesBeforeItLinks) {
+// A DEVDL_NOW | DEVDL_GLOBAL open of a handle opened lazily and LOCAL promotes it before it links,
+// as a first open with the same flags does (ALibraryAndAnApplicationThatImportFromEachOtherLinkOnce):
+// cycle_pong, which imports from cycle_ping, reaches it.
+TEST_F(LoaderScopes, APromotionWithNowPromotesBeforeItLinks) {
   void *pong = open("cycle_pong.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *ping = open("cycle_ping.spv", DEVDL_LAZY);
   EXPECT_EQ(open("cycle_ping.spv", DEVDL_NOW | DEVDL_GLOBAL), ping);
@@ -161,11 +160,10 @@ TEST_F(LoaderScopes, AHostLibrarysImagesAreGlobalWhileTheHostHasTheLibraryGlobal
   EXPECT_EQ(definitionOf(global, "AppKernel"), undefined) << "unloaded";
 }
 
-// DISABLED: a host library unloaded and loaded again RTLD_LOCAL at the same address, with no look
-// of the loader's between, is taken for the same load, still global: the process scan knows a load
-// by its address and path (process_scan.cpp: sameLoad) and asks nothing of one known global
-// (reported in issue 37).
-TEST_F(LoaderScopes, DISABLED_AHostLibraryReloadedLocalIsNotGlobal) {
+// A host library unloaded and loaded again RTLD_LOCAL at the same address, with no look of the
+// loader's between, is the same find to the process scan (its address and path), and is asked
+// again whether it is global: it is not.
+TEST_F(LoaderScopes, AHostLibraryReloadedLocalIsNotGlobal) {
   auto baseOf = [](void *host) {
     link_map *map = nullptr;
     return dlinfo(host, RTLD_DI_LINKMAP, &map) == 0 ? map->l_addr : 0;

@@ -68,11 +68,13 @@ cache::BinaryStore &noStore() {
 TEST(ProgramCache, FindsTheProgramOfAPlanInOneThatHoldsItsImagesOnThatDevice) {
   cache::ProgramCache programs(noStore, std::chrono::seconds(1));
   auto *device = reinterpret_cast<backend::Device *>(0x1000), *other = reinterpret_cast<backend::Device *>(0x2000);
-  cache::LinkedProgram *application = programs.add(keyOf(planOf({1, 2, 3})), {1, 2, 3}, {}, device, nullptr);
+  cache::LinkedProgram *application = programs.add(keyOf(planOf({1, 2, 3})), {1, 2, 3}, {{}, {"f"}, {}}, {}, device, nullptr);
   EXPECT_EQ(programs.find(device, keyOf(planOf({3, 2}))), application);
   EXPECT_EQ(programs.find(device, keyOf(planOf({2, 4}))), nullptr);
   EXPECT_EQ(programs.find(other, keyOf(planOf({2, 3}))), nullptr);
-  EXPECT_EQ(programs.holding(2), application);
+  EXPECT_EQ(programs.defining(1, "f"), application);
+  EXPECT_EQ(programs.defining(2, "f"), nullptr) << "made local there";
+  EXPECT_EQ(programs.defining(2, "g"), application);
   EXPECT_TRUE(programs.anyOn(device));
   EXPECT_FALSE(programs.anyOn(other));
 }
