@@ -49,7 +49,10 @@ DEVDL_API void *device_dlopen(const char *path, int flags);
  * the program the handle's kernels use (a variable: the instance they read). With the global
  * scope's handle, a variable comes from the first program linked with its image. NULL with an
  * error for device_dlerror when there is none, or when linking failed. The object belongs to
- * devdl and lives until the handle is closed. */
+ * devdl and lives until the handle is closed. A kernel's object on OpenCL and Level Zero is the
+ * calling thread's own (they hold their arguments: a thread sets its own and launches without
+ * waiting for others), the same at each of its lookups, released when the thread ends; CUDA's
+ * CUfunction takes no arguments and is one for all threads. */
 DEVDL_API void *device_dlsym(void *handle, const char *name);
 
 /* Drops one reference; at zero the images are unloaded: out of the scopes at once, and freed

@@ -1,9 +1,10 @@
 // Every entry point from many threads at once (run under ThreadSanitizer by
 // `scripts/test.sh --tsan`): opens, symbol lookups, closes and errors interleave; each thread
-// sees its own errors and the same kernel object for the same program.
+// sees its own errors, and its own kernel object of the same program (OpenCL's hold arguments).
 #include "cache/disk_cache.h"
 #include "cache/image_summary.h"
 #include "devdl.h"
+#include "e2e/opencl_run.h"
 #include "test_support.h"
 
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -41,12 +43,16 @@ TEST(Threads, EveryEntryPointAtOnce) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
+      void *mine = nullptr;
       for (int round = 0; round < kRounds; ++round) {
-        // More references to the open handles: the same handles, the same kernel.
+        // More references to the open handles: the same handles; this thread's own kernel, the
+        // same in every round.
         void *l = device_dlopen(libPath.c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
         void *a = device_dlopen(appPath.c_str(), DEVDL_NOW);
         check(l == lib && a == app);
-        check(device_dlsym(a, "AppKernel") == kernel);
+        void *k = device_dlsym(a, "AppKernel");
+        if (!mine) mine = k;
+        check(k && k == mine && k != kernel);
         check(device_dlsym(device_dlopen(nullptr, DEVDL_LAZY), "LibDeviceFunc") == nullptr);
         check(device_dlclose(a) == 0 && device_dlclose(l) == 0);
         // Loads and unloads of other images, lazily: never built.
@@ -63,6 +69,48 @@ TEST(Threads, EveryEntryPointAtOnce) {
     });
   for (auto &t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(device_dlclose(lib), 0);
+}
+
+// A kernel object holds its arguments: threads that share one race from clSetKernelArg to the
+// launch. Each thread gets its own, so that eight threads setting their own buffers on one kernel
+// name and launching it, again and again, each read what they launched (with one object for all,
+// results went to other threads' buffers, or the enqueue failed).
+TEST(Threads, EachThreadSetsItsOwnArgumentsOnItsOwnKernelObject) {
+  devdl_native native{};
+  native.size = sizeof native;
+  if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
+  if (native.backend != DEVDL_BACKEND_OPENCL) GTEST_SKIP() << "launches through OpenCL";
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << device_dlerror();
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << device_dlerror();
+  constexpr size_t kItems = 64;
+  auto context = static_cast<cl_context>(native.context);
+  auto device = static_cast<cl_device_id>(native.device);
+  const std::vector<int> expected = runIntKernel(context, device, static_cast<cl_kernel>(device_dlsym(app, "AppKernel")), kItems);
+  ASSERT_EQ(expected.size(), kItems);
+  std::atomic<int> wrong{0};
+  std::vector<void *> kernels(kThreads);
+  // Each thread's kernel goes as it ends: all stay until all are compared, so that no thread's
+  // is made where an ended one's was.
+  std::barrier done(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        void *kernel = device_dlsym(app, "AppKernel");
+        if (!kernels[t]) kernels[t] = kernel;
+        if (kernel != kernels[t] || runIntKernel(context, device, static_cast<cl_kernel>(kernel), kItems) != expected)
+          ++wrong;
+      }
+      done.arrive_and_wait();
+    });
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  std::sort(kernels.begin(), kernels.end());
+  EXPECT_EQ(std::unique(kernels.begin(), kernels.end()), kernels.end()) << "a kernel object for each thread";
   EXPECT_EQ(device_dlclose(app), 0);
   EXPECT_EQ(device_dlclose(lib), 0);
 }

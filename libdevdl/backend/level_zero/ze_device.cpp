@@ -48,7 +48,7 @@ constexpr char kBinaryMagic[4] = {'D', 'V', 'Z', 'E'};
 }  // namespace
 
 Program::~Program() {
-  kernels_.forEach([&](ze_kernel_handle_t kernel) { api_.zeKernelDestroy(kernel); });
+  kernels_.releaseAll();  // before their modules
   for (ze_module_handle_t module : modules_) api_.zeModuleDestroy(module);
 }
 
@@ -66,8 +66,7 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
         }
         if (result != ZE_RESULT_SUCCESS) return fail(ErrorCode::NotFound, "kernel `" + text + "`: " + resultName(result));
         return kernel;
-      },
-      [&](ze_kernel_handle_t kernel) { api_.zeKernelDestroy(kernel); });
+      });
 }
 
 llvm::Expected<void *> Program::variable(std::string_view name) {

@@ -24,7 +24,11 @@ namespace devdl::backend::level_zero {
 class Program final : public backend::Program {
  public:
   Program(const Api &api, std::string device, ze_context_handle_t context, ze_device_handle_t deviceHandle)
-      : api_(api), device_(std::move(device)), context_(context), deviceHandle_(deviceHandle) {}
+      : api_(api),
+        device_(std::move(device)),
+        context_(context),
+        deviceHandle_(deviceHandle),
+        kernels_([&api](ze_kernel_handle_t kernel) { api.zeKernelDestroy(kernel); }) {}
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
   ~Program() override;
@@ -33,7 +37,8 @@ class Program final : public backend::Program {
   void add(ze_module_handle_t module) { modules_.push_back(module); }
   const std::vector<ze_module_handle_t> &modules() const { return modules_; }
 
-  /// The ze_kernel_handle_t from whichever module defines it, made on first request and kept.
+  /// The calling thread's ze_kernel_handle_t from whichever module defines it, made on its first
+  /// request and kept until it ends (a kernel holds its arguments: each thread sets its own).
   llvm::Expected<void *> kernel(std::string_view name) override;
   /// zeModuleGetGlobalPointer of the module that defines it.
   llvm::Expected<void *> variable(std::string_view name) override;
@@ -48,7 +53,7 @@ class Program final : public backend::Program {
   ze_context_handle_t context_;
   ze_device_handle_t deviceHandle_;
   std::vector<ze_module_handle_t> modules_;
-  KernelTable<ze_kernel_handle_t> kernels_;
+  ThreadKernelTable<ze_kernel_handle_t> kernels_;
 };
 
 class Device final : public backend::Device {

@@ -38,7 +38,12 @@ class Program final : public backend::Program {
  public:
   /// `pointers`: where the device has Intel's variable pointers (Capabilities), else none.
   Program(const Api &api, cl_program program, std::string device, cl_device_id id, VariablePointers pointers = {})
-      : api_(api), program_(program), device_(std::move(device)), id_(id), pointers_(pointers) {}
+      : api_(api),
+        program_(program),
+        device_(std::move(device)),
+        id_(id),
+        pointers_(pointers),
+        kernels_([&api](cl_kernel kernel) { api.clReleaseKernel(kernel); }) {}
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
   ~Program() override;
@@ -48,7 +53,8 @@ class Program final : public backend::Program {
   void holdVariables(std::unique_ptr<HostVariables> variables) { variables_ = std::move(variables); }
   const HostVariables *hostVariables() const { return variables_.get(); }
 
-  /// The cl_kernel, made on first request and kept; an error naming the kernel. Thread-safe.
+  /// The calling thread's cl_kernel, made on its first request and kept until it ends (a
+  /// cl_kernel holds its arguments: each thread sets its own); an error naming the kernel.
   llvm::Expected<void *> kernel(std::string_view name) override;
   /// Its address in host memory, where devdl placed it there; else the driver's device address,
   /// where it gives those (clGetDeviceGlobalVariablePointerINTEL); else an error.
@@ -71,7 +77,7 @@ class Program final : public backend::Program {
   std::string device_;
   cl_device_id id_;
   VariablePointers pointers_;  // the driver's, where it gives variables' addresses
-  KernelTable<cl_kernel> kernels_;
+  ThreadKernelTable<cl_kernel> kernels_;
   std::unique_ptr<HostVariables> variables_;  // unmapped after the program is released
 };
 

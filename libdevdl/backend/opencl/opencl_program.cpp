@@ -14,7 +14,7 @@
 namespace devdl::backend::opencl {
 
 Program::~Program() {
-  kernels_.forEach([&](cl_kernel kernel) { api_.clReleaseKernel(kernel); });
+  kernels_.releaseAll();  // each holds the program: whether others hold it is asked next
   if (variables_ && heldByOthers(api_, program_)) {
     keepWhileHeld(program_, std::move(variables_));
   } else {
@@ -32,8 +32,7 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
         if (err != CL_SUCCESS)
           return fail(ErrorCode::NotFound, "kernel `" + llvm::Twine(name) + "`: " + errorName(err));
         return kernel;
-      },
-      [&](cl_kernel kernel) { api_.clReleaseKernel(kernel); });
+      });
 }
 
 llvm::Expected<std::pair<void *, size_t>> Program::driverAddress(std::string_view name) const {
