@@ -15,6 +15,12 @@
 //   BM_LookupAlone / BM_LookupWhileBuilding
 //                              device_dlsyminfo of a linked kernel (it takes the loader's lock),
 //                              alone and while another thread builds programs over and over
+//   BM_ThreadAlone / BM_ThreadsFirstLookup
+//                              a thread started and joined, doing nothing, and one whose only
+//                              work is its first device_dlsym of AppKernel: on OpenCL its own
+//                              kernel object made, and released as it ends (the difference is
+//                              what a kernel object costs a thread); the heap a live thread's
+//                              object takes, as malloc counts it (bytes_per_kernel)
 //
 // Items per second are totals over the threads. Builds are real: devdl's disk cache and PoCL's
 // kernel cache are off (DEVDL_CACHE=0, POCL_KERNEL_CACHE=0). Needs the test images: run from the
@@ -24,8 +30,10 @@
 #include <benchmark/benchmark.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <atomic>
+#include <barrier>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -195,6 +203,39 @@ void lookUp(benchmark::State &state, bool whileBuilding) {
   device_dlclose(lib);
 }
 
+void BM_ThreadAlone(benchmark::State &state) {
+  for (auto _ : state) std::thread([] {}).join();
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_ThreadsFirstLookup(benchmark::State &state) {
+  std::string why;
+  void *app = linkedApplication(&why);
+  if (!app) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  for (auto _ : state) std::thread([app] { benchmark::DoNotOptimize(device_dlsym(app, "AppKernel")); }).join();
+  state.SetItemsProcessed(state.iterations());
+  // The heap 64 live threads' objects take: each thread looks its kernel up, and all wait until
+  // the heap is counted.
+  constexpr int kLive = 64;
+  std::barrier looked(kLive + 1), counted(kLive + 1);
+  const size_t before = mallinfo2().uordblks;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kLive; ++t)
+    threads.emplace_back([&] {
+      benchmark::DoNotOptimize(device_dlsym(app, "AppKernel"));
+      looked.arrive_and_wait();
+      counted.arrive_and_wait();
+    });
+  looked.arrive_and_wait();
+  const size_t after = mallinfo2().uordblks;
+  counted.arrive_and_wait();
+  for (auto &t : threads) t.join();
+  state.counters["bytes_per_kernel"] = after > before ? double(after - before) / kLive : 0.0;
+}
+
 void BM_LookupAlone(benchmark::State &state) { lookUp(state, false); }
 void BM_LookupWhileBuilding(benchmark::State &state) { lookUp(state, true); }
 
@@ -220,6 +261,8 @@ int main(int argc, char **argv) {
         ->Threads(2)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_ThreadAlone", BM_ThreadAlone)->UseRealTime();
+    benchmark::RegisterBenchmark("BM_ThreadsFirstLookup", BM_ThreadsFirstLookup)->UseRealTime();
     benchmark::RegisterBenchmark("BM_LookupAlone", BM_LookupAlone)->UseRealTime();
     benchmark::RegisterBenchmark("BM_LookupWhileBuilding", BM_LookupWhileBuilding)->UseRealTime();
   }
