@@ -13,7 +13,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -77,8 +76,10 @@ class ThreadKernelTable {
     llvm::Expected<Kernel> made = make();  // only this thread makes its own: no other can race it
     if (!made) return made.takeError();
     std::unique_lock lock(state_->mutex);
-    state_->kernels.emplace(std::pair(thread, std::string(name)), *made);
-    const bool first = state_->threads.insert(thread).second;
+    // The thread's first kernel here: the table hears of its end.
+    auto next = state_->kernels.lower_bound(std::pair(thread, std::string_view()));
+    const bool first = next == state_->kernels.end() || next->first.first != thread;
+    state_->kernels.emplace_hint(next, std::pair(thread, std::string(name)), *made);
     lock.unlock();
     if (first) onThreadEnd(state_);
     return *made;
@@ -104,7 +105,6 @@ class ThreadKernelTable {
           ended.push_back(it->second);
           it = kernels.erase(it);
         }
-        threads.erase(thread);
       }
       for (Kernel kernel : ended) release(kernel);  // the driver's call, outside the lock
     }
@@ -113,15 +113,13 @@ class ThreadKernelTable {
       {
         std::lock_guard lock(mutex);
         all.swap(kernels);
-        threads.clear();
       }
       for (const auto &[key, kernel] : all) release(kernel);
     }
 
     const std::function<void(Kernel)> release;
-    std::mutex mutex;  // of kernels and threads; never held across a driver call
+    std::mutex mutex;  // of kernels; never held across a driver call
     std::map<std::pair<uint64_t, std::string>, Kernel, Less> kernels;  // by thread, then name
-    std::set<uint64_t> threads;  // those told to tell this table when they end
   };
   std::shared_ptr<State> state_;
 };

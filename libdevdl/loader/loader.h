@@ -209,9 +209,9 @@ class Loader {
   std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id);
   /// The plan a root image's program was linked from for it; null where it has no program.
   const LinkPlan *linkedPlan(uint32_t root) const;
-  /// The plan of a root image: its program's plan for it where it has a program, else its plan
-  /// as the scopes are now.
-  LinkPlan planOf(uint32_t root);
+  /// The plan of a root image: its program's plan for it where it has a program (what its kernels
+  /// run, libraries closed since included), else its plan as the scopes are now, made in `made`.
+  const LinkPlan &planOf(uint32_t root, std::optional<LinkPlan> &made);
 
   // queries.cpp.
   /// The registered object at `object` of `kind`, and the first image of the handle's scope
@@ -316,6 +316,15 @@ class Loader {
   BuildJob prepareBuild(const ProgramRequest &request, PlannedProgram &planned);
   /// The host objects carrying images of `plan` but for `except`'s (loaded while it is).
   std::vector<host::ObjectLoad> hostsOf(std::span<const uint32_t> plan, const host::LoadedBundle *except) const;
+  /// The key of the program linked from `plan`, by its images' hashes.
+  cache::ProgramKey keyOf(const LinkPlan &plan) const {
+    return cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
+  }
+  /// References on host objects, dropped once the lock is let go (Lock::release).
+  void releaseLater(std::optional<std::vector<std::shared_ptr<const void>>> &references) {
+    if (references)
+      for (auto &reference : *references) released_.push_back(std::move(reference));
+  }
 
   // Moved by every change that could alter a lookup's answer. One for every loader of the
   // process: one made where another was destroyed (the tests') may have the same address and

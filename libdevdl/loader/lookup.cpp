@@ -141,7 +141,8 @@ std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::s
   // stay loaded for the programs), else as they would bind now.
   // A definition the plan makes local (interposed) is not the one its kernels use.
   for (uint32_t root : handle.images) {
-    const LinkPlan plan = planOf(root);
+    std::optional<LinkPlan> made;
+    const LinkPlan &plan = planOf(root, made);
     for (size_t i = 0; i < plan.images.size(); ++i) {
       const uint32_t id = plan.images[i];
       if (llvm::is_contained(handle.local.images, id) || !planner().isCandidate(id)) continue;
@@ -157,8 +158,10 @@ std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::s
 
 std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id) {
   // The program of that image holds `id`: the program its kernels use.
-  for (uint32_t root : handle.images)
-    if (llvm::is_contained(planOf(root).images, id)) return root;
+  for (uint32_t root : handle.images) {
+    std::optional<LinkPlan> made;
+    if (llvm::is_contained(planOf(root, made).images, id)) return root;
+  }
   return std::nullopt;
 }
 
@@ -169,10 +172,10 @@ const LinkPlan *Loader::linkedPlan(uint32_t root) const {
   return nullptr;
 }
 
-LinkPlan Loader::planOf(uint32_t root) {
+const LinkPlan &Loader::planOf(uint32_t root, std::optional<LinkPlan> &made) {
   if (const LinkPlan *linked = linkedPlan(root)) return *linked;
   const uint32_t roots[] = {root};
-  return planner().plan(roots);
+  return made.emplace(planner().plan(roots));
 }
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {

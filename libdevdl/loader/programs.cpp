@@ -57,8 +57,7 @@ void Loader::decideCandidacies(Lock &lock) {
       std::tie(image.candidacy, image.whyNot) = std::move(decided[i]);
     images_.release(ids[i]);
   }
-  if (references)
-    for (auto &reference : *references) released_.push_back(std::move(reference));
+  releaseLater(references);
   changed();
 }
 
@@ -115,7 +114,7 @@ llvm::Expected<Loader::PlannedProgram> Loader::planProgram(const ProgramRequest 
   if (llvm::Error err = planner.conflictError(plan)) return err;
   auto device = devices_.forImage(images_[request.root].image);  // opened when the image came
   if (!device) return inImage(device.takeError(), request.label);
-  cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
+  cache::ProgramKey key = keyOf(plan);
   return PlannedProgram{std::move(plan), *device, std::move(key)};
 }
 
@@ -133,7 +132,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::useProgram(Lock &lock, ProgramReq
         return nullptr;
       }
       if (!programs_.contains(program) || !images_.contains(request.root) || !images_[request.root].loaded) {
-        for (auto &reference : *references) released_.push_back(std::move(reference));
+        releaseLater(references);
         return nullptr;
       }
       use.pins = std::move(*references);
@@ -181,20 +180,21 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
     job.uses.push_back({importer.root, std::move(importer.plan), {}});
   }
   std::optional<LinkPlan> joint;
+  cache::ProgramKey jointKey;
   if (withImporters.size() > 1) {
     joint.emplace(planner.plan(withImporters));
+    jointKey = keyOf(*joint);
     // Their program is linked already, and it does not serve the plan (it makes some of the
     // plan's names local, interposed by an importer's scope): the plan is linked alone, else
     // linking with them would make that program again, and again.
-    if (programs_.find(planned.device, cache::ProgramKey::of(*joint, [&](uint32_t id) { return images_[id].hash; }))) {
+    if (programs_.find(planned.device, jointKey)) {
       joint.reset();
-      withImporters.resize(1);
       job.uses.resize(1);
     }
   }
   const LinkPlan &linked = joint ? *joint : planned.plan;
-  auto inputsOf = [&](const LinkPlan &what, BuildJob::Inputs &into) {
-    into.key = cache::ProgramKey::of(what, [&](uint32_t id) { return images_[id].hash; });
+  auto inputsOf = [&](const LinkPlan &what, const cache::ProgramKey &key, BuildJob::Inputs &into) {
+    into.key = key;
     into.images = what.images;
     into.hidden = what.hidden;
     into.bindings = what.bindings.size();
@@ -204,8 +204,8 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
       into.inputs.push_back({&image.image, image.label, &specs, into.hidden[i]});  // the job's copy: `joint` goes
     }
   };
-  inputsOf(linked, job.linked);
-  if (withImporters.size() > 1) inputsOf(planned.plan, job.alone);
+  inputsOf(linked, joint ? jointKey : planned.key, job.linked);
+  if (joint) inputsOf(planned.plan, planned.key, job.alone);
   if (Debug::get().on(Debug::Bindings)) {
     for (const Binding &b : linked.bindings)
       Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer].label + " -> " +
@@ -231,8 +231,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   // hold the host loader's lock, which that one may be waiting for).
   std::optional<cache::ProgramCache::Turn> turn = programs_.takeTurn(lock.held(), planned.device, job.linked.key);
   auto letGo = [&](std::optional<std::vector<std::shared_ptr<const void>>> &references) {
-    if (references)
-      for (auto &reference : *references) released_.push_back(std::move(reference));
+    releaseLater(references);
     for (uint32_t id : job.held) images_.release(id);
   };
   std::optional<std::vector<std::shared_ptr<const void>>> references;

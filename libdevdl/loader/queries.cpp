@@ -119,14 +119,12 @@ llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view n
   if (found->definition.kind != SymbolKind::Kernel)
     return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
   scanProcess(lock);
-  const uint32_t roots[] = {found->definition.image};
-  if (!images_.contains(roots[0]) || !images_[roots[0]].loaded)
+  const uint32_t root = found->definition.image;
+  if (!images_.contains(root) || !images_[root].loaded)
     return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
-  // The plan its program was linked from, where it has one: what the kernel runs, libraries
-  // closed since included. Else the plan as the scopes are now.
-  const LinkPlan *linked = linkedPlan(roots[0]);
-  const LinkPlan &plan = linked ? *linked : planner().plan(roots);
-  const std::string text = std::string(name) + ": " + images_[roots[0]].label + "\n" + planner().text(plan);
+  std::optional<LinkPlan> made;
+  const LinkPlan &plan = planOf(root, made);
+  const std::string text = std::string(name) + ": " + images_[root].label + "\n" + planner().text(plan);
   if (!plan.unresolved.empty() || !plan.setProblems.empty()) return fail(ErrorCode::Unresolved, text);
   return text;
 }
