@@ -183,6 +183,21 @@ DEVDL_API int device_dlnative(devdl_native *native);
  * CUDA) unless DEVDL_BACKEND names one. */
 DEVDL_API int device_dlattach(const devdl_native *native);
 
+/* The same handle on another device: `device->backend` and `device->device` name it (Level Zero:
+ * `platform`, its driver, too), `device->context` a context of the program's that outlives
+ * devdl's use of it, or NULL for devdl's own on that device (CUDA: the primary context). A view
+ * takes the handle's place in every call that takes a handle (device_dlsym, device_dlsyminfo,
+ * device_dlread and device_dlwrite, device_dlspecialize, the calls by host object,
+ * device_dlplan, device_dlview): the same images, scopes and plans, linked for that device (the
+ * images its backend links; the others for their default devices), each device with its own
+ * programs, kernels and variables: device_dlread and device_dlwrite on a view reach that
+ * device's instance. `handle` may be the global scope's, or a view (then: of its handle). The same
+ * handle and device give the same view; it lives as long as its handle, and device_dlclose of it
+ * does nothing. A handle opened DEVDL_NOW is linked for the device now. Programs of devices of one
+ * model share their binary: the second device's first kernel loads what the first linked. NULL
+ * with an error for device_dlerror (an invalid handle, a device the backend cannot open). */
+DEVDL_API void *device_dlview(void *handle, const devdl_native *device);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,7 @@ build=build/portable
 stage=$build/stage
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
 ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests devdl_first_use_probe \
-  bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto \
+  bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto bench_devices \
   devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
@@ -36,7 +36,7 @@ printf '#!/bin/sh\nd=$(dirname "$0")\nLD_LIBRARY_PATH=$d/lib exec "$d/redis-serv
 chmod +x "$stage/redis/redis-server"
 cp "$build"/tests/devdl_cuda_tests "$build"/tests/devdl_suite_tests "$build"/tests/devdl_first_use_probe \
    "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
-   "$build"/bench/bench_first_use \
+   "$build"/bench/bench_first_use "$build"/bench/bench_devices \
    "$build"/bench/bench_lto \
    "$build"/tools/devdl-cache/devdl-cache \
    "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"

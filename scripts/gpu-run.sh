@@ -77,6 +77,8 @@ if [ "$bench" != none ]; then
     "$stage/bin/bench_threads" --cuda --benchmark_repetitions=3 --benchmark_report_aggregates_only=true || status=1
     # Eight threads' first use against one's, in fresh processes.
     "$stage/bin/bench_first_use" --cuda || status=1
+    # The second GPU's first kernel against a disk-cache hit, and N GPUs' set-up (where there are two).
+    "$stage/bin/bench_devices" --cuda || status=1
   else
     "$stage/bin/bench_cache" --benchmark_filter='Cuda(CuLink|Lto|LargeLibraryLto|LargeLibraryNoLto)' || status=1
   fi

@@ -38,7 +38,7 @@ case "${1:-}" in
       -DDEVDL_BUILD_BENCH=OFF -DDEVDL_BUILD_SAMPLES=OFF -DDEVDL_TSAN=ON
     cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests devdl_loader_tests
     TSAN_OPTIONS=halt_on_error=1:suppressions=$PWD/tests/tsan.supp ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
-      -R '^(Threads|DeviceDlopen|Loader[A-Za-z]+)\.'
+      -R '^(Threads|DeviceDlopen|TwoDevices|Loader[A-Za-z]+)\.'
     ;;
   --fuzz)
     [ -d build/test/tests/images ] || configure build/test -DDEVDL_BUILD_TESTS=ON

@@ -137,6 +137,14 @@ int device_dlattach(const devdl_native *native) {
   return status(devdl::Loader::instance().attach(*native));
 }
 
+void *device_dlview(void *handle, const devdl_native *device) {
+  if (!device || device->size < sizeof(devdl_native)) {
+    lastError = {"device_dlview: device is NULL or its size is not set", true};
+    return nullptr;
+  }
+  return orError(devdl::Loader::instance().view(handle, *device));
+}
+
 void *device_dlopen_mem(const void *data, size_t size, const char *name, int flags) {
   return orError(devdl::Loader::instance().openMemory(data, size, name, flags));
 }

@@ -81,6 +81,9 @@ class Device {
   virtual std::string_view linkMethod() const = 0;
   /// The native platform, device and context, for device_dlnative.
   virtual void native(devdl_native &out) const = 0;
+  /// Whether a binary link() gave here loads on another device of the same identity() in this
+  /// process: not where it holds an address of this process's memory that is its program's own.
+  virtual bool binaryLoadsOnAnotherDevice() const { return true; }
 
  protected:
   AspectSet aspects_;  // what the device has, set by each backend from its driver's answers when it opens it

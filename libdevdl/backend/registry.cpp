@@ -8,6 +8,8 @@
 
 #include "devdl.h"
 
+#include <llvm/ADT/STLExtras.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -194,6 +196,71 @@ int Devices::defaultBackend() {
     llvm::consumeError(dev.takeError());
   }
   return table_.front().number;
+}
+
+llvm::Expected<Device *> Devices::forNative(const devdl_native &native) {
+  const BackendEntry *row = entry(native.backend);
+  if (!row || !inBuild(row[0]))
+    return fail(ErrorCode::Unsupported, "backend " + std::to_string(native.backend) + " is not in this build (" +
+                                            names(/*inBuild=*/true) + " are)");
+  auto sameAs = [&](const Device &device) {
+    devdl_native its{sizeof its, 0, nullptr, nullptr, nullptr};
+    device.native(its);
+    return its.device == native.device && (!native.context || its.context == native.context);
+  };
+  if (Device *current = opened(native.backend); current && sameAs(*current)) return current;
+  auto known = [&]() -> Device * {
+    for (const Named &named : named_)
+      if (named.backend == native.backend && named.device == native.device && named.context == native.context)
+        return named.opened.get();
+    return nullptr;
+  };
+  {
+    std::lock_guard lock(published_);
+    if (Device *device = known()) return device;
+  }
+  auto attached = row->attach(native);
+  if (!attached) return attached.takeError();
+  std::lock_guard lock(published_);
+  if (Device *device = known()) return device;  // another thread attached it meanwhile: ours goes
+  named_.push_back({native.backend, native.device, native.context, std::move(*attached)});
+  used_.push_back(named_.back().opened.get());
+  if (Debug::get().on(Debug::Libs))
+    Debug::get().print("backend " + std::string(row->name) + ": device " + label(named_.back().opened.get()) +
+                       " for views, linking by " + std::string(named_.back().opened->linkMethod()));
+  return named_.back().opened.get();
+}
+
+bool Devices::links(const Device &device, LinkFamily family) const {
+  const BackendEntry *row = entry(device.backend());
+  return row && takes(*row, family);
+}
+
+std::vector<const Device *> Devices::inUse() const {
+  std::vector<const Device *> used;
+  for (const BackendEntry &row : table_)
+    if (Device *opened = this->opened(row.number)) used.push_back(opened);
+  std::lock_guard lock(published_);
+  for (const Device *device : used_)
+    if (!llvm::is_contained(used, device)) used.push_back(device);
+  return used;
+}
+
+bool Devices::modelShared(const Device &device) const {
+  if (!device.binaryLoadsOnAnotherDevice()) return false;
+  return llvm::any_of(inUse(), [&](const Device *other) {
+    return other != &device && other->identity() == device.identity();
+  });
+}
+
+std::string Devices::label(const Device *device) const {
+  size_t same = 0, mine = 0;
+  for (const Device *other : inUse())
+    if (other->name() == device->name()) {
+      ++same;
+      if (other == device) mine = same;
+    }
+  return same > 1 && mine ? device->name() + " #" + std::to_string(mine) : device->name();
 }
 
 void Devices::replace(std::unique_ptr<Device> device) {

@@ -72,6 +72,19 @@ class Devices {
   /// Makes `device` the device of its backend (device_dlattach). The one it replaces stays alive
   /// with this object.
   void replace(std::unique_ptr<Device> device);
+  /// The device `native` names, for a view of a handle (device_dlview): its backend's default
+  /// device where it is that one (the same context, or none given), else the one found for the
+  /// same device and context before, else attached now (no context given: devdl's own on that
+  /// device). Opening one calls the driver: never with the loader's lock held.
+  llvm::Expected<Device *> forNative(const devdl_native &native);
+  /// Whether `device`'s backend links images of `family`.
+  bool links(const Device &device, LinkFamily family) const;
+  /// The device as messages name it: its name, and where another device in use has the same
+  /// name, its place among them ("pthread-cpu #2").
+  std::string label(const Device *device) const;
+  /// Whether another device in use is of `device`'s model (the same identity()) and a program's
+  /// binary linked for one loads on the other (Device::binaryLoadsOnAnotherDevice).
+  bool modelShared(const Device &device) const;
 
   /// The row of backend `number`, or null.
   const BackendEntry *entry(int number) const;
@@ -89,16 +102,27 @@ class Devices {
   /// The slot's device opened by this thread, or by the one opening it now.
   const Opened *open(size_t slot, const BackendEntry &row);
   size_t slotOf(int number) const;
+  /// Every device handed out: the backends' opened, then views' in the order they came.
+  std::vector<const Device *> inUse() const;
 
   std::span<const BackendEntry> table_;
   std::string choice_;
   const BackendEntry *chosen_;  // the row choice_ names; null for none (every row, or no such row)
   std::unique_ptr<std::atomic<const Opened *>[]> slots_;  // parallel to table_
-  std::mutex published_;                                 // guards kept_ and opening_
+  mutable std::mutex published_;                         // guards kept_, opening_, named_ and used_
   std::condition_variable done_;                         // a device was opened, or failed to
   std::vector<bool> opening_;                            // parallel to table_: a thread opens it now
   std::chrono::milliseconds hostLockWait_;
   std::vector<std::unique_ptr<Opened>> kept_;            // everything ever published
+  // The devices of views, with the native device and context they were asked for (null: devdl's
+  // own); guarded by published_, never removed.
+  struct Named {
+    int backend;
+    void *device, *context;
+    std::unique_ptr<Device> opened;
+  };
+  std::vector<Named> named_;
+  std::vector<const Device *> used_;  // every device handed out, in that order: for label()
 };
 
 }  // namespace devdl::backend

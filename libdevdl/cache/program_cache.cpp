@@ -71,9 +71,9 @@ std::optional<ProgramCache::Turn> ProgramCache::takeTurn(std::unique_lock<std::m
   return Turn(this, std::move(of));
 }
 
-LinkedProgram *ProgramCache::defining(uint32_t id, std::string_view name) const {
+LinkedProgram *ProgramCache::defining(uint32_t id, std::string_view name, const backend::Device *device) const {
   for (const auto &program : programs_)
-    if (program->defines(id, name)) return program.get();
+    if (program->device == device && program->defines(id, name)) return program.get();
   return nullptr;
 }
 
@@ -81,12 +81,34 @@ bool ProgramCache::anyOn(const backend::Device *device) const {
   return llvm::any_of(programs_, [&](const auto &p) { return p->device == device; });
 }
 
+SameModel ProgramCache::sameModel(const backend::Device &device, const ProgramKey &key) const {
+  for (const auto &program : programs_)
+    if (program->binary && program->device != &device && program->key == key &&
+        program->device->identity() == device.identity())
+      return {program->binary, program->device, "the binary linked for " + program->device->name()};
+  return {};
+}
+
 llvm::Expected<Built> ProgramCache::build(backend::Device &device, const ProgramKey &key,
-                                          std::span<const backend::LinkInput> inputs) {
+                                          std::span<const backend::LinkInput> inputs, const SameModel &sameModel,
+                                          bool keepBinary) {
   using Clock = std::chrono::steady_clock;
   auto nanoseconds = [](Clock::time_point since) {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
   };
+  auto kept = [&](std::string_view binary) {
+    return keepBinary && !binary.empty() ? std::make_shared<const std::string>(binary) : nullptr;
+  };
+  // Another device of this model linked it in this process: its binary is this device's too.
+  if (sameModel.binary) {
+    auto loaded = device.load(*sameModel.binary);
+    if (loaded) return Built{std::move(*loaded), sameModel.source, sameModel.binary};
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print(sameModel.source + ": refused by " + device.name() + ": " +
+                         llvm::toString(loaded.takeError()));
+    else
+      llvm::consumeError(loaded.takeError());
+  }
   BinaryStore &store = store_();
   std::optional<Key> storeKey;
   std::unique_ptr<BuildLock> lock;  // held until the program built here is stored
@@ -119,7 +141,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
                              (awaited ? "from " + std::string(entry->source)
                                    : "read and verified in " + llvm::formatv("{0:f1}", read / 1e3).str() + " us") +
                              ", loaded by the driver in " + llvm::formatv("{0:f1}", load / 1e3).str() + " us");
-        return Built{std::move(*loaded), std::string(entry->source)};
+        return Built{std::move(*loaded), std::string(entry->source), kept(entry->binary())};
       }
       llvm::Error refused = loaded.takeError();
       // A sound entry this process cannot take now (the address its variables were placed at is
@@ -134,6 +156,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
   }
   // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.
   const bool storing = storeKey && store.enabled() && !busy;
+  const bool asking = storing || keepBinary;
   // The images taken from their files' summaries are read now, for this link only.
   std::vector<backend::LinkInput> linked(inputs.begin(), inputs.end());
   std::deque<DeviceImage> read;
@@ -148,23 +171,24 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
     if (llvm::Error err = checkImage(*input.image)) return inImage(std::move(err), input.label);
   std::string binary;
   const auto start = Clock::now();
-  auto built = device.link(linked, storing ? &binary : nullptr);
+  auto built = device.link(linked, asking ? &binary : nullptr);
   if (!built) return built.takeError();
   if (storing && !binary.empty()) {
     std::string description = device.name();
     for (const backend::LinkInput &input : linked) description += "\n" + input.label;
     store.store(*storeKey, description, binary, nanoseconds(start));
   }
-  return Built{std::move(*built), {}};
+  return Built{std::move(*built), {}, kept(binary)};
 }
 
 LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
                                  std::vector<std::vector<std::string_view>> hidden,
                                  std::vector<LinkedProgram::Use> uses, backend::Device *device,
-                                 std::shared_ptr<backend::Program> program) {
+                                 std::shared_ptr<backend::Program> program, std::shared_ptr<const std::string> binary) {
   hidden.resize(images.size());
-  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{
-      std::move(key), std::move(images), std::move(hidden), std::move(uses), device, std::move(program)}));
+  programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(images),
+                                                                       std::move(hidden), std::move(uses), device,
+                                                                       std::move(program), std::move(binary)}));
   return programs_.back().get();
 }
 

@@ -85,6 +85,9 @@ struct LinkedProgram {
   // Shared with lookups making a kernel from it with the loader's lock let go: the last of them
   // releases it.
   std::shared_ptr<backend::Program> program;
+  /// Its native binary, kept where another device of its model (the same identity()) was in use
+  /// when it was built: that device loads it rather than link again (ProgramCache::sameModel).
+  std::shared_ptr<const std::string> binary;
 
   bool holds(uint32_t image) const { return std::find(images.begin(), images.end(), image) != images.end(); }
   /// Whether `image`'s definition of `name` is the program's: it holds the image, and the name
@@ -102,7 +105,16 @@ struct LinkedProgram {
 struct Built {
   std::unique_ptr<backend::Program> program;
   std::string source;
+  std::shared_ptr<const std::string> binary;  // where build() was asked to keep it
   bool fromStore() const { return !source.empty(); }
+};
+
+/// A binary another device of the same model linked in this process, that device, and where
+/// the binary came from as messages say it ("the binary linked for pthread-cpu #1").
+struct SameModel {
+  std::shared_ptr<const std::string> binary;
+  const backend::Device *device = nullptr;
+  std::string source;
 };
 
 /// Its caller serializes the calls with a mutex of its own (the loader's), but for build(), which
@@ -120,11 +132,14 @@ class ProgramCache {
 
   /// A program on `device` whose images include every image of `key`, or null.
   LinkedProgram *find(const backend::Device *device, const ProgramKey &key) const;
-  /// The first program, in the order they were made, whose definition of `name` is image `id`'s
-  /// (LinkedProgram::defines); or null.
-  LinkedProgram *defining(uint32_t id, std::string_view name) const;
+  /// The first program on `device`, in the order they were made, whose definition of `name` is
+  /// image `id`'s (LinkedProgram::defines); or null.
+  LinkedProgram *defining(uint32_t id, std::string_view name, const backend::Device *device) const;
   /// Whether any program was made for `device`.
   bool anyOn(const backend::Device *device) const;
+  /// The binary of `key`'s program kept for another device of `device`'s model (its source left
+  /// to the caller); none where no such program kept one.
+  SameModel sameModel(const backend::Device &device, const ProgramKey &key) const;
 
   /// A thread's turn to build one program in the process; the others asking for it wait until
   /// it is finished (destroyed, the caller's mutex held), then look in memory again.
@@ -149,18 +164,20 @@ class ProgramCache {
   std::optional<Turn> takeTurn(std::unique_lock<std::mutex> &held, const backend::Device *device,
                                const ProgramKey &key);
 
-  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes): the binary
-  /// store's where it has one `device` loads, else linked by `device` and stored. Build once
-  /// across processes: where another process builds it (the store's build lock), its entry is
-  /// waited for. Errors are the device's (they name the image and symbol); a binary the device
-  /// refuses is dropped from the store and the program linked.
-  llvm::Expected<Built> build(backend::Device &device, const ProgramKey &key,
-                              std::span<const backend::LinkInput> inputs);
+  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes): loaded from
+  /// `sameModel`'s binary where there is one and `device` takes it, else the binary store's where
+  /// it has one `device` loads, else linked by `device` and stored. Build once across processes:
+  /// where another process builds it (the store's build lock), its entry is waited for. Errors
+  /// are the device's (they name the image and symbol); a binary the device refuses is dropped
+  /// from the store and the program linked. With `keepBinary` (another device of the model is in
+  /// use), the program's binary comes back with it.
+  llvm::Expected<Built> build(backend::Device &device, const ProgramKey &key, std::span<const backend::LinkInput> inputs,
+                              const SameModel &sameModel = {}, bool keepBinary = false);
   /// Keeps a program made by build() from `images` (with `hidden` made local in each), for the
   /// plans it serves.
   LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<std::vector<std::string_view>> hidden,
                      std::vector<LinkedProgram::Use> uses, backend::Device *device,
-                     std::shared_ptr<backend::Program> program);
+                     std::shared_ptr<backend::Program> program, std::shared_ptr<const std::string> binary = nullptr);
   /// Drops the plans rooted at `roots` (images unloaded) and returns the programs left with
   /// none, which the caller releases with the images they hold. What the dropped plans and
   /// programs kept (their pins, the native programs) goes to `released`, for the caller to let

@@ -56,7 +56,7 @@ void ImageTable::unload(uint32_t id) {
   image.owner = nullptr;
   image.local = nullptr;
   image.host = nullptr;
-  image.program = nullptr;
+  image.programs.clear();
   for (Importers::MapEntryTy *entry : importEntries_[id]) {
     llvm::erase_value(entry->getValue(), id);
     if (entry->getValue().empty()) importers_.erase(importers_.find(entry->getKey()));

@@ -34,7 +34,14 @@ struct LoadedImage : ScopedImage {
   // object's image keeps its strings (DeviceImage::ownStrings), but its bytes may be gone.
   bool loaded = true;
   unsigned holders = 0;  // programs linked from it and builds reading it: freed with the last
-  cache::LinkedProgram *program = nullptr;  // the program its kernels are looked up in; null: link
+  /// By place (the default devices, then views' devices: loader.h): the program its kernels are
+  /// looked up in there; null, or past the end: link.
+  std::vector<cache::LinkedProgram *> programs;
+  cache::LinkedProgram *programAt(unsigned place) const { return place < programs.size() ? programs[place] : nullptr; }
+  void setProgram(unsigned place, cache::LinkedProgram *program) {
+    if (programs.size() <= place) programs.resize(place + 1);
+    programs[place] = program;
+  }
 };
 
 class ImageTable final : public ScopedImages {

@@ -61,6 +61,49 @@ Handle *Loader::findHandle(void *handlePtr) {
   return it == handles_.end() ? nullptr : it->get();
 }
 
+std::optional<Loader::Target> Loader::targetOf(void *pointer) const {
+  if (pointer == &globalScopeTag_ || llvm::any_of(handles_, [&](const auto &h) { return h.get() == pointer; }))
+    return Target{pointer, 0};
+  for (const auto &view : views_)
+    if (view.get() == pointer) return Target{view->handle, view->place};
+  return std::nullopt;
+}
+
+unsigned Loader::placeFor(const DeviceImage &image, unsigned place) const {
+  return place && devices_.links(*places_[place], linkFamily(image.format)) ? place : 0;
+}
+
+llvm::Expected<backend::Device *> Loader::deviceAt(const DeviceImage &image, unsigned place) {
+  if (unsigned at = placeFor(image, place)) return places_[at];
+  return devices_.forImage(image);
+}
+
+llvm::Expected<void *> Loader::view(void *pointer, const devdl_native &native) {
+  // The device is found, or attached, with the lock let go: that calls the driver.
+  auto device = devices_.forNative(native);
+  if (!device) return fail(ErrorCode::NotFound, "device_dlview: " + llvm::toString(device.takeError()));
+  Lock lock(*this);
+  std::optional<Target> target = targetOf(pointer);
+  if (!target) return fail(ErrorCode::InvalidArgument, "device_dlview: invalid handle");
+  auto at = llvm::find(places_, *device);
+  const unsigned place = static_cast<unsigned>(at - places_.begin());
+  if (at == places_.end()) places_.push_back(*device);
+  auto existing = [&]() -> View * {
+    for (const auto &view : views_)
+      if (view->handle == target->handle && view->place == place) return view.get();
+    return nullptr;
+  };
+  if (View *view = existing()) return view;
+  // A handle opened DEVDL_NOW is linked on the view's device now too: an error leaves no view.
+  if (Handle *handle = findHandle(target->handle); handle && handle->linkedNow) {
+    if (llvm::Error err = linkNow(lock, *handle, place)) return err;
+    if (!targetOf(pointer)) return fail(ErrorCode::NotFound, "device_dlview: the handle was closed meanwhile");
+    if (View *view = existing()) return view;
+  }
+  views_.push_back(std::make_unique<View>(View{target->handle, place}));
+  return views_.back().get();
+}
+
 Handle *Loader::findHandle(const Handle::Identity &identity) {
   auto it = llvm::find_if(handles_, [&](const auto &h) { return h->identity == identity; });
   return it == handles_.end() ? nullptr : it->get();
@@ -83,7 +126,9 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   for (uint32_t id : ids) images_.unload(id);
   for (std::unique_ptr<cache::LinkedProgram> &unused : programs_.dropUses(ids, released_)) {
     for (uint32_t id = 0; id < images_.end(); ++id)
-      if (images_.contains(id) && images_[id].program == unused.get()) images_[id].program = nullptr;
+      if (images_.contains(id))
+        for (cache::LinkedProgram *&program : images_[id].programs)
+          if (program == unused.get()) program = nullptr;
     for (uint32_t id : unused->images) images_.release(id);
   }
   changed();
@@ -92,10 +137,11 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
 cache::LinkedProgram *Loader::keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,
                                           std::vector<std::vector<std::string_view>> hidden,
                                           std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
-                                          std::shared_ptr<backend::Program> program) {
+                                          std::shared_ptr<backend::Program> program,
+                                          std::shared_ptr<const std::string> binary) {
   for (uint32_t id : images) images_.hold(id);
   return programs_.add(std::move(key), std::move(images), std::move(hidden), std::move(uses), device,
-                       std::move(program));
+                       std::move(program), std::move(binary));
 }
 
 llvm::Expected<ImageFile> Loader::readFile(const std::shared_ptr<const RegularFile> &file) {
@@ -265,20 +311,21 @@ std::optional<uint32_t> Loader::findModule(std::string_view module, const Handle
   return std::nullopt;
 }
 
-llvm::Error Loader::linkNow(Lock &lock, Handle &handle) {
+llvm::Error Loader::linkNow(Lock &lock, Handle &handle, unsigned place) {
   // As RTLD_NOW: every import of every image resolves now, kernels or not; the kernels'
   // programs are linked now.
-  decideCandidacies(lock);
+  decideCandidacies(lock, place);
   for (uint32_t id : handle.images) {
     const bool hasKernel =
         llvm::any_of(images_[id].image.symbols, [](const Symbol &s) { return s.kind == SymbolKind::Kernel; });
     if (hasKernel) {
-      auto program = programFor(lock, id);
+      auto program = programFor(lock, id, place);
       if (!program) return program.takeError();
       continue;
     }
     const uint32_t roots[] = {id};
-    if (llvm::Error err = planner().unresolvedError(planner().plan(roots))) return err;
+    const Planner planner = this->planner(placeFor(images_[id].image, place));
+    if (llvm::Error err = planner.unresolvedError(planner.plan(roots))) return err;
   }
   handle.linkedNow = true;
   return llvm::Error::success();
@@ -288,6 +335,7 @@ void Loader::release(Handle *handle) {
   if (--handle->references > 0 || handle->nodelete) return;
   const std::vector<Handle *> needed = std::move(handle->needed);
   dropImages(handle->images);
+  llvm::erase_if(views_, [&](const auto &view) { return view->handle == handle; });
   handles_.erase(llvm::find_if(handles_, [&](const auto &h) { return h.get() == handle; }));
   // Then what it kept open, as dlclose closes the DT_NEEDED libraries of an object it unloads.
   for (Handle *dependency : needed)
@@ -300,7 +348,7 @@ llvm::Error Loader::attach(const devdl_native &native) {
     return fail(ErrorCode::Unsupported, "device_dlattach: backend " + std::to_string(native.backend) +
                                             " is not in this build (" + devices_.names(/*inBuild=*/true) + " are)");
   auto attached = row->attach(native);
-  if (!attached) return attached.takeError();
+  if (!attached) return fail(ErrorCode::NotFound, "device_dlattach: " + llvm::toString(attached.takeError()));
   Lock lock(*this);
   if (backend::Device *current = devices_.opened(native.backend)) {
     devdl_native now{sizeof now, 0, nullptr, nullptr, nullptr};
@@ -314,7 +362,8 @@ llvm::Error Loader::attach(const devdl_native &native) {
   for (uint32_t id = 0; id < images_.end(); ++id)
     if (images_.contains(id) && images_[id].loaded) {
       images_[id].candidacy = Candidacy::Undecided;
-      images_[id].program = nullptr;
+      images_[id].elsewhere.clear();  // some were as on the default device
+      images_[id].programs.clear();
       undecided_.push_back(id);
     }
   changed();
@@ -324,9 +373,11 @@ llvm::Error Loader::attach(const devdl_native &native) {
 
 llvm::Error Loader::close(void *handlePtr) {
   Lock lock(*this);
-  if (handlePtr == globalHandle()) return llvm::Error::success();
+  std::optional<Target> target = targetOf(handlePtr);
+  if (!target) return fail(ErrorCode::InvalidArgument, "device_dlclose: invalid handle");
+  // The global scope's handle, or a view: nothing to drop.
+  if (handlePtr == globalHandle() || target->handle != handlePtr) return llvm::Error::success();
   Handle *handle = findHandle(handlePtr);
-  if (!handle) return fail(ErrorCode::InvalidArgument, "device_dlclose: invalid handle");
   // Only a DEVDL_NODELETE handle stays with no reference; closing it then is an error, as
   // dlclose of a NODELETE object already closed is ("shared object not open").
   if (handle->references == 0)
@@ -338,7 +389,8 @@ llvm::Error Loader::close(void *handlePtr) {
 
 llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_view value) {
   Lock lock(*this);
-  const Handle *handle = findHandle(handlePtr);
+  std::optional<Target> target = targetOf(handlePtr);
+  const Handle *handle = target ? findHandle(target->handle) : nullptr;  // of the handle, on every device
   if (!handle) return fail(ErrorCode::InvalidArgument, "device_dlspecialize: invalid handle");
   if (value.size() != 1 && value.size() != 2 && value.size() != 4 && value.size() != 8)
     return fail(ErrorCode::InvalidArgument, handle->path + ": specialization constant " + std::to_string(specId) +
@@ -361,9 +413,9 @@ llvm::Error Loader::specialize(void *handlePtr, unsigned specId, std::string_vie
   // Later lookups of kernels whose programs hold these images link with the new values; the
   // programs found before stay for what was found in them.
   for (uint32_t id = 0; id < images_.end(); ++id)
-    if (images_.contains(id) && images_[id].program &&
-        llvm::any_of(specialized, [&](uint32_t s) { return images_[id].program->holds(s); }))
-      images_[id].program = nullptr;
+    if (images_.contains(id))
+      for (cache::LinkedProgram *&program : images_[id].programs)
+        if (program && llvm::any_of(specialized, [&](uint32_t s) { return program->holds(s); })) program = nullptr;
   changed();
   return llvm::Error::success();
 }

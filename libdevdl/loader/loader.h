@@ -82,6 +82,14 @@ class Handle {
   std::vector<Handle *> needed;  // the handles of its dependencies: referenced while it is open
 };
 
+/// A handle on a device of its own (device_dlview): its lookups link the images that device's
+/// backend links for that device, the others for their default devices. It lives as long as its
+/// handle, and holds no reference of it.
+struct View {
+  void *handle;    // a Handle, or the global scope's
+  unsigned place;  // its device's place among the loader's (Loader::places_)
+};
+
 class Loader {
  public:
   /// What a loader links with: its backends, the binary store behind its programs (asked for at
@@ -108,6 +116,9 @@ class Loader {
   llvm::Expected<void *> open(const char *path, int flags);
   llvm::Expected<void *> openMemory(const void *data, size_t size, const char *name, int flags);
   llvm::Expected<void *> symbol(void *handle, std::string_view name);
+  /// The view of `handle` (a handle, the global scope's, or a view) on the device `native` names:
+  /// the same one for the same device and context.
+  llvm::Expected<void *> view(void *handle, const devdl_native &native);
   /// How many symbol() calls took the lock: a thread's first lookup of a name in a handle, and
   /// the first after a change; the others are answered from what the thread found before.
   uint64_t lookupsUnderLock() const { return lookupsUnderLock_.load(std::memory_order_relaxed); }
@@ -181,16 +192,30 @@ class Loader {
   // host loader nor a backend.
   Handle *globalHandle() { return reinterpret_cast<Handle *>(&globalScopeTag_); }
   Handle *findHandle(void *handle);
+  /// What a pointer the API was given names: a handle (or the global scope's) on the default
+  /// devices (place 0), or a view's handle on its place; nullopt for neither.
+  struct Target {
+    void *handle;
+    unsigned place;
+  };
+  std::optional<Target> targetOf(void *pointer) const;
+  /// The place whose device links `image` for a lookup at `place`: `place` where its device's
+  /// backend links the image's family, else 0 (its default device).
+  unsigned placeFor(const DeviceImage &image, unsigned place) const;
+  /// The device that links `image` at `place` (placeFor).
+  llvm::Expected<backend::Device *> deviceAt(const DeviceImage &image, unsigned place);
   Handle *findHandle(const Handle::Identity &identity);
   /// Moves the generation: a lookup remembered before may give another answer now.
   static void changed();
 
   // lookup.cpp: what a name is bound to.
   /// What a name is bound to in a handle's scope: its definition, and for one among the
-  /// handle's dependencies the handle's image whose imports reach it.
+  /// handle's dependencies the handle's image whose imports reach it; on the devices of `place`
+  /// (the view's, if looked up in a view).
   struct Found {
     Definition definition;
     std::optional<uint32_t> through;
+    unsigned place;
   };
   llvm::Expected<Found> lookup(Lock &lock, void *handle, std::string_view name);
   /// The program a name found in a handle's scope is taken from (linked now if need be), with
@@ -204,14 +229,15 @@ class Loader {
   llvm::Expected<Bound> bind(Lock &lock, void *handle, std::string_view name);
   /// The first definition of `name` among the images the handle's images depend on, with the
   /// handle's image that reaches it; nullopt when none of them defines it.
-  std::optional<Found> inDependencies(const Handle &handle, std::string_view name);
+  std::optional<Found> inDependencies(const Handle &handle, std::string_view name, unsigned place);
   /// The first of the handle's images whose imports reach image `id`; nullopt when none does.
-  std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id);
-  /// The plan a root image's program was linked from for it; null where it has no program.
-  const LinkPlan *linkedPlan(uint32_t root) const;
-  /// The plan of a root image: its program's plan for it where it has a program (what its kernels
-  /// run, libraries closed since included), else its plan as the scopes are now, made in `made`.
-  const LinkPlan &planOf(uint32_t root, std::optional<LinkPlan> &made);
+  std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id, unsigned place);
+  /// The plan a root image's program at `place` was linked from for it; null where it has none.
+  const LinkPlan *linkedPlan(uint32_t root, unsigned place) const;
+  /// The plan of a root image at `place`: its program's plan for it where it has a program (what
+  /// its kernels run, libraries closed since included), else its plan as the scopes are now,
+  /// made in `made`.
+  const LinkPlan &planOf(uint32_t root, unsigned place, std::optional<LinkPlan> &made);
 
   // queries.cpp.
   /// The registered object at `object` of `kind`, and the first image of the handle's scope
@@ -244,19 +270,22 @@ class Loader {
   /// The loaded image whose module id is `id`: the handle's own first, then the global scope's
   /// in search order, then any other.
   std::optional<uint32_t> findModule(std::string_view id, const Handle &handle) const;
-  /// Links the programs of the handle's kernels and resolves its other images (DEVDL_NOW).
-  llvm::Error linkNow(Lock &lock, Handle &handle);
+  /// Links the programs of the handle's kernels and resolves its other images (DEVDL_NOW), on the
+  /// devices of `place`.
+  llvm::Error linkNow(Lock &lock, Handle &handle, unsigned place = 0);
   /// Drops one reference of the handle; at zero, unloads it.
   void release(Handle *handle);
   void joinGlobalScope(const std::vector<uint32_t> &ids);
   /// Unloads images: out of every scope at once, their plans dropped, and the programs left
   /// with none released, with the images only they held.
   void dropImages(const std::vector<uint32_t> &ids);
-  /// Keeps a program made for `uses`, holding `images` while it lives.
+  /// Keeps a program made for `uses`, holding `images` while it lives (and its binary, where it
+  /// was kept for another device of the model).
   cache::LinkedProgram *keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,
                                     std::vector<std::vector<std::string_view>> hidden,
                                     std::vector<cache::LinkedProgram::Use> uses, backend::Device *device,
-                                    std::shared_ptr<backend::Program> program);
+                                    std::shared_ptr<backend::Program> program,
+                                    std::shared_ptr<const std::string> binary);
 
   // process_scan.cpp: the host's objects and DEVDL_PRELOAD.
   /// Brings the loader up to what the host loader has loaded now: asked with the lock let go.
@@ -269,10 +298,13 @@ class Loader {
   void reportDuplicates(std::span<const uint32_t> ids);
 
   // programs.cpp: candidacy, and a kernel's program.
-  Planner planner() const { return Planner(images_, scopes_); }
+  Planner planner(unsigned place = 0) const { return Planner(images_, scopes_, place); }
   /// Whether the device that links `image` takes it, and why not: asked with the lock let go (it
   /// may open the device, or ask the driver of a native binary).
   std::pair<Candidacy, std::string> candidacyOf(const DeviceImage &image);
+  /// Whether `device` takes `image`, and why not: asked with the lock let go.
+  static std::pair<Candidacy, std::string> candidacyOn(llvm::Expected<backend::Device *> device,
+                                                       const DeviceImage &image);
   /// `image` with its candidacy. Without `mayOpenDevice` (a scan of the host's objects, maybe in
   /// a host constructor: the OpenCL ICD loader, once started, loads its vendors under a lock of
   /// its own) it is left Undecided where deciding would open a device.
@@ -280,15 +312,19 @@ class Loader {
   /// Decides the candidacy of the loaded images left Undecided (undecided_), with the lock let
   /// go: opening their devices where needed. Called before anything resolves.
   void decideCandidacies(Lock &lock);
+  /// The same for the images not yet decided at `place` (a view's device), after the default
+  /// devices': images its device's backend does not link are as on their default devices.
+  void decideCandidacies(Lock &lock, unsigned place);
   /// The program a root image's kernels are looked up in: in memory, else built with the lock
   /// let go (or another thread's build waited for), in steps: plan, find (holding the plan's
   /// host objects while it uses the program), else build (take the turn, build, record the uses).
   /// A step that let the lock go may find things changed: the steps start again. The root may
   /// have been unloaded when it returns: callers hold what they need.
-  llvm::Expected<cache::LinkedProgram *> programFor(Lock &lock, uint32_t root);
+  llvm::Expected<cache::LinkedProgram *> programFor(Lock &lock, uint32_t root, unsigned place);
   /// One programFor call's progress.
   struct ProgramRequest {
     uint32_t root;
+    unsigned place;  // placeFor the root
     std::string label;
     bool scanned = false;   // the process was scanned for it
     bool built = false;     // this call built a program (and said so)
@@ -339,6 +375,10 @@ class Loader {
   std::vector<uint32_t> unreported_;  // joined the global scope undecided: DEVDL_DEBUG=symbols waits
   Scopes scopes_;
   std::vector<std::unique_ptr<Handle>> handles_;
+  // The devices of views by place (backend::Devices keeps them); place 0, the default devices,
+  // is null. Never removed: images keep their candidacy and programs by place.
+  std::vector<backend::Device *> places_{nullptr};
+  std::vector<std::unique_ptr<View>> views_;  // removed with their handles
   // A loaded host object's bundle, by its address in memory.
   struct ProcessBundle {
     host::LoadedBundle found;  // as the scan found it: the object, its exports

@@ -95,12 +95,16 @@ class Remembered {
 thread_local Remembered remembered;
 }  // namespace
 
-llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *handlePtr, std::string_view name) {
-  decideCandidacies(lock);
-  auto takes = [&](uint32_t id) { return planner().isCandidate(id); };
+llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *pointer, std::string_view name) {
+  const std::optional<Target> target = targetOf(pointer);
+  if (!target) return fail(ErrorCode::InvalidArgument, "invalid handle");
+  const unsigned place = target->place;
+  decideCandidacies(lock, place);
+  const Planner planner = this->planner(place);
+  auto takes = [&](uint32_t id) { return planner.isCandidate(id); };
   const Definition *definition = nullptr;
   const Handle *handle = nullptr;  // null: the global scope
-  if (handlePtr == globalHandle()) {
+  if (target->handle == globalHandle()) {
     auto findGlobal = [&] { return firstCandidate(scopes_.global().definitions(name), takes); };
     // Objects the host loads later come later in search order and cannot shadow what is found
     // now; only a definition from a host object, which may have been unloaded since, or none at
@@ -111,14 +115,13 @@ llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *handlePtr, std::s
       definition = findGlobal();
     }
   } else {
-    handle = findHandle(handlePtr);
-    if (!handle) return fail(ErrorCode::InvalidArgument, "invalid handle");
+    handle = findHandle(target->handle);
     definition = firstCandidate(handle->local.index.definitions(name), takes);
     // In a recorded dependency: as one its imports reach.
     if (definition && !llvm::is_contained(handle->images, definition->image))
-      return Found{*definition, imageReaching(*handle, definition->image)};
+      return Found{*definition, imageReaching(*handle, definition->image, place), place};
     if (!definition)
-      if (std::optional<Found> found = inDependencies(*handle, name)) return *found;
+      if (std::optional<Found> found = inDependencies(*handle, name, place)) return *found;
   }
   if (!definition) {
     // Defined, but only in images no device here can take: say so rather than "undefined".
@@ -127,55 +130,56 @@ llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *handlePtr, std::s
       const LoadedImage &first = images_[all.front().image];
       return fail(ErrorCode::Unsupported, first.label + ": `" + std::string(name) + "` is in a " +
                                               std::string(formatName(first.image.format)) +
-                                              " image, which cannot be linked here: " + first.whyNot);
+                                              " image, which cannot be linked here: " + first.whyNotAt(place));
     }
     return fail(ErrorCode::NotFound, (handle ? handle->path : std::string("the global scope")) +
                                          ": undefined device symbol `" + std::string(name) + "`");
   }
-  return Found{*definition, std::nullopt};
+  return Found{*definition, std::nullopt, place};
 }
 
-std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::string_view name) {
+std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::string_view name, unsigned place) {
   // As glibc's dlsym(handle): after the handle's own scope, what its images depend on, breadth
   // first: the images their imports bind to, as the plans of their programs have them (those
   // stay loaded for the programs), else as they would bind now.
   // A definition the plan makes local (interposed) is not the one its kernels use.
   for (uint32_t root : handle.images) {
     std::optional<LinkPlan> made;
-    const LinkPlan &plan = planOf(root, made);
+    const LinkPlan &plan = planOf(root, place, made);
     for (size_t i = 0; i < plan.images.size(); ++i) {
       const uint32_t id = plan.images[i];
-      if (llvm::is_contained(handle.local.images, id) || !planner().isCandidate(id)) continue;
+      if (llvm::is_contained(handle.local.images, id) || !planner(place).isCandidate(id)) continue;
       if (std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name)) continue;
       const DeviceImage &image = images_[id].image;
       auto defined =
           llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });
-      if (defined != image.symbols.end()) return Found{{id, defined->kind, linkFamily(image.format)}, root};
+      if (defined != image.symbols.end()) return Found{{id, defined->kind, linkFamily(image.format)}, root, place};
     }
   }
   return std::nullopt;
 }
 
-std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id) {
+std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id, unsigned place) {
   // The program of that image holds `id`: the program its kernels use.
   for (uint32_t root : handle.images) {
     std::optional<LinkPlan> made;
-    if (llvm::is_contained(planOf(root, made).images, id)) return root;
+    if (llvm::is_contained(planOf(root, place, made).images, id)) return root;
   }
   return std::nullopt;
 }
 
-const LinkPlan *Loader::linkedPlan(uint32_t root) const {
-  if (const cache::LinkedProgram *program = images_[root].program)
+const LinkPlan *Loader::linkedPlan(uint32_t root, unsigned place) const {
+  const LoadedImage &image = images_[root];
+  if (const cache::LinkedProgram *program = image.programAt(placeFor(image.image, place)))
     for (const cache::LinkedProgram::Use &use : program->uses)
       if (use.root == root) return &use.plan;
   return nullptr;
 }
 
-const LinkPlan &Loader::planOf(uint32_t root, std::optional<LinkPlan> &made) {
-  if (const LinkPlan *linked = linkedPlan(root)) return *linked;
+const LinkPlan &Loader::planOf(uint32_t root, unsigned place, std::optional<LinkPlan> &made) {
+  if (const LinkPlan *linked = linkedPlan(root, place)) return *linked;
   const uint32_t roots[] = {root};
-  return made.emplace(planner().plan(roots));
+  return made.emplace(planner(placeFor(images_[root].image, place)).plan(roots));
 }
 
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
@@ -206,23 +210,26 @@ llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::str
   auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition definition = found->definition;
+  const bool inGlobalScope = targetOf(handlePtr)->handle == globalHandle();  // found: it names one
   llvm::Expected<cache::LinkedProgram *> program = nullptr;
   if (found->through) {
     // Found among the handle's dependencies: in the program of the image that reaches it, whose
     // kernels use this very instance.
-    program = programFor(lock, *found->through);
+    program = programFor(lock, *found->through, found->place);
   } else if (definition.kind != SymbolKind::Kernel) {
     // A variable has an instance in each program its image is linked into: the address given
     // is the one in the first program whose definition it is (not made local there: another
     // image's interposes it), which is where the kernels that were requested before it read it.
-    // Only with no such program is one linked for the image.
-    program = programs_.defining(definition.image, name);
+    // Only with no such program is one linked for the image. Each device has its own.
+    auto device = deviceAt(images_[definition.image].image, found->place);
+    if (device) program = programs_.defining(definition.image, name, *device);
+    else llvm::consumeError(device.takeError());  // programFor says why
   }
-  if (program && !*program) program = programFor(lock, definition.image);
+  if (program && !*program) program = programFor(lock, definition.image, found->place);
   if (!program) return program.takeError();
   // The program holds the image: its label is there, whatever was unloaded meanwhile.
   Bound bound{(*program)->program, definition, images_[definition.image].label, nullptr};
-  if (handlePtr == globalHandle() && images_[definition.image].host)
+  if (inGlobalScope && images_[definition.image].host)
     bound.hostAddress = images_[definition.image].host->bytes.data();
   lock.release();
   return bound;

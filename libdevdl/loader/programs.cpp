@@ -16,9 +16,13 @@
 namespace devdl {
 
 std::pair<Candidacy, std::string> Loader::candidacyOf(const DeviceImage &image) {
+  return candidacyOn(devices_.forImage(image), image);
+}
+
+std::pair<Candidacy, std::string> Loader::candidacyOn(llvm::Expected<backend::Device *> device,
+                                                      const DeviceImage &image) {
   // Like the seed's urDeviceSelectBinary check: an image the device cannot take (a cubin on
   // OpenCL, a cubin for another GPU generation) never satisfies an import, whatever its names.
-  auto device = devices_.forImage(image);
   if (!device) return {Candidacy::Refused, llvm::toString(device.takeError())};
   if (llvm::Error refused = (*device)->accepts(image)) return {Candidacy::Refused, llvm::toString(std::move(refused))};
   // Optional kernel features: an image needing an aspect the device lacks is no candidate.
@@ -61,6 +65,41 @@ void Loader::decideCandidacies(Lock &lock) {
   changed();
 }
 
+void Loader::decideCandidacies(Lock &lock, unsigned place) {
+  decideCandidacies(lock);
+  if (place == 0) return;
+  // Those its device's backend does not link are as on their default devices; the others are
+  // asked of its device, with the lock let go.
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 0; id < images_.end(); ++id) {
+    if (!images_.contains(id) || !images_[id].loaded || images_[id].candidacyAt(place) != Candidacy::Undecided) continue;
+    LoadedImage &image = images_[id];
+    if (image.elsewhere.size() < place) image.elsewhere.resize(place);
+    if (placeFor(image.image, place) == 0) {
+      if (image.candidacy != Candidacy::Undecided) image.elsewhere[place - 1] = {image.candidacy, image.whyNot};
+      continue;
+    }
+    ids.push_back(id);
+    images_.hold(id);  // it stays while the lock is let go
+  }
+  if (ids.empty()) return;
+  backend::Device *device = places_[place];
+  const auto hosts = hostsOf(ids, nullptr);
+  std::vector<std::pair<Candidacy, std::string>> decided;
+  lock.release();
+  auto references = host::referenceAll(hosts);  // the driver reads a native binary's bytes
+  for (uint32_t id : ids) decided.push_back(candidacyOn(device, images_[id].image));
+  lock.acquire();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    LoadedImage &image = images_[ids[i]];
+    if (image.loaded && image.elsewhere.size() >= place && image.elsewhere[place - 1].candidacy == Candidacy::Undecided)
+      image.elsewhere[place - 1] = {decided[i].first, std::move(decided[i].second)};
+    images_.release(ids[i]);
+  }
+  releaseLater(references);
+  changed();
+}
+
 std::vector<host::ObjectLoad> Loader::hostsOf(std::span<const uint32_t> plan, const host::LoadedBundle *except) const {
   std::vector<host::ObjectLoad> hosts;
   for (uint32_t id : plan) {
@@ -80,14 +119,15 @@ llvm::Error Loader::ProgramRequest::rescan() {
   return fail(ErrorCode::NotFound, label + ": a host object it needs was unloaded meanwhile");
 }
 
-llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t root) {
-  ProgramRequest request{root, {}};
+llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t root, unsigned place) {
+  if (!images_.contains(root) || !images_[root].loaded) return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
+  ProgramRequest request{root, placeFor(images_[root].image, place), {}};
   for (;;) {
     if (!images_.contains(root) || !images_[root].loaded)
       return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
     // Like the host loader's bindings, a program stays as it was linked while its root is
     // loaded; a new link sees the process as it is now.
-    if (cache::LinkedProgram *program = images_[root].program) return program;
+    if (cache::LinkedProgram *program = images_[root].programAt(request.place)) return program;
     if (!request.scanned) {
       request.scanned = true;
       scanProcess(lock);
@@ -102,17 +142,20 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     cache::LinkedProgram *found = programs_.find(planned->device, planned->key);
     auto program = found ? useProgram(lock, request, *planned, found) : buildProgram(lock, request, *planned);
     if (!program) return program.takeError();
-    if (*program) return images_[root].program = *program;
+    if (*program) {
+      images_[root].setProgram(request.place, *program);
+      return *program;
+    }
   }
 }
 
 llvm::Expected<Loader::PlannedProgram> Loader::planProgram(const ProgramRequest &request) {
-  const Planner planner = this->planner();
+  const Planner planner = this->planner(request.place);
   const uint32_t roots[] = {request.root};
   LinkPlan plan = planner.plan(roots);
   if (llvm::Error err = planner.unresolvedError(plan)) return err;
   if (llvm::Error err = planner.conflictError(plan)) return err;
-  auto device = devices_.forImage(images_[request.root].image);  // opened when the image came
+  auto device = deviceAt(images_[request.root].image, request.place);  // opened when the image came, or the view
   if (!device) return inImage(device.takeError(), request.label);
   cache::ProgramKey key = keyOf(plan);
   return PlannedProgram{std::move(plan), *device, std::move(key)};
@@ -166,12 +209,12 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
   // Linked with the loaded images that import from it, so that their kernels find this program
   // later rather than build the plan's code again (the seed's double compilation when a
   // library's kernel comes first). Should that link fail, the plan is linked alone.
-  const Planner planner = this->planner();
+  const Planner planner = this->planner(request.place);
   BuildJob job;
   job.uses.push_back({request.root, planned.plan, {}});
   std::vector<uint32_t> withImporters{request.root};
   for (Planner::Importer &importer : planner.importersOf(planned.plan, [&](uint32_t id) {
-         auto device = devices_.forImage(images_[id].image);
+         auto device = deviceAt(images_[id].image, request.place);
          if (device) return *device == planned.device;
          llvm::consumeError(device.takeError());
          return false;
@@ -240,12 +283,21 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     return nullptr;
   }
 
+  // A device of the same model that linked it already lends its binary; while two are in use,
+  // the binary is kept for the other.
+  auto sameModelOf = [&](const cache::ProgramKey &key) {
+    cache::SameModel same = programs_.sameModel(*planned.device, key);
+    if (same.binary) same.source = "the binary linked for " + devices_.label(same.device);
+    return same;
+  };
+  const cache::SameModel sameModel = sameModelOf(job.linked.key), aloneModel = sameModelOf(job.alone.key);
+  const bool keepBinary = devices_.modelShared(*planned.device);
   lock.release();
   const auto start = std::chrono::steady_clock::now();
   references = host::referenceAll(job.hosts);
   llvm::Expected<cache::Built> made = cache::Built{};
   if (references) {
-    made = programs_.build(*planned.device, job.linked.key, job.linked.inputs);
+    made = programs_.build(*planned.device, job.linked.key, job.linked.inputs, sameModel, keepBinary);
     if (!made && !job.alone.inputs.empty()) {
       if (Debug::get().on(Debug::Statistics))
         Debug::get().print("program for " + request.label + ": with its importers it did not link (" +
@@ -254,7 +306,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
         llvm::consumeError(made.takeError());
       job.uses.resize(1);
       job.linked = std::move(job.alone);
-      made = programs_.build(*planned.device, job.linked.key, job.linked.inputs);
+      made = programs_.build(*planned.device, job.linked.key, job.linked.inputs, aloneModel, keepBinary);
     }
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -276,7 +328,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     Debug::get().print("program for " + request.label + ": " + std::to_string(job.linked.images.size()) + " images, " +
                        std::to_string(job.linked.bindings) + " bindings, " +
                        (made->fromStore() ? "loaded from " + made->source + " in " : std::string("linked in ")) +
-                       llvm::formatv("{0:f2}", ms).str() + " ms on " + planned.device->name() +
+                       llvm::formatv("{0:f2}", ms).str() + " ms on " + devices_.label(planned.device) +
                        (made->fromStore() ? "" : " (" + std::string(planned.device->linkMethod()) + ")"));
   // Uses whose root was unloaded meanwhile are not kept; each keeps the references on its
   // plan's host objects. Another thread's program for the same key (it built too, or waited
@@ -294,7 +346,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   cache::LinkedProgram *kept = nullptr;
   if (!uses.empty() && !programs_.find(planned.device, job.linked.key))
     kept = keepProgram(job.linked.key, job.linked.images, job.linked.hidden, std::move(uses), planned.device,
-                       std::move(made->program));
+                       std::move(made->program), std::move(made->binary));
   else
     released_.push_back(std::shared_ptr<backend::Program>(std::move(made->program)));
   letGo(references);

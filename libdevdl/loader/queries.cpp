@@ -38,8 +38,9 @@ llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
   if (entry->kind != kind)
     return fail(ErrorCode::InvalidArgument, std::string(what) + ": the object at " + address + ", `" + entry->uniqueId +
                                                 "`, is a " + entry->kind + ", not a " + std::string(kind));
-  const Handle *handle = handlePtr == globalHandle() ? nullptr : findHandle(handlePtr);
-  if (!handle && handlePtr != globalHandle()) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
+  const std::optional<Target> target = targetOf(handlePtr);
+  if (!target) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
+  const Handle *handle = target->handle == globalHandle() ? nullptr : findHandle(target->handle);
   scanProcess(lock);
   std::vector<uint32_t> scope;
   if (handle) scope = handle->local.images;
@@ -123,8 +124,9 @@ llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view n
   if (!images_.contains(root) || !images_[root].loaded)
     return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
   std::optional<LinkPlan> made;
-  const LinkPlan &plan = planOf(root, made);
-  const std::string text = std::string(name) + ": " + images_[root].label + "\n" + planner().text(plan);
+  const LinkPlan &plan = planOf(root, found->place, made);
+  const std::string text =
+      std::string(name) + ": " + images_[root].label + "\n" + planner(placeFor(images_[root].image, found->place)).text(plan);
   if (!plan.unresolved.empty() || !plan.setProblems.empty()) return fail(ErrorCode::Unresolved, text);
   return text;
 }

@@ -76,7 +76,7 @@ void Planner::pullSets(uint32_t image, const llvm::StringMap<std::vector<uint32_
         join(id, "calls set " + std::string(set));
       else
         plan.setProblems.push_back(label + " calls virtual functions set " + std::string(set) + ", but " +
-                                   at(id).label + " cannot be linked here: " + at(id).whyNot);
+                                   at(id).label + " cannot be linked here: " + at(id).whyNotAt(place_));
     }
     if (!any)
       plan.setProblems.push_back(label + " calls virtual functions set " + std::string(set) +
@@ -100,10 +100,10 @@ void Planner::pullSets(uint32_t image, const llvm::StringMap<std::vector<uint32_
       }
       if (dummy)
         join(*dummy, "creates set " + std::string(set) + ": dummy, as " + real.label + " cannot be linked here: " +
-                         real.whyNot);
+                         real.whyNotAt(place_));
       else
         plan.setProblems.push_back(label + " creates virtual functions set " + std::string(set) + ", but " +
-                                   real.label + " cannot be linked here (" + real.whyNot +
+                                   real.label + " cannot be linked here (" + real.whyNotAt(place_) +
                                    ") and no dummy image of the set is in its scope");
     }
   }
@@ -149,10 +149,10 @@ std::string Planner::whyUnresolved(std::string_view symbol, uint32_t importer) c
     for (const Definition &d : scope->definitions(symbol)) {
       if (d.family != family) continue;
       const ScopedImage &definer = at(d.image);
-      if (definer.candidacy == Candidacy::Taken && !definer.vf.set.empty())
+      if (isCandidate(d.image) && !definer.vf.set.empty())
         return " (" + definer.label + " defines it, in virtual functions set " + std::string(definer.vf.set) +
                ", which no image of the program calls or creates)";
-      return " (" + definer.label + " defines it, but " + definer.whyNot + ")";
+      return " (" + definer.label + " defines it, but " + definer.whyNotAt(place_) + ")";
     }
   }
   return "";

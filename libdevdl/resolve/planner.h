@@ -29,6 +29,12 @@ namespace devdl {
 /// Only Taken images satisfy imports.
 enum class Candidacy : uint8_t { Undecided, Taken, Refused };
 
+/// Whether one device takes an image, and why not (for messages).
+struct Acceptance {
+  Candidacy candidacy = Candidacy::Undecided;
+  std::string whyNot;
+};
+
 /// What planning knows of an image the loader holds.
 struct ScopedImage {
   DeviceImage image;
@@ -36,8 +42,18 @@ struct ScopedImage {
   std::string file;   // the file or memory name; "" for the executable
   const LocalScope *local = nullptr;  // its handle's scope; null for the process's own images
   VirtualFunctions vf;                // its virtual-function sets (views into `image`'s strings)
-  Candidacy candidacy = Candidacy::Undecided;
-  std::string whyNot;  // why the device does not take it, for messages
+  Candidacy candidacy = Candidacy::Undecided;  // by the device that links it by default
+  std::string whyNot;  // why that device does not take it, for messages
+  /// By the device of each other place (place p at p - 1) whose backend links its family: decided
+  /// when a lookup there first needs it. Past its end, or Undecided: not a candidate there yet.
+  std::vector<Acceptance> elsewhere;
+  /// Whether place `place`'s device takes it (0: the default device).
+  Candidacy candidacyAt(unsigned place) const {
+    return place == 0 ? candidacy : place <= elsewhere.size() ? elsewhere[place - 1].candidacy : Candidacy::Undecided;
+  }
+  const std::string &whyNotAt(unsigned place) const {
+    return place == 0 || place > elsewhere.size() ? whyNot : elsewhere[place - 1].whyNot;
+  }
 };
 
 /// The images planning reads, by id: the loader's image table.
@@ -53,11 +69,14 @@ class ScopedImages {
   ~ScopedImages() = default;
 };
 
+/// Plans for the devices of one place: the default devices (place 0), or the devices of another
+/// (a view's: device_dlview), whose candidacy each image keeps apart (ScopedImage::elsewhere).
 class Planner {
  public:
-  Planner(const ScopedImages &images, const Scopes &scopes) : images_(images), scopes_(scopes) {}
+  Planner(const ScopedImages &images, const Scopes &scopes, unsigned place = 0)
+      : images_(images), scopes_(scopes), place_(place) {}
 
-  bool isCandidate(uint32_t id) const { return images_.scoped(id).candidacy == Candidacy::Taken; }
+  bool isCandidate(uint32_t id) const { return images_.scoped(id).candidacyAt(place_) == Candidacy::Taken; }
   /// The definition an import of `importer` binds to: of its family, in its scopes, a candidate;
   /// an image of a virtual-function set only where `pulled` has it.
   std::optional<uint32_t> bind(std::string_view symbol, uint32_t importer, const llvm::DenseSet<uint32_t> &pulled) const;
@@ -96,6 +115,7 @@ class Planner {
 
   const ScopedImages &images_;
   const Scopes &scopes_;
+  unsigned place_;
 };
 
 }  // namespace devdl

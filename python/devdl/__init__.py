@@ -18,7 +18,7 @@ import os
 import threading
 
 __all__ = ["LAZY", "NOW", "NOLOAD", "DEEPBIND", "GLOBAL", "LOCAL", "NODELETE",
-           "OPENCL", "LEVEL_ZERO", "CUDA", "error", "Handle", "SymbolInfo", "Native", "OpenCL",
+           "OPENCL", "LEVEL_ZERO", "CUDA", "error", "Handle", "View", "SymbolInfo", "Native", "OpenCL",
            "open", "open_memory", "global_scope", "native", "opencl", "version"]
 
 # device_dlopen's flags and the backends, as devdl.h defines them.
@@ -74,7 +74,8 @@ def _load():
             ("device_dlread", ctypes.c_int, [void_p, char_p, ctypes.c_size_t, void_p, ctypes.c_size_t]),
             ("device_dlwrite", ctypes.c_int, [void_p, char_p, ctypes.c_size_t, void_p, ctypes.c_size_t]),
             ("device_dlplan", char_p, [void_p, char_p]),
-            ("device_dlnative", ctypes.c_int, [ctypes.POINTER(_Native)])]:
+            ("device_dlnative", ctypes.c_int, [ctypes.POINTER(_Native)]),
+            ("device_dlview", void_p, [void_p, ctypes.POINTER(_Native)])]:
         function = getattr(lib, name)
         function.restype, function.argtypes = restype, argtypes
     return lib
@@ -102,8 +103,9 @@ class Handle:
     """An open device_dlopen handle. Like dlopen's, it stays open until close(), not until it
     is garbage; `with` closes it at the end of the block."""
 
-    def __init__(self, pointer, name):
+    def __init__(self, pointer, name, backend=None):
         self._pointer, self.name = pointer, name
+        self._backend = backend  # a view's; None: the default devices'
 
     def __repr__(self):
         return "<devdl.Handle %s>" % self.name
@@ -139,8 +141,10 @@ class Handle:
         """The kernel `name`: a pyopencl.Kernel in devdl's context on OpenCL, the CUfunction as
         an integer on CUDA, the ze_kernel_handle_t as an integer on Level Zero."""
         address = self.sym(name)
-        # SPIR-V goes to OpenCL unless devdl's device for it is Level Zero's (DEVDL_BACKEND).
-        if self.info(name).format not in _OPENCL_FORMATS or native().backend == LEVEL_ZERO:
+        # SPIR-V goes to OpenCL unless devdl's device for it is Level Zero's (DEVDL_BACKEND, or the
+        # view's device).
+        backend = self._backend if self._backend in (OPENCL, LEVEL_ZERO) else native().backend
+        if self.info(name).format not in _OPENCL_FORMATS or backend == LEVEL_ZERO:
             return address
         import pyopencl
         kernel = pyopencl.Kernel.from_int_ptr(address, retain=True)
@@ -175,12 +179,40 @@ class Handle:
         if _lib.device_dlwrite(self._pointer, _bytes(name), offset, data, len(data)) != 0:
             _fail("device_dlwrite(%s) failed" % name)
 
+    def view(self, backend, device, context=None, platform=None):
+        """device_dlview: this handle on another device of `backend`, in `context` (None: devdl's
+        own on that device). `device`, `context` and `platform` are integers (cl_device_id, the
+        CUDA ordinal, ...) or PyOpenCL objects. Each device has its own programs, kernels and
+        variables; a view lives as long as its handle, and closing it does nothing."""
+        def pointer(value):
+            return getattr(value, "int_ptr", value)
+        wanted = _Native(size=ctypes.sizeof(_Native), backend=backend, platform=pointer(platform),
+                         device=pointer(device), context=pointer(context))
+        view = _lib.device_dlview(self._pointer, ctypes.byref(wanted))
+        if not view:
+            _fail("device_dlview(%s) failed" % self.name)
+        return View(view, self.name, backend, self)
+
     def close(self):
         """device_dlclose: drops this handle's reference."""
         if self._pointer is not None:
             pointer, self._pointer = self._pointer, None
             if _lib.device_dlclose(pointer) != 0:
                 _fail("device_dlclose(%s) failed" % self.name)
+
+
+class View(Handle):
+    """A handle on another device (Handle.view): the handle's calls, for that device."""
+
+    def __init__(self, pointer, name, backend, handle):
+        super().__init__(pointer, name, backend)
+        self._handle = handle  # keeps the Python handle (and what it keeps) while the view is used
+
+    def __repr__(self):
+        return "<devdl.View %s>" % self.name
+
+    def close(self):
+        """Nothing to drop: the view goes with its handle."""
 
 
 def open(path, flags=NOW):

@@ -82,6 +82,26 @@ class Module(unittest.TestCase):
             self.assertEqual(run(app.kernel("AppKernel"), 4), [0, 2, 4, 6])
         lib.close()
 
+    def test_a_view_links_in_another_context(self):
+        # The same device in a context of the program's own: a program of its own there.
+        device = devdl.opencl().device
+        context = cl.Context([device])
+        queue = cl.CommandQueue(context, device)
+        lib = devdl.open(image("lib.spv"), devdl.NOW | devdl.GLOBAL)
+        with devdl.open(image("app.spv")) as app:
+            view = app.view(devdl.OPENCL, device, context)
+            kernel = view.kernel("AppKernel")
+            self.assertEqual(kernel.context, context)
+            self.assertNotEqual(kernel.int_ptr, app.sym("AppKernel"))
+            out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 4 * 4)
+            kernel(queue, (4,), None, out)
+            result = numpy.empty(4, numpy.int32)
+            cl.enqueue_copy(queue, result, out)
+            self.assertEqual(list(result), [0, 2, 4, 6])
+            view.close()  # nothing: the handle still has it
+            self.assertEqual(view.sym("AppKernel"), kernel.int_ptr)
+        lib.close()
+
     def test_native_is_devdls_opencl_device(self):
         native = devdl.native(devdl.OPENCL)
         self.assertEqual(native.backend, devdl.OPENCL)

@@ -55,8 +55,8 @@ class Device final : public backend::Device {
  public:
   int backend() const override { return kBackendNumber; }
   const std::string &name() const override { return name_; }
-  Device() {
-    aspects_[aspect::cpu] = aspects_[aspect::fp64] = true;  // a CPU with fp64, and nothing else
+  explicit Device(bool gpu = false) : name_(gpu ? "fake GPU" : "fake device") {
+    aspects_[gpu ? aspect::gpu : aspect::cpu] = aspects_[aspect::fp64] = true;  // fp64, and nothing else
   }
   std::string description() const override { return name_; }
   llvm::Error accepts(const DeviceImage &image) const override {
@@ -104,7 +104,7 @@ class Device final : public backend::Device {
   }
 
  private:
-  std::string name_ = "fake device";
+  std::string name_;
 };
 
 constexpr LinkFamily kSpirv[] = {LinkFamily::Spirv};
@@ -114,8 +114,8 @@ const backend::BackendEntry kTable[] = {
        opening();
        return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>());
      },
-     [](const devdl_native &) {
-       return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>());
+     [](const devdl_native &native) {
+       return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>(native.platform == kGpu));
      }},
 };
 

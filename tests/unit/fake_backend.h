@@ -7,6 +7,7 @@
 
 #include "backend/registry.h"
 
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -15,6 +16,10 @@
 namespace devdl::test::fake {
 
 inline constexpr int kBackendNumber = 100;
+
+/// The platform that makes a device attached (device_dlattach, device_dlview) a GPU ("fake GPU":
+/// the aspects gpu and fp64); any other, a CPU as the default device is.
+inline void *const kGpu = reinterpret_cast<void *>(uintptr_t{0x6770});
 
 /// One link the fake device was asked for: the labels of its inputs, in plan order, the names
 /// each input was to have local (interposed by another input), and the specialization constants

@@ -72,9 +72,10 @@ TEST(ProgramCache, FindsTheProgramOfAPlanInOneThatHoldsItsImagesOnThatDevice) {
   EXPECT_EQ(programs.find(device, keyOf(planOf({3, 2}))), application);
   EXPECT_EQ(programs.find(device, keyOf(planOf({2, 4}))), nullptr);
   EXPECT_EQ(programs.find(other, keyOf(planOf({2, 3}))), nullptr);
-  EXPECT_EQ(programs.defining(1, "f"), application);
-  EXPECT_EQ(programs.defining(2, "f"), nullptr) << "made local there";
-  EXPECT_EQ(programs.defining(2, "g"), application);
+  EXPECT_EQ(programs.defining(1, "f", device), application);
+  EXPECT_EQ(programs.defining(2, "f", device), nullptr) << "made local there";
+  EXPECT_EQ(programs.defining(2, "g", device), application);
+  EXPECT_EQ(programs.defining(1, "f", other), nullptr) << "each device's program has its own instance";
   EXPECT_TRUE(programs.anyOn(device));
   EXPECT_FALSE(programs.anyOn(other));
 }

@@ -426,12 +426,12 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(ze_driver_handle_t driver
   auto loaded = level_zero::api();
   if (!loaded) return loaded.takeError();
   const Api &ze = *loaded;
-  if (!driver || !device) return fail(ErrorCode::InvalidArgument, "device_dlattach: Level Zero needs a driver and a device");
+  if (!driver || !device) return fail(ErrorCode::InvalidArgument, "Level Zero needs a driver and a device");
   bool owns = false;
   if (!context) {
     ze_context_desc_t desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, nullptr, 0};
     if (ze_result_t result = ze.zeContextCreate(driver, &desc, &context); result != ZE_RESULT_SUCCESS)
-      return zeFailure("device_dlattach: zeContextCreate", result);
+      return zeFailure("zeContextCreate", result);
     owns = true;
   }
   return std::unique_ptr<Device>(new Device(ze, driver, device, context, owns));

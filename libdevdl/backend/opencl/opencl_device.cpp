@@ -147,10 +147,17 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(cl_device_id device, cl_c
   auto loaded = opencl::api();
   if (!loaded) return loaded.takeError();
   const Api &cl = *loaded;
+  if (!device) return fail(ErrorCode::InvalidArgument, "no OpenCL device given (its cl_device_id is NULL)");
   cl_platform_id platform = nullptr;
   cl_int err = cl.clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, nullptr);
-  if (err != CL_SUCCESS) return clFailure("device_dlattach: clGetDeviceInfo", err);
-  if ((err = cl.clRetainContext(context)) != CL_SUCCESS) return clFailure("device_dlattach: clRetainContext", err);
+  if (err != CL_SUCCESS) return clFailure("clGetDeviceInfo", err);
+  if (!context) {  // devdl's own on that device
+    const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
+    context = cl.clCreateContext(properties, 1, &device, nullptr, nullptr, &err);
+    if (err != CL_SUCCESS) return clFailure("clCreateContext", err);
+  } else if ((err = cl.clRetainContext(context)) != CL_SUCCESS) {
+    return clFailure("clRetainContext", err);
+  }
   return std::unique_ptr<Device>(new Device(cl, platform, device, context));
 }
 

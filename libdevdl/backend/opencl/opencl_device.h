@@ -86,7 +86,8 @@ class Device final : public backend::Device {
   /// The first device, over all platforms, that has a compiler, or the one DEVDL_DEVICE names
   /// (its index among those devices, or a part of its name); its own new context.
   static llvm::Expected<std::unique_ptr<Device>> openDefault();
-  /// The program's own device and context (retained while this object lives).
+  /// The program's own device and context (retained while this object lives); context null: its
+  /// own new one on that device.
   static llvm::Expected<std::unique_ptr<Device>> attach(cl_device_id device, cl_context context);
   ~Device() override;
 
@@ -99,6 +100,8 @@ class Device final : public backend::Device {
   /// sharing the host's memory, where devdl translates to SPIR (PoCL builds each kernel apart).
   /// Not where the driver gives their addresses itself.
   bool placesVariables() const { return caps_.hostMemory && !caps_.spirvIl && !caps_.variablePointers; }
+  /// Not with the program's variables placed in host memory: its binary holds their address.
+  bool binaryLoadsOnAnotherDevice() const override { return !placesVariables(); }
   /// Whether link() adds devdl's copy kernels: where the host has no other way to a variable.
   bool copiesThroughKernels() const { return !placesVariables() && !caps_.variablePointers; }
 
