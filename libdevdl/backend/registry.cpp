@@ -221,14 +221,17 @@ llvm::Expected<Device *> Devices::forNative(const devdl_native &native) {
   }
   auto attached = row->attach(native);
   if (!attached) return attached.takeError();
-  std::lock_guard lock(published_);
-  if (Device *device = known()) return device;  // another thread attached it meanwhile: ours goes
-  named_.push_back({native.backend, native.device, native.context, std::move(*attached)});
-  used_.push_back(named_.back().opened.get());
-  if (Debug::get().on(Debug::Libs))
-    Debug::get().print("backend " + std::string(row->name) + ": device " + label(named_.back().opened.get()) +
-                       " for views, linking by " + std::string(named_.back().opened->linkMethod()));
-  return named_.back().opened.get();
+  Device *device = nullptr;
+  {
+    std::lock_guard lock(published_);
+    if (Device *other = known()) return other;  // another thread attached it meanwhile: ours goes
+    named_.push_back({native.backend, native.device, native.context, std::move(*attached)});
+    used_.push_back(device = named_.back().opened.get());
+  }
+  if (Debug::get().on(Debug::Libs))  // label() takes the lock
+    Debug::get().print("backend " + std::string(row->name) + ": device " + label(device) + " for views, linking by " +
+                       std::string(device->linkMethod()));
+  return device;
 }
 
 bool Devices::links(const Device &device, LinkFamily family) const {

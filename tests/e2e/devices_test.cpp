@@ -251,7 +251,7 @@ TEST_F(Devices, AViewOfNothingOrOnNoDeviceIsAnError) {
 
 // Two devices of one model: the second's program is the first's binary, loaded, never linked
 // again: from the disk cache, or without one from the first's program in memory. Said by
-// DEVDL_DEBUG=statistics in a process of its own. Not where devdl places a program's variables in
+// DEVDL_DEBUG=statistics in a process of its own (and by DEVDL_DEBUG=libs, the view's device). Not where devdl places a program's variables in
 // host memory (PoCL alone): the binary holds their address, which the first device's program has.
 TEST_F(Devices, TheSecondDeviceOfAModelLoadsTheFirstsBinary) {
   if (kConfiguration != "layer")
@@ -280,7 +280,7 @@ TEST_F(Devices, TheSecondDeviceOfAModelLoadsTheFirstsBinary) {
     std::filesystem::remove_all(dir);
     setenv("DEVDL_TEST_DEVICES_CHILD", "1", 1);
     setenv("DEVDL_CACHE_DIR", dir.c_str(), 1);
-    setenv("DEVDL_DEBUG", "statistics", 1);
+    setenv("DEVDL_DEBUG", "libs,statistics", 1);
     const char *cache = std::getenv("DEVDL_CACHE");
     const std::string saved = cache ? cache : "";
     setenv("DEVDL_CACHE", disk ? "1" : "0", 1);  // set, or the child's setup turns it off
@@ -306,6 +306,7 @@ TEST_F(Devices, TheSecondDeviceOfAModelLoadsTheFirstsBinary) {
               std::string::npos)
         << loaded[0];
     EXPECT_NE(loaded[0].find(" on " + name + " #2"), std::string::npos) << loaded[0];
+    EXPECT_NE(child.err.find("device " + name + " #2 for views"), std::string::npos) << child.err;
   }
 }
 

@@ -67,6 +67,45 @@ TEST(LevelZero, AttachToTheProgramsOwnContext) {
   zeContextDestroy(other);
 }
 
+// A view of a handle in a context of the program's own (device_dlview): a module of its own there,
+// with its own kernels and variables; the default context's stay as they were.
+TEST(LevelZero, AViewInTheProgramsOwnContextHasItsOwnModule) {
+  ASSERT_TRUE(kLevelZero);
+  devdl_native used{};
+  used.size = sizeof used;
+  used.backend = DEVDL_BACKEND_LEVEL_ZERO;
+  ASSERT_EQ(device_dlnative(&used), 0) << error();
+  auto driver = static_cast<ze_driver_handle_t>(used.platform);
+  auto device = static_cast<ze_device_handle_t>(used.device);
+  ze_context_desc_t desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, nullptr, 0};
+  ze_context_handle_t own = nullptr;
+  ASSERT_EQ(zeContextCreate(driver, &desc, &own), ZE_RESULT_SUCCESS);
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app.spv").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  const devdl_native mine{sizeof mine, DEVDL_BACKEND_LEVEL_ZERO, driver, device, own};
+  void *view = device_dlview(app, &mine);
+  ASSERT_NE(view, nullptr) << error();
+  void *ours = device_dlsym(view, "AppKernel");
+  void *devdls = device_dlsym(app, "AppKernel");
+  ASSERT_TRUE(ours && devdls) << error();
+  EXPECT_NE(ours, devdls);
+  EXPECT_EQ(runIntKernel(own, device, static_cast<ze_kernel_handle_t>(ours), 8), kSeed);
+  EXPECT_EQ(runIntKernel(static_cast<ze_context_handle_t>(used.context), device,
+                         static_cast<ze_kernel_handle_t>(devdls), 8),
+            kSeed);
+  const int five = 5;
+  int inView = 0, inHandle = 0;
+  ASSERT_EQ(device_dlwrite(view, "LibCounter", 0, &five, sizeof five), 0) << error();
+  ASSERT_EQ(device_dlread(view, "LibCounter", 0, &inView, sizeof inView), 0) << error();
+  ASSERT_EQ(device_dlread(app, "LibCounter", 0, &inHandle, sizeof inHandle), 0) << error();
+  EXPECT_EQ(inView, 5);
+  EXPECT_EQ(inHandle, 7) << "the default context's module keeps its own";
+  EXPECT_EQ(device_dlclose(app), 0);
+  EXPECT_EQ(device_dlclose(lib), 0);
+  zeContextDestroy(own);
+}
+
 // A function's pointer is asked of the driver (zeModuleGetFunctionPointer) as a variable's address
 // is (DeviceDlopen.VariablesHaveDeviceAddresses); the test driver has none to give, and devdl
 // says so.
