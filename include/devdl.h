@@ -98,7 +98,8 @@ DEVDL_API int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info
 DEVDL_API int device_dlspecialize(void *handle, unsigned spec_id, const void *value, size_t size);
 
 /* Copies `size` bytes between host memory and the device variable `name` in the scope of
- * `handle` (the instance device_dlsym would give: the one its kernels use), from byte `offset`
+ * `handle` (the instance device_dlsym would give: the one its kernels use; each device's program
+ * has its own, and a view of the handle reaches its device's: device_dlview), from byte `offset`
  * of the variable on: device_dlread into `dst`, device_dlwrite from `src`. Done when it returns.
  * Returns 0, or non-zero with an error for device_dlerror (no such variable, bytes outside it, a
  * backend that cannot). */

@@ -12,29 +12,37 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 
 echo "== tests"
-# The disk cache is off, as under ctest; the tests across processes give their processes one.
-DEVDL_CACHE=0 "$stage/bin/devdl_cuda_tests" "$@" || status=1
-# The suite every backend runs (tests/e2e/dlopen_fixture.h), on CUDA: each test in a process of
-# its own, as ctest runs it, so that each starts with an empty global scope.
+# Each GPU in turn as devdl's default device (DEVDL_DEVICE): on a pair, the suite on each, and
+# TwoGpus.* there with the other as the second.
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 export DEVDL_TEST_SCRATCH=$(mktemp -d)
 suite=$stage/bin/devdl_suite_tests
-declare -A outcomes
 tests=$("$suite" --gtest_list_tests | awk '/^[^ ]/ { s = $1 } /^  [^ ]/ && $1 !~ /^DISABLED_/ { print s $1 }')
-for test in $tests; do
-  out=$(DEVDL_CACHE=0 DEVDL_BACKEND=cuda "$suite" --gtest_filter="$test" 2>&1)
-  if grep -q "^\[  FAILED  \] $test " <<< "$out"; then outcome=FAILED
-  elif grep -q "^\[  SKIPPED \] $test " <<< "$out"; then outcome=SKIPPED
-  elif grep -q "^\[       OK \] $test " <<< "$out"; then outcome=PASSED
-  else outcome=FAILED  # it did not finish
-  fi
-  outcomes[$outcome]=$((${outcomes[$outcome]:-0} + 1))
-  case $outcome in
-    PASSED) ;;
-    SKIPPED) echo "$test: skipped: $(grep -A1 ': Skipped$' <<< "$out" | tail -1)" ;;
-    *) echo "$out"; echo "$test: FAILED"; status=1 ;;
-  esac
+for ((gpu = 0; gpu < (gpus > 0 ? gpus : 1); ++gpu)); do
+  export DEVDL_DEVICE=$gpu
+  echo "-- GPU $gpu"
+  # The disk cache is off, as under ctest; the tests across processes give their processes one.
+  DEVDL_CACHE=0 "$stage/bin/devdl_cuda_tests" "$@" || status=1
+  # The suite every backend runs (tests/e2e/dlopen_fixture.h), on CUDA: each test in a process of
+  # its own, as ctest runs it, so that each starts with an empty global scope.
+  declare -A outcomes=()
+  for test in $tests; do
+    out=$(DEVDL_CACHE=0 DEVDL_BACKEND=cuda "$suite" --gtest_filter="$test" 2>&1)
+    if grep -q "^\[  FAILED  \] $test " <<< "$out"; then outcome=FAILED
+    elif grep -q "^\[  SKIPPED \] $test " <<< "$out"; then outcome=SKIPPED
+    elif grep -q "^\[       OK \] $test " <<< "$out"; then outcome=PASSED
+    else outcome=FAILED  # it did not finish
+    fi
+    outcomes[$outcome]=$((${outcomes[$outcome]:-0} + 1))
+    case $outcome in
+      PASSED) ;;
+      SKIPPED) [ "$gpu" = 0 ] && echo "$test: skipped: $(grep -A1 ': Skipped$' <<< "$out" | tail -1)" ;;
+      *) echo "$out"; echo "$test: FAILED"; status=1 ;;
+    esac
+  done
+  echo "devdl_suite_tests on CUDA, GPU $gpu: ${outcomes[PASSED]:-0} passed, ${outcomes[SKIPPED]:-0} skipped, ${outcomes[FAILED]:-0} failed"
 done
-echo "devdl_suite_tests on CUDA: ${outcomes[PASSED]:-0} passed, ${outcomes[SKIPPED]:-0} skipped, ${outcomes[FAILED]:-0} failed"
+unset DEVDL_DEVICE
 
 echo "== samples"
 s=$stage/samples
