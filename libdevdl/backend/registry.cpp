@@ -200,7 +200,7 @@ int Devices::defaultBackend() {
 
 llvm::Expected<Device *> Devices::forNative(const devdl_native &native) {
   const BackendEntry *row = entry(native.backend);
-  if (!row || !inBuild(row[0]))
+  if (!row || !inBuild(*row))
     return fail(ErrorCode::Unsupported, "backend " + std::to_string(native.backend) + " is not in this build (" +
                                             names(/*inBuild=*/true) + " are)");
   auto sameAs = [&](const Device &device) {

@@ -154,7 +154,8 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
         store.discard(*storeKey, why);
     }
   }
-  // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored.
+  // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored, or
+  // kept for another device of the model.
   const bool storing = storeKey && store.enabled() && !busy;
   const bool asking = storing || keepBinary;
   // The images taken from their files' summaries are read now, for this link only.

@@ -96,10 +96,12 @@ thread_local Remembered remembered;
 }  // namespace
 
 llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *pointer, std::string_view name) {
-  const std::optional<Target> target = targetOf(pointer);
+  std::optional<Target> target = targetOf(pointer);
   if (!target) return fail(ErrorCode::InvalidArgument, "invalid handle");
   const unsigned place = target->place;
   decideCandidacies(lock, place);
+  // Deciding lets the lock go: the handle may have been closed meanwhile.
+  if (!(target = targetOf(pointer))) return fail(ErrorCode::InvalidArgument, "invalid handle");
   const Planner planner = this->planner(place);
   auto takes = [&](uint32_t id) { return planner.isCandidate(id); };
   const Definition *definition = nullptr;
@@ -210,7 +212,8 @@ llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::str
   auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition definition = found->definition;
-  const bool inGlobalScope = targetOf(handlePtr)->handle == globalHandle();  // found: it names one
+  const std::optional<Target> target = targetOf(handlePtr);
+  const bool inGlobalScope = target && target->handle == globalHandle();
   llvm::Expected<cache::LinkedProgram *> program = nullptr;
   if (found->through) {
     // Found among the handle's dependencies: in the program of the image that reaches it, whose

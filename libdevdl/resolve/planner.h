@@ -44,8 +44,9 @@ struct ScopedImage {
   VirtualFunctions vf;                // its virtual-function sets (views into `image`'s strings)
   Candidacy candidacy = Candidacy::Undecided;  // by the device that links it by default
   std::string whyNot;  // why that device does not take it, for messages
-  /// By the device of each other place (place p at p - 1) whose backend links its family: decided
-  /// when a lookup there first needs it. Past its end, or Undecided: not a candidate there yet.
+  /// At each other place (place p at p - 1): by that place's device where its backend links the
+  /// image's family, else as by the default device; decided when a lookup there first needs it.
+  /// Past its end, or Undecided: not a candidate there yet.
   std::vector<Acceptance> elsewhere;
   /// Whether place `place`'s device takes it (0: the default device).
   Candidacy candidacyAt(unsigned place) const {

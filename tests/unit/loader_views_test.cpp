@@ -5,7 +5,10 @@
 
 #include "devdl.h"
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace devdl::test {
 namespace {
@@ -111,6 +114,40 @@ TEST_F(LoaderViews, ASpecializationThroughAViewIsTheHandles) {
       EXPECT_EQ(link.specConstants, (std::vector<backend::SpecConstants>{{{7, bytes}}}));
   }
   close(spec);
+}
+
+// Views made, used and ended with their handles from many threads at once (under
+// ThreadSanitizer in `scripts/test.sh --tsan`): each thread's lookups answer, on every device.
+TEST_F(LoaderViews, ViewsFromManyThreadsAtOnce) {
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        auto app = loader_.open(image("app.spv").c_str(), DEVDL_LAZY);
+        if (!app) {
+          llvm::consumeError(app.takeError());
+          ++failures;
+          continue;
+        }
+        const devdl_native native{sizeof native, fake::kBackendNumber, nullptr,
+                                  reinterpret_cast<void *>(uintptr_t(1 + (t + round) % 3)), nullptr};
+        auto view = loader_.view(*app, native);
+        auto onView = view ? loader_.symbol(*view, "AppKernel") : llvm::Expected<void *>(view.takeError());
+        auto onDefault = loader_.symbol(*app, "AppKernel");
+        if (!onView || !onDefault || *onView == *onDefault) ++failures;
+        if (!onView) llvm::consumeError(onView.takeError());
+        if (!onDefault) llvm::consumeError(onDefault.takeError());
+        if (llvm::Error err = loader_.close(*app)) {
+          llvm::consumeError(std::move(err));
+          ++failures;
+        }
+      }
+    });
+  for (auto &thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  close(lib);
 }
 
 }  // namespace
