@@ -53,15 +53,17 @@ class Program final : public backend::Program {
 
 class Device final : public backend::Device {
  public:
-  int backend() const override { return kBackendNumber; }
+  int backend() const override { return cubins_ ? kCubinBackendNumber : kBackendNumber; }
   const std::string &name() const override { return name_; }
-  explicit Device(bool gpu = false) : name_(gpu ? "fake GPU" : "fake device") {
+  explicit Device(bool gpu = false, bool cubins = false)
+      : name_(cubins ? "fake cubin device" : gpu ? "fake GPU" : "fake device"), cubins_(cubins) {
     aspects_[gpu ? aspect::gpu : aspect::cpu] = aspects_[aspect::fp64] = true;  // fp64, and nothing else
   }
   std::string description() const override { return name_; }
   llvm::Error accepts(const DeviceImage &image) const override {
-    if (image.format == ImageFormat::SpirV) return llvm::Error::success();
-    return fail(ErrorCode::Unsupported, "the fake device takes SPIR-V only");
+    if (image.format == (cubins_ ? ImageFormat::Cubin : ImageFormat::SpirV)) return llvm::Error::success();
+    return fail(ErrorCode::Unsupported, cubins_ ? "the fake cubin device takes cubins only"
+                                                : "the fake device takes SPIR-V only");
   }
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const backend::LinkInput> inputs,
                                                         std::string *binary) override {
@@ -97,7 +99,7 @@ class Device final : public backend::Device {
   const std::string &identity() const override { return name_; }
   std::string_view linkMethod() const override { return "fake link"; }
   void native(devdl_native &out) const override {
-    out.backend = kBackendNumber;
+    out.backend = backend();
     out.platform = nullptr;
     out.device = const_cast<Device *>(this);
     out.context = nullptr;
@@ -105,9 +107,11 @@ class Device final : public backend::Device {
 
  private:
   std::string name_;
+  bool cubins_;
 };
 
 constexpr LinkFamily kSpirv[] = {LinkFamily::Spirv};
+constexpr LinkFamily kCuda[] = {LinkFamily::Cuda};
 const backend::BackendEntry kTable[] = {
     {kBackendNumber, "fake", "", kSpirv,
      [] {
@@ -131,9 +135,20 @@ const backend::BackendEntry kTwoTables[] = {
     kTable[0],
 };
 
+const backend::BackendEntry kWithCubins[] = {
+    kTable[0],
+    {kCubinBackendNumber, "fake-cubin", "", kCuda,
+     [] { return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>(false, true)); },
+     [](const devdl_native &) {
+       return llvm::Expected<std::unique_ptr<backend::Device>>(std::make_unique<Device>(false, true));
+     }},
+};
+
 }  // namespace
 
 std::span<const backend::BackendEntry> backendsWithAnAbsentOneFirst() { return kTwoTables; }
+
+std::span<const backend::BackendEntry> backendsWithCubins() { return kWithCubins; }
 
 std::vector<Link> &links() {
   static std::vector<Link> made;

@@ -16,6 +16,7 @@
 namespace devdl::test::fake {
 
 inline constexpr int kBackendNumber = 100;
+inline constexpr int kCubinBackendNumber = 102;  // backendsWithCubins()' second row
 
 /// The platform that makes a device attached (device_dlattach, device_dlview) a GPU ("fake GPU":
 /// the aspects gpu and fp64); any other, a CPU as the default device is.
@@ -48,5 +49,9 @@ std::span<const backend::BackendEntry> backends();
 /// Two rows that take SPIR-V: first "absent" (number 101), whose device never opens ("no
 /// absent device here"), then the fake backend.
 std::span<const backend::BackendEntry> backendsWithAnAbsentOneFirst();
+
+/// The fake backend, then "fake-cubin" (number 102): a device that takes cubins alone (CUDA's
+/// family), opened and attached as the fake one is.
+std::span<const backend::BackendEntry> backendsWithCubins();
 
 }  // namespace devdl::test::fake

@@ -43,8 +43,9 @@ class LoaderFixture : public ::testing::Test {
   using Links = std::vector<std::vector<std::string>>;
 
   /// `hostLockWait`: Loader::Options::hostLockWait.
-  explicit LoaderFixture(std::chrono::milliseconds hostLockWait = std::chrono::seconds(1))
-      : loader_({fake::backends(), noStore, "", hostLockWait}) {}
+  explicit LoaderFixture(std::chrono::milliseconds hostLockWait = std::chrono::seconds(1),
+                         std::span<const backend::BackendEntry> backends = fake::backends())
+      : loader_({backends, noStore, "", hostLockWait}) {}
 
   void SetUp() override {
     std::lock_guard lock(fake::linksMutex());

@@ -6,6 +6,7 @@
 #include "devdl.h"
 
 #include <atomic>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +115,32 @@ TEST_F(LoaderViews, ASpecializationThroughAViewIsTheHandles) {
       EXPECT_EQ(link.specConstants, (std::vector<backend::SpecConstants>{{{7, bytes}}}));
   }
   close(spec);
+}
+
+// Two backends of two families (SPIR-V's and CUDA's), as an OpenCL device beside a GPU: a view on
+// a second cubin device links the cubins there, and leaves the SPIR-V to its default device.
+class LoaderViewsOfTwoFamilies : public LoaderFixture {
+ protected:
+  LoaderViewsOfTwoFamilies() : LoaderFixture(std::chrono::seconds(1), fake::backendsWithCubins()) {}
+};
+
+TEST_F(LoaderViewsOfTwoFamilies, EachImageIsLinkedWhereItsFamilyGoes) {
+  if (!std::filesystem::exists(image("app.cubin"))) GTEST_SKIP() << "no cubins: nvcc made none here";
+  void *libSpirv = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *libCubin = open("lib.cubin", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *spirv = open("app.spv", DEVDL_LAZY);
+  void *cubin = open("app.cubin", DEVDL_LAZY);
+  const devdl_native second{sizeof second, fake::kCubinBackendNumber, nullptr, reinterpret_cast<void *>(uintptr_t{2}),
+                            nullptr};
+  auto spirvView = loader_.view(spirv, second), cubinView = loader_.view(cubin, second);
+  ASSERT_TRUE(spirvView && cubinView);
+  EXPECT_EQ(symbol(*spirvView, "AppKernel"), symbol(spirv, "AppKernel")) << "SPIR-V stays on its device";
+  EXPECT_NE(symbol(*cubinView, "AppKernel"), symbol(cubin, "AppKernel")) << "the cubins' second device";
+  EXPECT_EQ(links(), (Links{{"app.spv", "lib.spv"}, {"app.cubin", "lib.cubin"}, {"app.cubin", "lib.cubin"}}));
+  close(cubin);
+  close(spirv);
+  close(libCubin);
+  close(libSpirv);
 }
 
 // Views made, used and ended with their handles from many threads at once (under
