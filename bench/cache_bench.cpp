@@ -444,9 +444,14 @@ void remoteHitInAFreshProcess(benchmark::State &state, const std::string &backen
   fs::remove_all(work);
   fs::create_directories(work);
   const std::string remote = "DEVDL_CACHE_REMOTE=" + server.url(), first = "DEVDL_CACHE_DIR=" + (work / "first").string();
+  // The cluster's key, which tags the store's entries: a file only its owner reads.
+  const std::string keyFile = (work / "key").string();
+  std::ofstream(keyFile) << "the cluster's secret";
+  fs::permissions(keyFile, fs::perms::owner_read | fs::perms::owner_write);
+  const std::string key = "DEVDL_CACHE_KEY_FILE=" + keyFile;
   const std::vector<std::string> args = {backend, "devdl", lib, app};
   std::string error;
-  if (runChild(args, {first, remote}, &error) < 0) {
+  if (runChild(args, {first, remote, key}, &error) < 0) {
     state.SkipWithError(error.c_str());
     return;
   }
@@ -460,8 +465,8 @@ void remoteHitInAFreshProcess(benchmark::State &state, const std::string &backen
       const std::string fresh = "DEVDL_CACHE_DIR=" + (work / ("fresh-" + std::to_string(turn))).string();
       const double ns = runChild(args,
                                  kind == 0   ? std::vector<std::string>{"DEVDL_CACHE=0"}
-                                 : kind == 1 ? std::vector<std::string>{first, remote}
-                                             : std::vector<std::string>{fresh, remote},
+                                 : kind == 1 ? std::vector<std::string>{first, remote, key}
+                                             : std::vector<std::string>{fresh, remote, key},
                                  &error);
       if (ns < 0) {
         state.SkipWithError(error.c_str());

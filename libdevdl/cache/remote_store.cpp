@@ -1,5 +1,6 @@
 #include "cache/remote_store.h"
 
+#include "cache/entry_tag.h"
 #include "support/driver_library.h"
 #include "support/debug.h"
 #include "support/environment.h"
@@ -171,8 +172,8 @@ struct RemoteStore::Connection {
 struct RemoteStore::Connection {};
 #endif
 
-RemoteStore::RemoteStore(RedisAddress address)
-    : address_(std::move(address)), label_(address_.text()), source_("the remote store " + label_) {}
+RemoteStore::RemoteStore(RedisAddress address, TagKey key)
+    : address_(std::move(address)), key_(std::move(key)), label_(address_.text()), source_("the remote store " + label_) {}
 
 RemoteStore::~RemoteStore() {
   if (!Debug::get().on(Debug::Statistics) || stats_.hits + stats_.misses + stats_.stores == 0) return;
@@ -261,8 +262,17 @@ std::optional<Entry> RemoteStore::load(const Key &key) {
     return std::nullopt;
   }
   stats_.bytesRead += reply->len;
+  // The tag first: nothing of a value this node's key did not tag is read further.
+  const std::string_view value(reply->str, reply->len);
   Entry entry;
-  why = verifyEntry(llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(reply->str, reply->len)), key, entry);
+  if (value.size() < kTagSize)
+    why = "it is shorter than a tag";
+  else if (!key_.verifies(name, value.substr(0, value.size() - kTagSize), value.substr(value.size() - kTagSize)))
+    why = "its tag does not verify under this node's key (written under another key, changed, or moved from "
+          "another name)";
+  else
+    why = verifyEntry(llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(value.data(), value.size() - kTagSize)), key,
+                      entry);
   if (!why.empty()) {
     ++stats_.misses;
     ++stats_.refused;
@@ -283,7 +293,7 @@ void RemoteStore::store(const Key &key, std::string_view description, std::strin
   std::lock_guard lock(mutex_);
   description = description.substr(0, Entry::kMaxDescription);
   std::string value = entryHeader(key, description, binary, buildNanoseconds);
-  if (value.size() + binary.size() + description.size() > kMaxValue) {
+  if (value.size() + binary.size() + description.size() + kTagSize > kMaxValue) {
     report("an entry of " + bytesText(value.size() + binary.size() + description.size()) +
            " is more than Redis takes: not stored");
     return;
@@ -295,6 +305,12 @@ void RemoteStore::store(const Key &key, std::string_view description, std::strin
   value.append(description);
   std::string why;
   const std::string name = keyName(key);
+  auto tag = key_.tag(name, value);
+  if (!tag) {
+    fail(llvm::toString(tag.takeError()));
+    return;
+  }
+  value.append(*tag);
   if (!connection->call({"SET", name, value}, why)) {
     fail("SET " + name + ": " + why);
     return;
@@ -336,7 +352,22 @@ BinaryStore &processStore() {
       if (saying) Debug::get().print("cache: " + why + "; the disk cache serves alone");
       return local;
     }
-    static LayeredStore layered(local, std::make_unique<RemoteStore>(std::move(*address)));
+    // Whoever can write to the server could otherwise hand this node a program.
+    const char *keyFile = devdlVariable("DEVDL_CACHE_KEY_FILE");
+    if (!keyFile || !*keyFile) {
+      if (Debug::get().any())
+        Debug::get().print("cache: DEVDL_CACHE_REMOTE is not used without DEVDL_CACHE_KEY_FILE (the cluster's shared "
+                           "secret, which tags its entries); the disk cache serves alone");
+      return local;
+    }
+    auto key = TagKey::fromFile(keyFile);
+    if (!key) {
+      const std::string why = llvm::toString(key.takeError());
+      // Set, and refused: said whatever DEVDL_DEBUG says, as ld.so says an LD_PRELOAD it ignores.
+      Debug::get().warn("cache: " + why + "; DEVDL_CACHE_REMOTE is not used");
+      return local;
+    }
+    static LayeredStore layered(local, std::make_unique<RemoteStore>(std::move(*address), std::move(*key)));
     return layered;
   }();
   return store;

@@ -1,7 +1,9 @@
 // A store of linked programs shared by many machines: a Redis server, the second level behind
 // each machine's disk cache (DEVDL_CACHE_REMOTE), as ccache keeps its remote storage. A local
 // miss asks it, a remote hit is written to the disk cache, a build goes to both. Its values are
-// the disk cache's entries, byte for byte (docs/cache-format.md), checked as they are.
+// the disk cache's entries, byte for byte (docs/cache-format.md), followed by a tag made with the
+// cluster's shared secret (DEVDL_CACHE_KEY_FILE, cache/entry_tag.h): whoever else can write to
+// the server cannot hand a node a program. A value is checked as an entry once its tag verifies.
 //
 // Nothing here may fail a load: a server that is down, slow (every call has a timeout) or sends
 // something that is not a good entry for the key only means a build here, said under
@@ -10,6 +12,7 @@
 
 #include "cache/binary_store.h"
 #include "cache/disk_cache.h"
+#include "cache/entry_tag.h"
 
 #include <llvm/Support/Error.h>
 
@@ -46,7 +49,8 @@ class RemoteStore {
   /// How long connecting, and each call after it, may take.
   static constexpr std::chrono::milliseconds kConnectTimeout{500}, kCallTimeout{2000};
 
-  explicit RemoteStore(RedisAddress address);
+  /// `key` tags what is stored and verifies what is loaded.
+  RemoteStore(RedisAddress address, TagKey key);
   ~RemoteStore();
   RemoteStore(const RemoteStore &) = delete;
   RemoteStore &operator=(const RemoteStore &) = delete;
@@ -71,6 +75,7 @@ class RemoteStore {
 
   mutable std::mutex mutex_;
   RedisAddress address_;
+  TagKey key_;
   std::string label_;  // "redis://HOST:PORT", for messages and Entry::source
   std::string source_;
   std::unique_ptr<Connection> connection_;
@@ -106,8 +111,9 @@ class LayeredStore final : public BinaryStore {
 };
 
 /// The process's store, the loader's: the disk cache, in front of the remote store that
-/// DEVDL_CACHE_REMOTE names where it is set (an address that does not parse is said under
-/// DEVDL_DEBUG=statistics, and the disk cache serves alone).
+/// DEVDL_CACHE_REMOTE names where it is set, with the key DEVDL_CACHE_KEY_FILE holds (without a
+/// key, or with an address that does not parse or a key file refused, the disk cache serves
+/// alone, and DEVDL_DEBUG says why).
 BinaryStore &processStore();
 
 }  // namespace devdl::cache

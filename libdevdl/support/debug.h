@@ -25,6 +25,8 @@ class Debug {
   static Debug &get();
 
   bool on(Category c) const { return (categories_ & c) != 0; }
+  /// Whether anything is traced.
+  bool any() const { return categories_ != 0; }
   /// Writes one line "devdl: <text>".
   void print(const std::string &text);
   /// What the user must see whatever DEVDL_DEBUG says, as ld.so reports an LD_PRELOAD object it

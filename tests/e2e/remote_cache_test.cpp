@@ -1,12 +1,15 @@
 // The remote store (DEVDL_CACHE_REMOTE) against a real redis-server on a loopback port: on its
-// own (entries round-trip, bad values are refused, a server killed, stopped or absent only
-// means misses), and end to end through devdl_cache_probe on PoCL, where each process with a
-// fresh disk cache is another machine sharing the store.
+// own (entries round-trip with their tags, values another key tagged, changed, cut or moved are
+// refused, as are bad entries, a server killed, stopped or absent only means misses), and end to
+// end through devdl_cache_probe on PoCL, where each process with a fresh disk cache is another
+// machine sharing the store and, unless said otherwise, the cluster's key.
 #include "cache/remote_store.h"
 #include "redis_server.h"
 #include "test_support.h"
 
 #include <hiredis/hiredis.h>
+
+#include <sys/stat.h>
 
 #include <regex>
 
@@ -17,9 +20,20 @@ using cache::Key;
 using cache::KeyBuilder;
 using cache::RedisAddress;
 using cache::RemoteStore;
+using cache::TagKey;
 using test::RedisServer;
 
 Key keyOf(std::string_view what) { return KeyBuilder().add(what).finish(); }
+
+std::string nameOf(const Key &key) { return "devdl:" + key.hex(); }
+
+/// The cluster's key in these tests.
+TagKey clusterKey() { return TagKey("the cluster's secret"); }
+
+/// `value` with the tag `key` gives it under `name`, as a node stores it.
+std::string tagged(const std::string &value, const std::string &name, const TagKey &key = clusterKey()) {
+  return value + llvm::cantFail(key.tag(name, value));
+}
 
 RedisAddress addressOf(const RedisServer &server) { return llvm::cantFail(cache::parseRedisUrl(server.url())); }
 
@@ -85,7 +99,7 @@ TEST(RedisUrl, PartsAndMistakes) {
 TEST(RemoteStore, StoredEntriesLoadBackAsStored) {
   RedisServer server;
   REQUIRE_SERVER(server);
-  RemoteStore store(addressOf(server));
+  RemoteStore store(addressOf(server), clusterKey());
   EXPECT_FALSE(store.load(keyOf("program")));
   store.store(keyOf("program"), "what it is", "the binary", 42);
   auto entry = store.load(keyOf("program"));
@@ -94,39 +108,65 @@ TEST(RemoteStore, StoredEntriesLoadBackAsStored) {
   EXPECT_EQ(entry->description(), "what it is");
   EXPECT_EQ(entry->buildNanoseconds, 42u);
   EXPECT_NE(entry->source.find(server.url()), std::string_view::npos) << entry->source;
-  // The value is the disk cache's entry, byte for byte.
-  EXPECT_EQ(getRaw(server, "devdl:" + keyOf("program").hex()),
-            cache::entryHeader(keyOf("program"), "what it is", "the binary", 42) + "the binary" + "what it is");
+  // The value is the disk cache's entry, byte for byte, and its tag.
+  EXPECT_EQ(getRaw(server, nameOf(keyOf("program"))),
+            tagged(cache::entryHeader(keyOf("program"), "what it is", "the binary", 42) + "the binary" + "what it is",
+                   nameOf(keyOf("program"))));
   EXPECT_EQ(store.statistics().hits, 1u);
   EXPECT_EQ(store.statistics().misses, 1u);
   EXPECT_EQ(store.statistics().stores, 1u);
   EXPECT_TRUE(store.usable());
 }
 
+// Tagged with the cluster's key, but no good entry for the key: refused as the disk cache refuses.
 TEST(RemoteStore, ValuesThatAreNoGoodEntryForTheKeyAreRefused) {
   RedisServer server;
   REQUIRE_SERVER(server);
-  RemoteStore store(addressOf(server));
+  RemoteStore store(addressOf(server), clusterKey());
   const Key key = keyOf("program");
-  const std::string name = "devdl:" + key.hex();
+  const std::string name = nameOf(key);
   std::string flipped = entryBytes(key, "the binary");
   flipped[70] ^= 1;
   const std::string good = entryBytes(key, "the binary");
   for (const std::string &value : {std::string("garbage"), std::string(), entryBytes(keyOf("another"), "the binary"),
                                    good.substr(0, good.size() - 3), good + "more", flipped}) {
-    setRaw(server, name, value);
+    setRaw(server, name, tagged(value, name));
     EXPECT_FALSE(store.load(key)) << value.size() << " bytes";
   }
   EXPECT_EQ(store.statistics().refused, 6u);
   EXPECT_TRUE(store.usable()) << "a bad value is a miss; the store is still asked";
-  setRaw(server, name, good);
+  setRaw(server, name, tagged(good, name));
   ASSERT_TRUE(store.load(key));
+}
+
+// What a client of the server without the cluster's key can write: nothing a node takes.
+TEST(RemoteStore, ValuesNotTaggedUnderTheClustersKeyForTheirNameAreRefused) {
+  RedisServer server;
+  REQUIRE_SERVER(server);
+  RemoteStore store(addressOf(server), clusterKey());
+  const Key key = keyOf("program"), other = keyOf("another program");
+  const std::string name = nameOf(key), good = entryBytes(key, "the binary");
+  const std::string retagged = tagged(good, name, TagKey("another secret"));
+  const std::string cut = tagged(good, name).substr(0, good.size() + cache::kTagSize - 1);
+  // Another program's entry and tag, replayed under this program's name.
+  const std::string replayed = tagged(entryBytes(other, "the binary"), nameOf(other));
+  for (const std::string &value : {good, retagged, cut, replayed, std::string("short")}) {
+    setRaw(server, name, value);
+    EXPECT_FALSE(store.load(key)) << value.size() << " bytes";
+  }
+  EXPECT_EQ(store.statistics().refused, 5u);
+  setRaw(server, name, tagged(good, name));
+  EXPECT_TRUE(store.load(key));
+  // A node with another key takes nothing this cluster stored.
+  RemoteStore stranger(addressOf(server), TagKey("another secret"));
+  EXPECT_FALSE(stranger.load(key));
+  EXPECT_EQ(stranger.statistics().refused, 1u);
 }
 
 TEST(RemoteStore, AServerKilledMidRunOnlyMeansMisses) {
   RedisServer server;
   REQUIRE_SERVER(server);
-  RemoteStore store(addressOf(server));
+  RemoteStore store(addressOf(server), clusterKey());
   store.store(keyOf("program"), "", "the binary", 1);
   ASSERT_TRUE(store.load(keyOf("program")));
   server.kill(SIGKILL);
@@ -139,7 +179,7 @@ TEST(RemoteStore, AServerKilledMidRunOnlyMeansMisses) {
 TEST(RemoteStore, AStoppedServerCostsOneBoundedWait) {
   RedisServer server;
   REQUIRE_SERVER(server);
-  RemoteStore store(addressOf(server));
+  RemoteStore store(addressOf(server), clusterKey());
   ASSERT_FALSE(store.load(keyOf("program")));  // connected
   server.kill(SIGSTOP);
   const auto start = std::chrono::steady_clock::now();
@@ -155,7 +195,7 @@ TEST(RemoteStore, NoServerOnTheAddressMeansMisses) {
   REQUIRE_SERVER(server);
   const RedisAddress address = addressOf(server);
   server.kill(SIGKILL);
-  RemoteStore store(address);
+  RemoteStore store(address, clusterKey());
   EXPECT_FALSE(store.load(keyOf("program")));
   EXPECT_FALSE(store.usable());
 }
@@ -163,16 +203,18 @@ TEST(RemoteStore, NoServerOnTheAddressMeansMisses) {
 TEST(RemoteStore, PasswordAndDatabase) {
   RedisServer server({"--requirepass", "s3cret"});
   REQUIRE_SERVER(server);
-  RemoteStore wrong(llvm::cantFail(cache::parseRedisUrl("redis://:wrong@127.0.0.1:" + std::to_string(server.port()))));
+  RemoteStore wrong(llvm::cantFail(cache::parseRedisUrl("redis://:wrong@127.0.0.1:" + std::to_string(server.port()))),
+                    clusterKey());
   EXPECT_FALSE(wrong.load(keyOf("program")));
   EXPECT_FALSE(wrong.usable());
   RemoteStore right(
-      llvm::cantFail(cache::parseRedisUrl("redis://default:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/3")));
+      llvm::cantFail(cache::parseRedisUrl("redis://default:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/3")),
+      clusterKey());
   right.store(keyOf("program"), "", "the binary", 1);
   ASSERT_TRUE(right.load(keyOf("program")));
   EXPECT_TRUE(right.usable());
   RemoteStore database0(
-      llvm::cantFail(cache::parseRedisUrl("redis://:s3cret@127.0.0.1:" + std::to_string(server.port()))));
+      llvm::cantFail(cache::parseRedisUrl("redis://:s3cret@127.0.0.1:" + std::to_string(server.port()))), clusterKey());
   EXPECT_FALSE(database0.load(keyOf("program"))) << "stored in database 3";
   EXPECT_TRUE(database0.usable());
 }
@@ -215,6 +257,14 @@ class RemoteCacheE2E : public ::testing::Test {
     setenv("DEVDL_DEBUG", "statistics", 1);
     setenv("DEVDL_CACHE_REMOTE", server_.url().c_str(), 1);
     scratch_ = test::scratchDir();
+    useKey("the cluster's secret");
+  }
+  /// DEVDL_CACHE_KEY_FILE: a file holding `secret`, only its owner may read (`mode`).
+  void useKey(const std::string &secret, mode_t mode = 0600) {
+    const std::string path = scratch_ + "/key-" + std::to_string(keys_++);
+    test::writeFile(path, secret);
+    chmod(path.c_str(), mode);
+    setenv("DEVDL_CACHE_KEY_FILE", path.c_str(), 1);
   }
   void TearDown() override {
     for (const char *name : kVariables) unsetenv(name);
@@ -242,9 +292,11 @@ class RemoteCacheE2E : public ::testing::Test {
 
   RedisServer server_;
   std::string scratch_;
+  int keys_ = 0;
 
  private:
-  static constexpr const char *kVariables[] = {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_REMOTE", "DEVDL_DEBUG"};
+  static constexpr const char *kVariables[] = {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_REMOTE", "DEVDL_DEBUG",
+                                               "DEVDL_CACHE_KEY_FILE"};
   std::vector<std::pair<std::string, std::string>> saved_;
 };
 
@@ -279,12 +331,45 @@ TEST_F(RemoteCacheE2E, ABadValueIsRefusedRebuiltAndReplaced) {
   Load second = seedOn("second");
   EXPECT_TRUE(second.linked()) << second.result.err;
   EXPECT_EQ(second.refused, 1);
-  EXPECT_NE(second.result.err.find("checksum mismatch"), std::string::npos) << second.result.err;
+  EXPECT_NE(second.result.err.find("its tag does not verify"), std::string::npos) << second.result.err;
   EXPECT_EQ(second.remoteStored, 1) << "its build replaces the bad value";
 
   Load third = seedOn("third");
   EXPECT_FALSE(third.linked()) << third.result.err;
   EXPECT_EQ(third.remoteHits, 1);
+}
+
+// A node of another cluster (another key) on the same server takes nothing from it, and builds.
+TEST_F(RemoteCacheE2E, ANodeWithAnotherKeyTakesNothingAndBuilds) {
+  seedOn("first");
+  useKey("another cluster's secret");
+  Load stranger = seedOn("second");
+  EXPECT_TRUE(stranger.linked()) << stranger.result.err;
+  EXPECT_EQ(stranger.remoteHits, 0) << stranger.result.err;
+  EXPECT_EQ(stranger.refused, 1) << stranger.result.err;
+}
+
+// Without the cluster's key the store is not used at all, and DEVDL_DEBUG says so; a key file
+// others may read is refused whatever DEVDL_DEBUG says.
+TEST_F(RemoteCacheE2E, WithoutAKeyTheStoreIsNotUsed) {
+  unsetenv("DEVDL_CACHE_KEY_FILE");
+  Load keyless = seedOn("first");
+  EXPECT_TRUE(keyless.linked());
+  EXPECT_NE(keyless.result.err.find("DEVDL_CACHE_REMOTE is not used without DEVDL_CACHE_KEY_FILE"), std::string::npos)
+      << keyless.result.err;
+  EXPECT_EQ(keyless.remoteMisses, -1) << "the store was not asked";
+  EXPECT_EQ(storedName(), "") << "nor written";
+  useKey("the cluster's secret", 0644);
+  unsetenv("DEVDL_DEBUG");
+  const std::string dir = scratch_ + "/second";
+  setenv("DEVDL_CACHE_DIR", dir.c_str(), 1);
+  test::CommandResult readable =
+      test::run({DEVDL_TEST_CACHE_PROBE, "1", "AppKernel", test::image("lib.spv"), test::image("app.spv")});
+  EXPECT_EQ(readable.status, 0) << readable.err;
+  EXPECT_NE(readable.err.find("its group or others may read or write it (chmod 600 it); DEVDL_CACHE_REMOTE is not used"),
+            std::string::npos)
+      << readable.err;
+  EXPECT_EQ(storedName(), "");
 }
 
 TEST_F(RemoteCacheE2E, AServerDownOrStoppedOnlyMeansALocalBuild) {
