@@ -24,11 +24,10 @@ cp -P "$build"/libdevdl/libdevdl.so "$build"/libdevdl/libdevdl.so.0 "$stage/lib/
 strip -o "$stage/lib/$(readlink "$build/libdevdl/libdevdl.so.0")" "$build/libdevdl/libdevdl.so.0"
 cp -P "$build"/samples/cuda-seed/libcudaseedlib.so "$stage/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$stage/lib/"  # no static Google Benchmark in Debian
-# The remote cache's benchmark there: hiredis and libcrypto (devdl opens them at run time) and Debian's
+# The remote cache's benchmark there: hiredis (devdl opens it at run time) and Debian's
 # redis-server, with the libraries it needs beyond the C and C++ runtimes, behind a script that
 # points it at them (DEVDL_TEST_REDIS_SERVER, set by gpu-run.sh).
 cp -L /usr/lib/x86_64-linux-gnu/libhiredis.so.0.14 "$stage/lib/"
-cp -L /usr/lib/x86_64-linux-gnu/libcrypto.so.3 "$stage/lib/"  # the store's tags (DEVDL_CACHE_KEY_FILE)
 mkdir -p "$stage/redis/lib"
 cp -L /usr/bin/redis-server "$stage/redis/redis-server.bin"
 ldd /usr/bin/redis-server | awk '$3 ~ /^\// { print $3 }' | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s)\.so' |

@@ -27,8 +27,6 @@ packages=(
   # the remote cache: hiredis (its header at build time; devdl opens the library when asked) and
   # a Redis server for the tests and benchmarks
   libhiredis-dev redis-server
-  # the remote cache's tags: OpenSSL's headers (devdl opens libcrypto when a key is used)
-  libssl-dev
   # what ocloc (Intel's offline compiler, below) runs on: Intel's graphics compiler
   libigc1 libigdfcl1 libigdgmm12
   # pip, to fetch Intel's OpenCL CPU runtime from the Python package registry (below)

@@ -1,83 +1,52 @@
 #include "cache/entry_tag.h"
 
-#include "support/driver_library.h"
 #include "support/error.h"
 
-#if DEVDL_HAVE_OPENSSL
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#endif
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/Support/SHA256.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace devdl::cache {
 
 namespace {
 
-#if DEVDL_HAVE_OPENSSL
-struct Crypto {
-  decltype(&::HMAC) hmac = nullptr;
-  decltype(&::EVP_sha256) sha256 = nullptr;
-  decltype(&::CRYPTO_memcmp) equal = nullptr;
-};
+constexpr size_t kBlock = 64;  // SHA-256's block, HMAC's B
 
-// libcrypto's entry points, opened on first use: a build of devdl runs where it is missing, and a
-// key then says why it cannot be used.
-const Crypto *crypto(std::string &why) {
-  static Crypto api;
-  static const std::string problem = [] {
-    const EntryPoint entries[] = {{"HMAC", reinterpret_cast<void **>(&api.hmac)},
-                                  {"EVP_sha256", reinterpret_cast<void **>(&api.sha256)},
-                                  {"CRYPTO_memcmp", reinterpret_cast<void **>(&api.equal)}};
-    return openDriverLibrary("libcrypto.so.3", "OpenSSL (Debian: libssl3)", "OpenSSL 3", entries);
-  }();
-  why = problem;
-  return problem.empty() ? &api : nullptr;
+llvm::ArrayRef<uint8_t> bytesOf(std::string_view text) {
+  return {reinterpret_cast<const uint8_t *>(text.data()), text.size()};
 }
-#else
-struct Crypto {
-  int (*equal)(const void *, const void *, size_t);
-};
-const Crypto *crypto(std::string &why) {
-  why = "this devdl was built without OpenSSL's headers (Debian: libssl-dev)";
-  return nullptr;
-}
-#endif
 
-// What is tagged: the name's length, the name, the bytes; so that no name and bytes run into
-// another pair's.
-std::string tagged(std::string_view name, std::string_view bytes) {
-  const uint64_t size = name.size();
-  std::string data(reinterpret_cast<const char *>(&size), sizeof size);
-  data.append(name).append(bytes);
-  return data;
+// HMAC-SHA256 (RFC 2104) of the concatenation of `parts` under `key`, without copying them.
+std::array<uint8_t, kTagSize> hmac(std::string_view key, std::initializer_list<std::string_view> parts) {
+  std::array<uint8_t, kBlock> block{};
+  if (key.size() > kBlock) {
+    const std::array<uint8_t, 32> hashed = llvm::SHA256::hash(bytesOf(key));
+    std::memcpy(block.data(), hashed.data(), hashed.size());
+  } else {
+    std::memcpy(block.data(), key.data(), key.size());
+  }
+  std::array<uint8_t, kBlock> pad;
+  llvm::SHA256 inner;
+  for (size_t i = 0; i < kBlock; ++i) pad[i] = block[i] ^ 0x36;
+  inner.update(pad);
+  for (std::string_view part : parts) inner.update(bytesOf(part));
+  const std::array<uint8_t, 32> innerHash = inner.final();
+  llvm::SHA256 outer;
+  for (size_t i = 0; i < kBlock; ++i) pad[i] = block[i] ^ 0x5c;
+  outer.update(pad);
+  outer.update(innerHash);
+  return outer.final();
 }
 
 }  // namespace
 
-llvm::Expected<std::array<uint8_t, kTagSize>> hmacSha256(std::string_view key, std::string_view data) {
-  std::string why;
-  const Crypto *api = crypto(why);
-  if (!api) return fail(ErrorCode::NotFound, why);
-#if DEVDL_HAVE_OPENSSL
-  std::array<uint8_t, kTagSize> out{};
-  unsigned size = 0;
-  if (!api->hmac(api->sha256(), key.data(), static_cast<int>(key.size()),
-                 reinterpret_cast<const unsigned char *>(data.data()), data.size(), out.data(), &size) ||
-      size != kTagSize)
-    return fail(ErrorCode::Unsupported, "libcrypto's HMAC-SHA256 failed");
-  return out;
-#else
-  (void)key;
-  (void)data;
-  return fail(ErrorCode::Unsupported, why);
-#endif
-}
+std::array<uint8_t, kTagSize> hmacSha256(std::string_view key, std::string_view data) { return hmac(key, {data}); }
 
 llvm::Expected<TagKey> TagKey::fromFile(const std::string &path) {
   auto refuse = [&](const std::string &why) {
@@ -98,27 +67,27 @@ llvm::Expected<TagKey> TagKey::fromFile(const std::string &path) {
   char buffer[4096];
   ssize_t got;
   while ((got = ::read(fd, buffer, sizeof buffer)) > 0 && secret.size() < (1u << 20)) secret.append(buffer, got);
+  const int readError = errno;
   ::close(fd);
-  if (got < 0) return refuse(std::strerror(errno));
+  if (got < 0) return refuse(std::strerror(readError));
   if (secret.empty()) return refuse("empty");
   return TagKey(std::move(secret));
 }
 
-llvm::Expected<std::string> TagKey::tag(std::string_view name, std::string_view bytes) const {
-  auto mac = hmacSha256(secret_, tagged(name, bytes));
-  if (!mac) return mac.takeError();
-  return std::string(reinterpret_cast<const char *>(mac->data()), mac->size());
+std::string TagKey::tag(std::string_view name, std::string_view bytes) const {
+  // The name's length first: no name and bytes run into another pair's.
+  const uint64_t size = name.size();
+  const std::array<uint8_t, kTagSize> mac =
+      hmac(secret_, {std::string_view(reinterpret_cast<const char *>(&size), sizeof size), name, bytes});
+  return std::string(reinterpret_cast<const char *>(mac.data()), mac.size());
 }
 
 bool TagKey::verifies(std::string_view name, std::string_view bytes, std::string_view tag) const {
-  std::string why;
-  const Crypto *api = crypto(why);
-  auto expected = this->tag(name, bytes);
-  if (!api || !expected) {
-    if (!expected) llvm::consumeError(expected.takeError());
-    return false;
-  }
-  return tag.size() == kTagSize && api->equal(expected->data(), tag.data(), kTagSize) == 0;
+  if (tag.size() != kTagSize) return false;
+  const std::string expected = this->tag(name, bytes);
+  uint8_t difference = 0;  // every byte compared, whatever differs first
+  for (size_t i = 0; i < kTagSize; ++i) difference |= static_cast<uint8_t>(expected[i] ^ tag[i]);
+  return difference == 0;
 }
 
 }  // namespace devdl::cache

@@ -1,8 +1,7 @@
 // Values of a store that others may write (the remote store) carry a tag that only a holder of
-// the cluster's shared secret (DEVDL_CACHE_KEY_FILE) could have made: HMAC-SHA256 over the value's
-// name in the store and its bytes, by OpenSSL's libcrypto (opened when a key is first used). A
-// value whose tag does not verify is a miss: written under another key, changed, or moved from
-// another name.
+// the cluster's shared secret (DEVDL_CACHE_KEY_FILE) could have made: HMAC-SHA256 (RFC 2104, over
+// LLVM's SHA-256) of the value's name in the store and its bytes. A value whose tag does not
+// verify is a miss: written under another key, changed, or moved from another name.
 #pragma once
 
 #include <llvm/Support/Error.h>
@@ -17,8 +16,8 @@ namespace devdl::cache {
 
 inline constexpr size_t kTagSize = 32;
 
-/// HMAC-SHA256 of `data` under `key` (RFC 2104); an error where libcrypto cannot be opened.
-llvm::Expected<std::array<uint8_t, kTagSize>> hmacSha256(std::string_view key, std::string_view data);
+/// HMAC-SHA256 of `data` under `key`.
+std::array<uint8_t, kTagSize> hmacSha256(std::string_view key, std::string_view data);
 
 class TagKey {
  public:
@@ -28,8 +27,8 @@ class TagKey {
   explicit TagKey(std::string secret) : secret_(std::move(secret)) {}
 
   /// The tag of the value `bytes` stored under `name`.
-  llvm::Expected<std::string> tag(std::string_view name, std::string_view bytes) const;
-  /// Whether `tag` is that tag (compared in constant time); false where libcrypto cannot be opened.
+  std::string tag(std::string_view name, std::string_view bytes) const;
+  /// Whether `tag` is that tag, compared in constant time.
   bool verifies(std::string_view name, std::string_view bytes, std::string_view tag) const;
 
  private:

@@ -305,12 +305,7 @@ void RemoteStore::store(const Key &key, std::string_view description, std::strin
   value.append(description);
   std::string why;
   const std::string name = keyName(key);
-  auto tag = key_.tag(name, value);
-  if (!tag) {
-    fail(llvm::toString(tag.takeError()));
-    return;
-  }
-  value.append(*tag);
+  value.append(key_.tag(name, value));
   if (!connection->call({"SET", name, value}, why)) {
     fail("SET " + name + ": " + why);
     return;
