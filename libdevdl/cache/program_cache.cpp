@@ -85,7 +85,7 @@ SameModel ProgramCache::sameModel(const backend::Device &device, const ProgramKe
   for (const auto &program : programs_)
     if (program->binary && program->device != &device && program->key == key &&
         program->device->identity() == device.identity())
-      return {program->binary, program->device, "the binary linked for " + program->device->name()};
+      return {program->binary, program->device, {}};
   return {};
 }
 

@@ -137,9 +137,9 @@ class ProgramCache {
   LinkedProgram *defining(uint32_t id, std::string_view name, const backend::Device *device) const;
   /// Whether any program was made for `device`.
   bool anyOn(const backend::Device *device) const;
-  /// The binary of `key`'s program kept for another device of `device`'s model, its source named
-  /// by that device's name (a caller that tells devices of one name apart names it better); none
-  /// where no such program kept one.
+  /// The binary of `key`'s program kept for another device of `device`'s model, its source left
+  /// for the caller to name (it tells devices of one name apart); none where no such program kept
+  /// one.
   SameModel sameModel(const backend::Device &device, const ProgramKey &key) const;
 
   /// A thread's turn to build one program in the process; the others asking for it wait until

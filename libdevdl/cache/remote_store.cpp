@@ -1,6 +1,5 @@
 #include "cache/remote_store.h"
 
-#include "cache/entry_tag.h"
 #include "support/driver_library.h"
 #include "support/debug.h"
 #include "support/environment.h"

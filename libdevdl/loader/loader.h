@@ -315,6 +315,11 @@ class Loader {
   /// The same for the images not yet decided at `place` (a view's device), after the default
   /// devices': images its device's backend does not link are as on their default devices.
   void decideCandidacies(Lock &lock, unsigned place);
+  /// Asks `ask` of the images `ids` with the lock let go (they are held meanwhile, their host
+  /// objects referenced), then hands each still loaded its answer under the lock (`keep`).
+  void decideWithLockLetGo(Lock &lock, const std::vector<uint32_t> &ids,
+                           llvm::function_ref<std::pair<Candidacy, std::string>(const DeviceImage &)> ask,
+                           llvm::function_ref<void(LoadedImage &, Acceptance)> keep);
   /// The program a root image's kernels are looked up in: in memory, else built with the lock
   /// let go (or another thread's build waited for), in steps: plan, find (holding the plan's
   /// host objects while it uses the program), else build (take the turn, build, record the uses).
@@ -324,7 +329,7 @@ class Loader {
   /// One programFor call's progress.
   struct ProgramRequest {
     uint32_t root;
-    unsigned place;  // placeFor the root
+    unsigned place;  // placeFor the root, set as the request starts
     std::string label;
     bool scanned = false;   // the process was scanned for it
     bool built = false;     // this call built a program (and said so)

@@ -48,17 +48,28 @@ void Loader::decideCandidacies(Lock &lock) {
   if (undecided_.empty()) return;
   const std::vector<uint32_t> ids = std::move(undecided_);
   undecided_.clear();
+  decideWithLockLetGo(
+      lock, ids, [&](const DeviceImage &image) { return candidacyOf(image); },
+      [](LoadedImage &image, Acceptance decided) {
+        if (image.candidacy != Candidacy::Undecided) return;
+        image.candidacy = decided.candidacy;
+        image.whyNot = std::move(decided.whyNot);
+      });
+}
+
+void Loader::decideWithLockLetGo(Lock &lock, const std::vector<uint32_t> &ids,
+                                 llvm::function_ref<std::pair<Candidacy, std::string>(const DeviceImage &)> ask,
+                                 llvm::function_ref<void(LoadedImage &, Acceptance)> keep) {
   for (uint32_t id : ids) images_.hold(id);  // they stay while the lock is let go
   const auto hosts = hostsOf(ids, nullptr);
   std::vector<std::pair<Candidacy, std::string>> decided;
   lock.release();
   auto references = host::referenceAll(hosts);  // the driver reads a native binary's bytes
-  for (uint32_t id : ids) decided.push_back(candidacyOf(images_[id].image));  // held, never changed once added
+  for (uint32_t id : ids) decided.push_back(ask(images_[id].image));  // held, never changed once added
   lock.acquire();
   for (size_t i = 0; i < ids.size(); ++i) {
     LoadedImage &image = images_[ids[i]];
-    if (image.loaded && image.candidacy == Candidacy::Undecided)
-      std::tie(image.candidacy, image.whyNot) = std::move(decided[i]);
+    if (image.loaded) keep(image, {decided[i].first, std::move(decided[i].second)});
     images_.release(ids[i]);
   }
   releaseLater(references);
@@ -80,24 +91,15 @@ void Loader::decideCandidacies(Lock &lock, unsigned place) {
       continue;
     }
     ids.push_back(id);
-    images_.hold(id);  // it stays while the lock is let go
   }
   if (ids.empty()) return;
   backend::Device *device = places_[place];
-  const auto hosts = hostsOf(ids, nullptr);
-  std::vector<std::pair<Candidacy, std::string>> decided;
-  lock.release();
-  auto references = host::referenceAll(hosts);  // the driver reads a native binary's bytes
-  for (uint32_t id : ids) decided.push_back(candidacyOn(device, images_[id].image));
-  lock.acquire();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    LoadedImage &image = images_[ids[i]];
-    if (image.loaded && image.elsewhere.size() >= place && image.elsewhere[place - 1].candidacy == Candidacy::Undecided)
-      image.elsewhere[place - 1] = {decided[i].first, std::move(decided[i].second)};
-    images_.release(ids[i]);
-  }
-  releaseLater(references);
-  changed();
+  decideWithLockLetGo(
+      lock, ids, [&](const DeviceImage &image) { return candidacyOn(device, image); },
+      [&](LoadedImage &image, Acceptance decided) {
+        if (image.elsewhere.size() >= place && image.elsewhere[place - 1].candidacy == Candidacy::Undecided)
+          image.elsewhere[place - 1] = std::move(decided);
+      });
 }
 
 std::vector<host::ObjectLoad> Loader::hostsOf(std::span<const uint32_t> plan, const host::LoadedBundle *except) const {
@@ -120,11 +122,11 @@ llvm::Error Loader::ProgramRequest::rescan() {
 }
 
 llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t root, unsigned place) {
-  if (!images_.contains(root) || !images_[root].loaded) return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
-  ProgramRequest request{root, placeFor(images_[root].image, place), {}};
+  ProgramRequest request{root, 0, {}};
   for (;;) {
     if (!images_.contains(root) || !images_[root].loaded)
       return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
+    request.place = placeFor(images_[root].image, place);
     // Like the host loader's bindings, a program stays as it was linked while its root is
     // loaded; a new link sees the process as it is now.
     if (cache::LinkedProgram *program = images_[root].programAt(request.place)) return program;
