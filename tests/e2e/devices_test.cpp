@@ -11,13 +11,9 @@
 #include "test_images.h"
 #include "test_support.h"
 
-#include <algorithm>
-#include <atomic>
-#include <barrier>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace devdl::test {
@@ -207,25 +203,8 @@ TEST_F(Devices, EightThreadsLaunchTheViewsKernelEachWithItsOwnArguments) {
   cl_context context = contextOf(kernel);
   const std::vector<int> expected =
       runIntKernel(firstContext_, first_, static_cast<cl_kernel>(device_dlsym(app, "AppKernel")), kItems);
-  constexpr int kThreads = 8;
-  std::atomic<int> wrong{0};
-  std::vector<void *> kernels(kThreads);
-  std::barrier done(kThreads);  // every thread's object stays until all were compared
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int round = 0; round < 10; ++round) {
-        void *mine = device_dlsym(view, "AppKernel");
-        if (!kernels[t]) kernels[t] = mine;
-        if (mine != kernels[t] || runIntKernel(context, second_, static_cast<cl_kernel>(mine), kItems) != expected)
-          ++wrong;
-      }
-      done.arrive_and_wait();
-    });
-  for (auto &t : threads) t.join();
-  EXPECT_EQ(wrong.load(), 0);
-  std::sort(kernels.begin(), kernels.end());
-  EXPECT_EQ(std::unique(kernels.begin(), kernels.end()), kernels.end()) << "a kernel object for each thread";
+  ASSERT_EQ(expected.size(), kItems);
+  expectEachThreadLaunchesItsOwnKernel(view, "AppKernel", context, second_, expected, 8, 10);
   EXPECT_EQ(device_dlclose(app), 0);
   EXPECT_EQ(device_dlclose(lib), 0);
 }

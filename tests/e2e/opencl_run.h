@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <thread>
 #include <vector>
 
 namespace devdl::test {
@@ -44,6 +48,35 @@ inline std::vector<int> runIntKernel(cl_context context, cl_device_id device, cl
   cl.clReleaseMemObject(out);
   cl.clReleaseCommandQueue(queue);
   return result;
+}
+
+/// `threads` threads each look up kernel `name` in `handle` and launch it with their own buffer,
+/// `rounds` times, on `device` in `context`: each must get the same object at each lookup, and
+/// every result must be `expected`. Then every thread's object must be its own. Each thread's
+/// object goes as it ends: all stay until all are compared, so that no thread's is made where an
+/// ended one's was.
+inline void expectEachThreadLaunchesItsOwnKernel(void *handle, const char *name, cl_context context,
+                                                 cl_device_id device, const std::vector<int> &expected,
+                                                 int threads = 8, int rounds = 20) {
+  std::atomic<int> wrong{0};
+  std::vector<void *> kernels(threads);
+  std::barrier done(threads);
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t)
+    running.emplace_back([&, t] {
+      for (int round = 0; round < rounds; ++round) {
+        void *kernel = device_dlsym(handle, name);
+        if (!kernels[t]) kernels[t] = kernel;
+        if (kernel != kernels[t] ||
+            runIntKernel(context, device, static_cast<cl_kernel>(kernel), expected.size()) != expected)
+          ++wrong;
+      }
+      done.arrive_and_wait();
+    });
+  for (auto &t : running) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  std::sort(kernels.begin(), kernels.end());
+  EXPECT_EQ(std::unique(kernels.begin(), kernels.end()), kernels.end()) << "a kernel object for each thread";
 }
 
 }  // namespace devdl::test

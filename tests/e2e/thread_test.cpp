@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -91,26 +90,7 @@ TEST(Threads, EachThreadSetsItsOwnArgumentsOnItsOwnKernelObject) {
   auto device = static_cast<cl_device_id>(native.device);
   const std::vector<int> expected = runIntKernel(context, device, static_cast<cl_kernel>(device_dlsym(app, "AppKernel")), kItems);
   ASSERT_EQ(expected.size(), kItems);
-  std::atomic<int> wrong{0};
-  std::vector<void *> kernels(kThreads);
-  // Each thread's kernel goes as it ends: all stay until all are compared, so that no thread's
-  // is made where an ended one's was.
-  std::barrier done(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int round = 0; round < 20; ++round) {
-        void *kernel = device_dlsym(app, "AppKernel");
-        if (!kernels[t]) kernels[t] = kernel;
-        if (kernel != kernels[t] || runIntKernel(context, device, static_cast<cl_kernel>(kernel), kItems) != expected)
-          ++wrong;
-      }
-      done.arrive_and_wait();
-    });
-  for (auto &t : threads) t.join();
-  EXPECT_EQ(wrong.load(), 0);
-  std::sort(kernels.begin(), kernels.end());
-  EXPECT_EQ(std::unique(kernels.begin(), kernels.end()), kernels.end()) << "a kernel object for each thread";
+  expectEachThreadLaunchesItsOwnKernel(app, "AppKernel", context, device, expected, kThreads, 20);
   EXPECT_EQ(device_dlclose(app), 0);
   EXPECT_EQ(device_dlclose(lib), 0);
 }
