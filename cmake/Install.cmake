@@ -1,5 +1,5 @@
 # Installed, under GNU directories, in four components that CPack makes Debian packages of:
-#   runtime  (libdevdl0)       libdevdl.so.0 and its SONAME link
+#   runtime  (libdevdl0)       libdevdl.so.0 and its SONAME link, and devdl-translate beside it
 #   tools    (devdl-tools)     devdl-nm, devdl-pack, devdl-cache, their manual pages and devdl(7)
 #   dev      (libdevdl-dev)    devdl.h, the libdevdl.so link, the CMake package (devdl::devdl,
 #                              devdl::devdl-pack, the rules of DeviceImages.cmake), devdl.pc,
@@ -11,6 +11,10 @@ set(DEVDL_PYTHON_DIR lib/python3/dist-packages CACHE PATH "Where the Python modu
 
 install(TARGETS devdl EXPORT devdlTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
+# Where libdevdl looks for it, from its own directory (backend/spirv/translator_process.h).
+if(TARGET devdl-translate)
+  install(TARGETS devdl-translate RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR}/devdl/libexec COMPONENT runtime)
+endif()
 install(TARGETS devdl-nm devdl-pack devdl-cache EXPORT devdlTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 install(FILES ${PROJECT_SOURCE_DIR}/include/devdl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)

@@ -285,6 +285,38 @@ TEST_F(HostileInputOnADevice, AFileChangedWhileOpenChangesNothingRead) {
   }
 }
 
+// The SPIR-V translator ends its process on some modules the validator accepts, so it runs in a
+// helper process (devdl-translate): a helper that dies fails the link, naming the file and how
+// the helper ended, and this process and its next link go on. Without DEVDL_TRANSLATOR the
+// helper is the one beside libdevdl.so.
+TEST_F(HostileInputOnADevice, ALinkWhoseTranslatorDiesFailsNamingTheFileAndTheNextLinkWorks) {
+  auto api = backend::opencl::api();
+  ASSERT_TRUE(!!api) << llvm::toString(api.takeError());
+  size_t il = 0;
+  api->clGetDeviceInfo(device_, CL_DEVICE_IL_VERSION, 0, nullptr, &il);
+  if (il > 1) GTEST_SKIP() << "the OpenCL device takes SPIR-V itself: nothing is translated";
+  const std::string dir = scratchDir(), helper = dir + "/dying-translator";
+  writeFile(helper, "#!/bin/sh\necho 'about to fault' >&2\nkill -SEGV $$\n");
+  ASSERT_EQ(chmod(helper.c_str(), 0755), 0);
+  const char *named = std::getenv("DEVDL_TRANSLATOR");
+  const std::string real = named ? named : "";
+  void *definer = device_dlopen(image("value_one.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(definer, nullptr) << error();
+  setenv("DEVDL_TRANSLATOR", helper.c_str(), 1);
+  EXPECT_EQ(device_dlopen(image("value_user.spv").c_str(), DEVDL_NOW), nullptr);
+  const std::string said = error();
+  EXPECT_EQ(said.rfind(image("value_user.spv") + ": image 0 (spirv): the SPIR-V translator (", 0), 0u) << said;
+  EXPECT_NE(said.find("the SPIR-V translator (" + helper +
+                      ") was killed by signal 11 (Segmentation fault); it said: about "
+                      "to fault"),
+            std::string::npos)
+      << said;
+  unsetenv("DEVDL_TRANSLATOR");
+  EXPECT_EQ(dupValue(), 1) << "linked through the helper beside libdevdl.so";
+  setenv("DEVDL_TRANSLATOR", real.c_str(), 1);
+  EXPECT_EQ(device_dlclose(definer), 0) << error();
+}
+
 // A bundle records its images' symbols, so opening it reads no image; each is still checked as a
 // loose file is before it is linked, and refused naming it.
 TEST_F(HostileInputOnADevice, ABundlesImagesAreCheckedBeforeTheyAreLinked) {

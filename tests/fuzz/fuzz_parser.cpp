@@ -152,10 +152,10 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   }
   auto words = backend::linkSpirv(linked, labels);
   if (!words) return words.takeError();
-  llvm::consumeError(backend::optimizeSpirv(*words).takeError());
+  llvm::consumeError(backend::inProcess::optimizeSpirv(*words).takeError());
   // Its variables moved to host memory, as for PoCL, to an address nothing runs at.
   auto place = [](const backend::VariableLayout &) -> llvm::Expected<uint64_t> { return 0x566000000000; };
-  if (llvm::Error err = backend::spirvToSpir(*words, {}, /*optimize=*/true, place).takeError()) return err;
+  if (llvm::Error err = backend::inProcess::spirvToSpir(*words, {}, /*optimize=*/true, place).takeError()) return err;
   // And the copy kernels of the first image's variables, as a device that gives no variable
   // addresses links them.
   std::vector<std::string> variables;
@@ -164,7 +164,7 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   if (variables.empty()) return llvm::Error::success();
   std::vector<uint32_t> first(linked.front()->bytes.size() / 4);
   std::memcpy(first.data(), linked.front()->bytes.data(), first.size() * 4);
-  return backend::copyKernels(first, variables).takeError();
+  return backend::inProcess::copyKernels(first, variables).takeError();
 }
 
 llvm::Error parse(devdl::Bytes bytes) {

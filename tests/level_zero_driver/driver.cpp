@@ -192,7 +192,7 @@ std::string buildBinary(std::string_view binary, const char *options, std::share
 std::string buildSpirv(const std::vector<uint32_t> &words, std::shared_ptr<Built> *out) {
   if (llvm::Error err = devdl::backend::checkTranslatable(words)) return llvm::toString(std::move(err));
   std::unique_ptr<devdl::test::HostVariables> variables;  // until the program holds them
-  auto spir = devdl::backend::spirvToSpir(words, {}, false, devdl::test::placeInto(variables));
+  auto spir = devdl::backend::inProcess::spirvToSpir(words, {}, false, devdl::test::placeInto(variables));
   if (!spir) return llvm::toString(spir.takeError());
   if (std::string why = buildBinary(*spir, "-x spir -spir-std=1.2", out); !why.empty()) return why;
   (*out)->variables = std::move(variables);

@@ -114,7 +114,7 @@ cl_program fromIl(cl_context context, std::vector<uint32_t> words, cl_int *errOu
     llvm::consumeError(std::move(err));
     return fail(CL_INVALID_VALUE);
   }
-  auto spir = devdl::backend::spirvToSpir(made->words, {}, false, devdl::test::placeInto(made->variables));
+  auto spir = devdl::backend::inProcess::spirvToSpir(made->words, {}, false, devdl::test::placeInto(made->variables));
   if (!spir) {
     llvm::consumeError(spir.takeError());
     return fail(CL_INVALID_VALUE);

@@ -137,7 +137,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       return placed->address();
     };
     auto spir = spirvToSpir(*linked, values, lto_, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
-    if (!spir) return spir.takeError();
+    if (!spir) return inImage(spir.takeError(), inputs.front().label);  // the program's root
     auto built = buildSpir(*spir);
     if (built) (*built)->holdVariables(std::move(placed));
     return built;

@@ -1,11 +1,12 @@
 // devdl's copy kernels (spirv/copy_kernels.h): a kernel for each variable, written as LLVM IR
 // beside imports of the variables as the defining image has them, and written as SPIR-V within
-// that image's version and extensions by the translator.
+// that image's version and extensions by the translator, in the helper process.
 #include "backend/spirv/copy_kernels.h"
 #include "support/error.h"
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include "backend/spirv/translator.h"
+#include "backend/spirv/translator_process.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
@@ -88,6 +89,17 @@ llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> defi
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE) to make "
                                       "copy kernels with");
 #else
+  translator::Request request{translator::Operation::CopyKernels, false, false, {},
+                              {variables.begin(), variables.end()}, {definer.begin(), definer.end()}};
+  auto written = translateInHelper(request);
+  if (!written) return written.takeError();
+  return validSpirv(*written, "the copy kernels");  // checked here too: a driver links them next
+#endif
+}
+
+#if DEVDL_HAVE_SPIRV_TRANSLATOR
+llvm::Expected<std::vector<uint32_t>> inProcess::copyKernels(std::span<const uint32_t> definer,
+                                                             std::span<const std::string> variables) {
   std::string written;
   {
     std::lock_guard lock(translatorMutex);
@@ -121,7 +133,7 @@ llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> defi
     written = std::move(*spirv);
   }
   return validSpirv(written, "the copy kernels");
-#endif
 }
+#endif
 
 }  // namespace devdl::backend

@@ -23,10 +23,17 @@ std::string copyKernelName(std::string_view variable);
 /// A SPIR-V module of devdl's with the copy kernel (copyKernelName) of each of `variables` that
 /// `definer` (a SPIR-V image's words) exports, importing them: linked with the images, by the
 /// software link or by the device's own linker, it lets the host read and write the variables
-/// where the driver gives no addresses of them. Fails without the SPIRV-LLVM-Translator
+/// where the driver gives no addresses of them. The translator runs in a helper process
+/// (spirv/translator_process.h). Fails without the SPIRV-LLVM-Translator
 /// (DEVDL_PORTABLE), where `definer` exports none of them, and where the translator cannot read
 /// the image or write the module.
 llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> definer,
                                                   std::span<const std::string> variables);
+
+/// The same, in this process (what the translator helper runs; copyKernels runs it there).
+namespace inProcess {
+llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> definer,
+                                                  std::span<const std::string> variables);
+}
 
 }  // namespace devdl::backend

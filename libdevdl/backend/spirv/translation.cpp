@@ -1,11 +1,13 @@
 // A linked SPIR-V module translated to SPIR, or optimized and written back as SPIR-V
-// (spirv/translation.h): the translator's reader, the variables placed where the backend asks,
-// LLVM's optimization across the former images (load-time LTO), and the bitcode writer.
+// (spirv/translation.h): in the helper process, and there the translator's reader, the variables
+// placed where the backend asks, LLVM's optimization across the former images (load-time LTO),
+// and the bitcode writer.
 #include "backend/spirv/translation.h"
 #include "support/error.h"
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include "backend/spirv/translator.h"
+#include "backend/spirv/translator_process.h"
 
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
@@ -50,6 +52,35 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE): the "
                                       "device must take SPIR-V itself");
 #else
+  translator::Request request{translator::Operation::Spir, optimize, static_cast<bool>(place),
+                              {specConstants.begin(), specConstants.end()}, {}, {words.begin(), words.end()}};
+  auto bitcode = translateInHelper(request, place);
+  if (!bitcode) return bitcode.takeError();
+  // The driver parses it next: what the helper made must at least be bitcode.
+  if (bitcode->size() < 4 || bitcode->compare(0, 4, "BC\xc0\xde") != 0)
+    return fail(ErrorCode::Unsupported, "the SPIR-V translator (" + translatorPath() + ") wrote not the expected output: no bitcode");
+  return bitcode;
+#endif
+}
+
+llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
+                                                    std::span<const SpecConstant> specConstants) {
+#if !DEVDL_HAVE_SPIRV_TRANSLATOR
+  return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE)");
+#else
+  translator::Request request{translator::Operation::OptimizeSpirv, false, false,
+                              {specConstants.begin(), specConstants.end()}, {}, {words.begin(), words.end()}};
+  auto written = translateInHelper(request);
+  if (!written) return written.takeError();
+  return validSpirv(*written, "the optimized module");  // checked here too: the driver takes it next
+#endif
+}
+
+#if DEVDL_HAVE_SPIRV_TRANSLATOR
+namespace inProcess {
+
+llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::span<const SpecConstant> specConstants,
+                                        bool optimize, PlaceVariables place) {
   std::lock_guard lock(translatorMutex);
   llvm::LLVMContext context;
   auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::OpenCL12);
@@ -62,14 +93,10 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
   llvm::WriteBitcodeToFile(**module, os);
   os.flush();
   return bitcode;
-#endif
 }
 
 llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
                                                     std::span<const SpecConstant> specConstants) {
-#if !DEVDL_HAVE_SPIRV_TRANSLATOR
-  return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE)");
-#else
   std::string written;
   {
     std::lock_guard lock(translatorMutex);
@@ -82,7 +109,9 @@ llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> wo
     written = std::move(*spirv);
   }
   return validSpirv(written, "the optimized module");
-#endif
 }
+
+}  // namespace inProcess
+#endif
 
 }  // namespace devdl::backend

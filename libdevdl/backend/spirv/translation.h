@@ -1,7 +1,9 @@
 // A linked SPIR-V module translated into LLVM by the SPIRV-LLVM-Translator, for devices that take
 // SPIR but not SPIR-V (PoCL 3), and optimized across the images it was linked from (load-time
 // LTO): written as SPIR 1.2 bitcode for clBuildProgram("-x spir"), or back as SPIR-V for devices
-// that take IL. Without the translator (DEVDL_PORTABLE) each fails, saying so.
+// that take IL. The translator runs in a helper process (spirv/translator_process.h); the
+// functions in inProcess are what the helper runs. Without the translator (DEVDL_PORTABLE) each
+// fails, saying so.
 #pragma once
 
 #include "backend/spirv/place_variables.h"
@@ -40,5 +42,14 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words,
 /// module to be used as linked, where the translator cannot write back what LLVM made.
 llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
                                                     std::span<const SpecConstant> specConstants = {});
+
+/// The same, in this process: what devdl-translate runs, and the fuzzers, which look for what
+/// ends a process. Only in builds with the translator.
+namespace inProcess {
+llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::span<const SpecConstant> specConstants = {},
+                                        bool optimize = false, PlaceVariables place = nullptr);
+llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> words,
+                                                    std::span<const SpecConstant> specConstants = {});
+}  // namespace inProcess
 
 }  // namespace devdl::backend

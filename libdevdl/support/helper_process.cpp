@@ -1,0 +1,263 @@
+// A helper program devdl runs (support/helper_process.h): posix_spawn, one socket for its
+// standard input and output, a pipe for its standard error, and poll bounded by one deadline.
+#include "support/helper_process.h"
+#include "support/error.h"
+
+#include <cctype>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace devdl {
+namespace {
+
+constexpr size_t kStderrKept = 4096;  // of what the helper writes to standard error, the last bytes
+
+void closeFd(int &fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// `fd` moved above the standard descriptors, so that dup2 onto 0, 1 and 2 in the helper cannot
+// overwrite one of its fellows (where the host has closed its own standard descriptors).
+int aboveStandard(int fd) {
+  if (fd > 2) return fd;
+  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  ::close(fd);
+  return moved;
+}
+
+struct SpawnSettings {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  SpawnSettings() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attributes);
+  }
+  ~SpawnSettings() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+  }
+};
+
+std::string seconds(std::chrono::milliseconds time) {
+  const auto ms = time.count();
+  return ms % 1000 ? std::to_string(ms / 1000) + "." + std::to_string(ms % 1000 + 1000).substr(1) + " s"
+                   : std::to_string(ms / 1000) + " s";
+}
+
+}  // namespace
+
+llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std::string what,
+                                                   std::chrono::milliseconds timeout) {
+  int channel[2], errors[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
+    return fail(ErrorCode::Io, "cannot start " + what + ": socketpair: " + std::strerror(errno));
+  if (pipe2(errors, O_CLOEXEC) != 0) {
+    const int error = errno;
+    ::close(channel[0]);
+    ::close(channel[1]);
+    return fail(ErrorCode::Io, "cannot start " + what + ": pipe: " + std::strerror(error));
+  }
+  for (int *fd : {&channel[0], &channel[1], &errors[0], &errors[1]}) *fd = aboveStandard(*fd);
+  SpawnSettings settings;
+  // The channel as standard input and output, the pipe as standard error; nothing else of ours
+  // (descriptors opened without O_CLOEXEC by the program or its libraries included).
+  posix_spawn_file_actions_adddup2(&settings.actions, channel[1], 0);
+  posix_spawn_file_actions_adddup2(&settings.actions, channel[1], 1);
+  posix_spawn_file_actions_adddup2(&settings.actions, errors[1], 2);
+  posix_spawn_file_actions_addclosefrom_np(&settings.actions, 3);
+  // Every signal at its default and none blocked in the helper, whatever the host set for itself:
+  // a helper that ignored SIGSEGV or SIGPIPE as its host does would not end as it should.
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&settings.attributes, &all);
+  posix_spawnattr_setsigmask(&settings.attributes, &none);
+  posix_spawnattr_setflags(&settings.attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  std::string name = path;
+  char *argv[] = {name.data(), nullptr};
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, path.c_str(), &settings.actions, &settings.attributes, argv, environ);
+  ::close(channel[1]);
+  ::close(errors[1]);
+  if (spawned != 0 || channel[0] < 0 || errors[0] < 0) {
+    ::close(channel[0]);
+    ::close(errors[0]);
+    return fail(spawned == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                "cannot start " + what + ": " + std::strerror(spawned ? spawned : EMFILE));
+  }
+  fcntl(channel[0], F_SETFL, fcntl(channel[0], F_GETFL) | O_NONBLOCK);
+  fcntl(errors[0], F_SETFL, fcntl(errors[0], F_GETFL) | O_NONBLOCK);
+  return HelperProcess(pid, channel[0], errors[0], std::move(what), timeout);
+}
+
+HelperProcess::HelperProcess(HelperProcess &&other) noexcept
+    : pid_(other.pid_), channel_(other.channel_), errors_(other.errors_), what_(std::move(other.what_)),
+      timeout_(other.timeout_), deadline_(other.deadline_), stderr_(std::move(other.stderr_)),
+      status_(other.status_), killed_(other.killed_) {
+  other.pid_ = -1;
+  other.channel_ = other.errors_ = -1;
+}
+
+HelperProcess::~HelperProcess() {
+  closeChannel();
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  closeFd(errors_);
+}
+
+void HelperProcess::closeChannel() { closeFd(channel_); }
+
+void HelperProcess::readErrors() {
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(errors_, buffer, sizeof buffer);
+    if (got > 0) {
+      stderr_.append(buffer, got);
+      if (stderr_.size() > 2 * kStderrKept) stderr_.erase(0, stderr_.size() - kStderrKept);
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0) closeFd(errors_);  // the helper's end of the pipe closed: it has exited
+    return;
+  }
+}
+
+bool HelperProcess::wait(bool forWriting) {
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd fds[2] = {{channel_, static_cast<short>(forWriting ? POLLOUT : POLLIN), 0}, {errors_, POLLIN, 0}};
+    const int ready = poll(fds, errors_ >= 0 ? 2 : 1, static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX)));
+    if (ready < 0 && errno != EINTR) return false;
+    if (ready <= 0) continue;
+    if (errors_ >= 0 && fds[1].revents) readErrors();
+    if (fds[0].revents) return true;
+  }
+}
+
+llvm::Error HelperProcess::send(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t sent = ::send(channel_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (sent > 0) {
+      bytes.remove_prefix(sent);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return ended();
+    if (!wait(/*forWriting=*/true)) return timedOut();
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> HelperProcess::receive(size_t size) {
+  std::string bytes;
+  bytes.resize(size);
+  size_t have = 0;
+  while (have < size) {
+    const ssize_t got = ::recv(channel_, bytes.data() + have, size - have, 0);
+    if (got > 0) {
+      have += got;
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return ended();
+    if (!wait(/*forWriting=*/false)) return timedOut();
+  }
+  return bytes;
+}
+
+void HelperProcess::reap() {
+  auto pause = std::chrono::microseconds(50);
+  while (pid_ > 0) {
+    int status = 0;
+    const pid_t got = waitpid(pid_, &status, WNOHANG);
+    if (got == pid_ || (got < 0 && errno == ECHILD)) {
+      status_ = got == pid_ ? status : -1;
+      pid_ = -1;
+      break;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (Clock::now() >= deadline_) {
+      ::kill(pid_, SIGKILL);
+      killed_ = true;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      status_ = status;
+      pid_ = -1;
+      break;
+    }
+    // Its last words meanwhile; it has closed the channel, and exits in a moment.
+    if (errors_ >= 0) {
+      pollfd fd{errors_, POLLIN, 0};
+      if (poll(&fd, 1, 1) > 0) readErrors();
+    } else {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(5000));
+    }
+  }
+  while (errors_ >= 0) {  // what is left in the pipe
+    pollfd fd{errors_, POLLIN, 0};
+    if (poll(&fd, 1, 0) <= 0) break;
+    const size_t before = stderr_.size();
+    readErrors();
+    if (stderr_.size() == before) break;
+  }
+}
+
+std::string HelperProcess::lastWords() const {
+  std::string_view said = stderr_;
+  while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.remove_suffix(1);
+  if (said.empty()) return "";
+  // Its last line, and no more of it than an error message takes.
+  if (const size_t line = said.find_last_of('\n'); line != std::string_view::npos) said.remove_prefix(line + 1);
+  constexpr size_t kShown = 400;
+  if (said.size() > kShown) said = said.substr(said.size() - kShown);
+  return "; it said: " + std::string(said);
+}
+
+llvm::Error HelperProcess::timedOut() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    killed_ = true;
+  }
+  return ended();
+}
+
+llvm::Error HelperProcess::ended() {
+  closeChannel();
+  reap();
+  // How it ended, not when: whether devdl was still writing when a helper died is a race.
+  std::string how;
+  if (killed_)
+    how = "did not finish within " + seconds(timeout_) + " and was killed";
+  else if (status_ != -1 && WIFSIGNALED(status_))
+    how = "was killed by signal " + std::to_string(WTERMSIG(status_)) + " (" + strsignal(WTERMSIG(status_)) + ")";
+  else if (status_ != -1 && WEXITSTATUS(status_) != 0)
+    how = "exited with status " + std::to_string(WEXITSTATUS(status_));
+  else
+    how = "exited without writing all it should";
+  return fail(ErrorCode::Unsupported, what_ + " " + how + lastWords());
+}
+
+llvm::Error HelperProcess::finish() {
+  closeChannel();
+  reap();
+  if (!killed_ && (status_ == -1 || (WIFEXITED(status_) && WEXITSTATUS(status_) == 0))) return llvm::Error::success();
+  return ended();
+}
+
+}  // namespace devdl

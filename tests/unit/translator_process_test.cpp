@@ -1,0 +1,167 @@
+// The translator in a helper process (backend/spirv/translator_process.h): a helper that dies,
+// hangs, writes garbage or nothing is an error saying so, this process goes on, and the next
+// translation works. The misbehaving helpers are shell scripts, named by DEVDL_TRANSLATOR.
+#include "backend/spirv/translation.h"
+#include "backend/spirv/translator_process.h"
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace devdl::test {
+namespace {
+
+class TranslatorProcess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!backend::canTranslateToSpir()) GTEST_SKIP() << "this build has no SPIR-V translator to run in a helper";
+    const char *named = std::getenv("DEVDL_TRANSLATOR");
+    real_ = named ? named : "";
+    const std::string bytes = readFile(image("lib.spv"));
+    words_.resize(bytes.size() / 4);
+    std::memcpy(words_.data(), bytes.data(), words_.size() * 4);
+  }
+  void TearDown() override {
+    setenv("DEVDL_TRANSLATOR", real_.c_str(), 1);
+    unsetenv("DEVDL_TRANSLATOR_TIMEOUT");
+  }
+
+  // A helper that runs `script` (sh), named by DEVDL_TRANSLATOR from now on.
+  std::string useHelper(const std::string &script) {
+    const std::string path = scratchDir() + "/helper";
+    writeFile(path, "#!/bin/sh\n" + script + "\n");
+    EXPECT_EQ(chmod(path.c_str(), 0755), 0);
+    setenv("DEVDL_TRANSLATOR", path.c_str(), 1);
+    return path;
+  }
+
+  // The real helper again: what it makes of the module, which must be SPIR.
+  void expectTheNextTranslationWorks() {
+    setenv("DEVDL_TRANSLATOR", real_.c_str(), 1);
+    auto spir = backend::spirvToSpir(words_);
+    ASSERT_TRUE(!!spir) << errorText(spir);
+    EXPECT_EQ(spir->compare(0, 4, "BC\xc0\xde"), 0);
+  }
+
+  std::string real_;
+  std::vector<uint32_t> words_;  // lib.spv
+};
+
+TEST_F(TranslatorProcess, AHelperThatSegfaultsIsAnErrorSayingHowItEndedAndWhatItSaid) {
+  const std::string helper = useHelper("echo 'translating, and then...' >&2; kill -SEGV $$");
+  auto spir = backend::spirvToSpir(words_);
+  ASSERT_FALSE(spir);
+  EXPECT_EQ(errorText(spir), "the SPIR-V translator (" + helper +
+                                 ") was killed by signal 11 (Segmentation fault); "
+                                 "it said: translating, and then...");
+  expectTheNextTranslationWorks();
+}
+
+TEST_F(TranslatorProcess, AHelperThatHangsIsKilledAtTheBound) {
+  const std::string helper = useHelper("exec sleep 60");
+  setenv("DEVDL_TRANSLATOR_TIMEOUT", "0.3", 1);
+  auto optimized = backend::optimizeSpirv(words_);
+  ASSERT_FALSE(optimized);
+  EXPECT_EQ(errorText(optimized), "the SPIR-V translator (" + helper + ") did not finish within 0.300 s and was killed");
+  expectTheNextTranslationWorks();
+}
+
+TEST_F(TranslatorProcess, AHelperThatWritesGarbageIsNotTheExpectedOutput) {
+  const std::string helper = useHelper("printf 'garbage, and more of it'");
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") wrote not the expected output: a message of no kind devdl knows");
+  // A result of the right kind (its header "dtvS", 5 bytes) that is not bitcode.
+  useHelper(R"(printf 'dtvS\005\000\000\000\000\000\000\000hello')");
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") wrote not the expected output: no bitcode");
+  // Nor SPIR-V, where SPIR-V is the result.
+  EXPECT_NE(errorText(backend::optimizeSpirv(words_)).find("the optimized module written as SPIR-V is invalid"),
+            std::string::npos);
+  // A layout where none was asked for.
+  useHelper(R"(printf 'dtvL\000\000\000\000\000\000\000\000')");
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") wrote not the expected output: a layout unasked");
+  expectTheNextTranslationWorks();
+}
+
+TEST_F(TranslatorProcess, AHelperThatExitsWithNothingWrittenIsAnError) {
+  const std::string helper = useHelper("exit 0");
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") exited without writing all it should");
+  // A module larger than the channel holds: devdl is still writing when the helper is gone, and
+  // this process takes no SIGPIPE for it.
+  std::vector<uint32_t> large(words_);
+  large.resize(4 << 20);
+  EXPECT_EQ(errorText(backend::spirvToSpir(large)),
+            "the SPIR-V translator (" + helper + ") exited without writing all it should");
+  expectTheNextTranslationWorks();
+}
+
+TEST_F(TranslatorProcess, AHelperThatIsMissingIsNamed) {
+  const std::string missing = scratchDir() + "/no-such-helper";
+  setenv("DEVDL_TRANSLATOR", missing.c_str(), 1);
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "cannot start the SPIR-V translator (" + missing + "): No such file or directory");
+  expectTheNextTranslationWorks();
+}
+
+// The helper has no descriptor of this process's but its channel and standard error, and its
+// signals are at their defaults whatever this process set for itself: here SIGTERM ignored,
+// which a child would otherwise inherit.
+TEST_F(TranslatorProcess, TheHelperHasNoDescriptorOfTheHostsAndItsSignalsAtTheirDefaults) {
+  const int open = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC, as careless code opens files
+  ASSERT_GE(open, 0);
+  ASSERT_EQ(dup2(open, 200), 200);
+  ::close(open);
+  struct sigaction ignore {}, before {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGTERM, &ignore, &before), 0);
+  const std::string helper = useHelper(
+      "for fd in 200 3 4 5 6; do [ -e /proc/$$/fd/$fd ] && [ \"$(readlink /proc/$$/fd/$fd)\" = /dev/null ] && "
+      "{ echo \"descriptor $fd of the host's\" >&2; exit 4; }; done\n"
+      "echo 'none of the host descriptors' >&2\n"
+      "kill -TERM $$\n"
+      "echo 'SIGTERM ignored' >&2; exit 5");
+  const std::string said = errorText(backend::spirvToSpir(words_));
+  sigaction(SIGTERM, &before, nullptr);
+  ::close(200);
+  EXPECT_EQ(said, "the SPIR-V translator (" + helper +
+                      ") was killed by signal 15 (Terminated); it said: none of the host "
+                      "descriptors");
+}
+
+// The refusals a helper makes reach this process as the same errors, of the same codes, as
+// where the translation ran here (translator_limits_test.cpp checks their texts).
+TEST_F(TranslatorProcess, ARefusalInTheHelperKeepsItsCode) {
+  const std::string bytes = readFile(image("translator_limits_alignment_of_a_variable.spv"));
+  std::vector<uint32_t> refused(bytes.size() / 4);
+  std::memcpy(refused.data(), bytes.data(), refused.size() * 4);
+  auto spir = backend::spirvToSpir(refused);
+  ASSERT_FALSE(spir);
+  llvm::Error err = spir.takeError();
+  EXPECT_TRUE(hasCode(err, ErrorCode::Unsupported));
+  EXPECT_EQ(llvm::toString(std::move(err)), "linked SPIR-V: alignment 12, not a power of 2 (opcode 71)");
+}
+
+// A program that links libdevdl finds the helper beside the library (where DEVDL_TRANSLATOR names
+// none): the build puts it where the installation does.
+TEST_F(TranslatorProcess, TheHelperIsBesideTheLibrary) {
+  EXPECT_EQ(std::string(DEVDL_TEST_TRANSLATOR).substr(std::string(DEVDL_TEST_TRANSLATOR).size() -
+                                                      std::string(backend::kTranslatorBesideLibrary).size()),
+            backend::kTranslatorBesideLibrary);
+  unsetenv("DEVDL_TRANSLATOR");
+  // This test program holds devdl itself: the helper is looked for beside it.
+  const std::string path = backend::translatorPath();
+  EXPECT_EQ(path.substr(path.size() - std::string(backend::kTranslatorBesideLibrary).size()),
+            backend::kTranslatorBesideLibrary);
+  EXPECT_EQ(path.find('/'), 0u) << "a full path: " << path;
+}
+
+}  // namespace
+}  // namespace devdl::test
