@@ -57,8 +57,7 @@ std::string seconds(std::chrono::milliseconds time) {
 
 }  // namespace
 
-llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std::string what,
-                                                   std::chrono::milliseconds timeout) {
+llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std::string what) {
   int channel[2], errors[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
     return fail(ErrorCode::Io, "cannot start " + what + ": socketpair: " + std::strerror(errno));
@@ -98,20 +97,24 @@ llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std:
   }
   fcntl(channel[0], F_SETFL, fcntl(channel[0], F_GETFL) | O_NONBLOCK);
   fcntl(errors[0], F_SETFL, fcntl(errors[0], F_GETFL) | O_NONBLOCK);
-  return HelperProcess(pid, channel[0], errors[0], std::move(what), timeout);
+  return HelperProcess(pid, channel[0], errors[0], path, std::move(what));
 }
 
+HelperProcess::HelperProcess(pid_t pid, int channel, int errors, std::string path, std::string what)
+    : pid_(pid), owner_(getpid()), channel_(channel), errors_(errors), path_(std::move(path)), what_(std::move(what)) {}
+
 HelperProcess::HelperProcess(HelperProcess &&other) noexcept
-    : pid_(other.pid_), channel_(other.channel_), errors_(other.errors_), what_(std::move(other.what_)),
-      timeout_(other.timeout_), deadline_(other.deadline_), stderr_(std::move(other.stderr_)),
-      status_(other.status_), killed_(other.killed_) {
+    : pid_(other.pid_), owner_(other.owner_), channel_(other.channel_), errors_(other.errors_),
+      path_(std::move(other.path_)), what_(std::move(other.what_)), timeout_(other.timeout_),
+      deadline_(other.deadline_), stderr_(std::move(other.stderr_)), status_(other.status_), killed_(other.killed_),
+      exchanges_(other.exchanges_) {
   other.pid_ = -1;
   other.channel_ = other.errors_ = -1;
 }
 
 HelperProcess::~HelperProcess() {
   closeChannel();
-  if (pid_ > 0) {
+  if (pid_ > 0 && ownedHere()) {
     ::kill(pid_, SIGKILL);
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
@@ -120,6 +123,21 @@ HelperProcess::~HelperProcess() {
 }
 
 void HelperProcess::closeChannel() { closeFd(channel_); }
+
+bool HelperProcess::ownedHere() const { return owner_ == getpid(); }
+
+bool HelperProcess::idleAndAlive() {
+  if (pid_ <= 0 || channel_ < 0) return false;
+  pollfd fd{channel_, POLLIN, 0};
+  return poll(&fd, 1, 0) == 0;  // readable: it wrote unasked, or closed the channel and ended
+}
+
+void HelperProcess::beginExchange(std::chrono::milliseconds timeout) {
+  timeout_ = timeout;
+  deadline_ = Clock::now() + timeout;
+  ++exchanges_;
+  stderr_.clear();  // its last words are those of this exchange
+}
 
 void HelperProcess::readErrors() {
   char buffer[4096];
@@ -157,6 +175,9 @@ llvm::Error HelperProcess::send(std::string_view bytes) {
       continue;
     }
     if (errno == EINTR) continue;
+    // It stopped reading, having ended: what it wrote before is still to be read, and receive
+    // says how it ended.
+    if (errno == EPIPE || errno == ECONNRESET) return llvm::Error::success();
     if (errno != EAGAIN && errno != EWOULDBLOCK) return ended();
     if (!wait(/*forWriting=*/true)) return timedOut();
   }
@@ -253,11 +274,5 @@ llvm::Error HelperProcess::ended() {
   return fail(ErrorCode::Unsupported, what_ + " " + how + lastWords());
 }
 
-llvm::Error HelperProcess::finish() {
-  closeChannel();
-  reap();
-  if (!killed_ && (status_ == -1 || (WIFEXITED(status_) && WEXITSTATUS(status_) == 0))) return llvm::Error::success();
-  return ended();
-}
 
 }  // namespace devdl

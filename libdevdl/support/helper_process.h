@@ -1,10 +1,11 @@
 // A helper program devdl runs for work that may end its process (the SPIRV-LLVM-Translator):
 // started with posix_spawn (no fork of a large process: an MPI rank's registered memory), its
 // signals at their defaults and nothing of the host's changed, no descriptor of the host's but
-// the channel, and everything bounded by one deadline. The channel is a socket that is the
-// helper's standard input and output: a helper that dies while devdl writes is an error, not a
-// SIGPIPE. What the helper writes to its standard error is kept, its last lines naming why it
-// failed.
+// the channel, and each exchange with it bounded by a deadline. The channel is a socket that is
+// the helper's standard input and output: a helper that dies while devdl writes is an error, not
+// a SIGPIPE. What the helper writes to its standard error is kept, its last line naming why it
+// failed. A helper may serve one exchange after another (beginExchange); one that outlives its
+// host sees its channel close, and ends.
 #pragma once
 
 #include <llvm/Support/Error.h>
@@ -20,30 +21,38 @@ class HelperProcess {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// Starts `path` with no arguments (its name as argv[0]) and this process's environment; every
-  /// exchange with it must be over within `timeout` of now. `what` names the helper in errors.
-  static llvm::Expected<HelperProcess> start(const std::string &path, std::string what,
-                                             std::chrono::milliseconds timeout);
+  /// Starts `path` with no arguments (its name as argv[0]) and this process's environment. `what`
+  /// names the helper in errors.
+  static llvm::Expected<HelperProcess> start(const std::string &path, std::string what);
 
   HelperProcess(HelperProcess &&other) noexcept;
   HelperProcess &operator=(HelperProcess &&) = delete;
-  ~HelperProcess();  // a helper still running is killed and reaped
+  /// A helper still running is killed and reaped; in a child this process forked, whose helper
+  /// it is not, only this process's descriptors are closed.
+  ~HelperProcess();
 
-  /// Writes all of `bytes` to the helper. Fails where it ends or stops reading, or at the deadline.
+  const std::string &path() const { return path_; }
+  /// Whether the helper was started by this process (not inherited through fork).
+  bool ownedHere() const;
+  /// Whether a helper between exchanges is still there to take one: it has neither ended nor
+  /// written anything unasked.
+  bool idleAndAlive();
+
+  /// Begins an exchange: everything until the next beginExchange must be over within `timeout`.
+  void beginExchange(std::chrono::milliseconds timeout);
+  /// How many exchanges it has begun.
+  unsigned exchanges() const { return exchanges_; }
+
+  /// Writes all of `bytes` to the helper; where it has ended, what is left is dropped, and the
+  /// next receive reads what it wrote before and says how it ended. Fails at the deadline.
   llvm::Error send(std::string_view bytes);
 
   /// Reads exactly `size` bytes from the helper. Fails where it ends first (saying how it ended,
   /// and what it last wrote to its standard error), or at the deadline.
   llvm::Expected<std::string> receive(size_t size);
 
-  /// Ends the exchange: closes the channel and waits, until the deadline, for the helper to exit.
-  /// Fails where it exits other than with 0.
-  llvm::Error finish();
-
  private:
-  HelperProcess(pid_t pid, int channel, int errors, std::string what, std::chrono::milliseconds timeout)
-      : pid_(pid), channel_(channel), errors_(errors), what_(std::move(what)), timeout_(timeout),
-        deadline_(Clock::now() + timeout) {}
+  HelperProcess(pid_t pid, int channel, int errors, std::string path, std::string what);
 
   // Waits until the channel can be read (or written) or standard error has something, keeping
   // what standard error says. False at the deadline.
@@ -59,13 +68,15 @@ class HelperProcess {
   void closeChannel();
 
   pid_t pid_;
+  pid_t owner_;  // the process that started it
   int channel_, errors_;
-  std::string what_;
-  std::chrono::milliseconds timeout_;
+  std::string path_, what_;
+  std::chrono::milliseconds timeout_{0};
   Clock::time_point deadline_;
   std::string stderr_;  // the last bytes the helper wrote there
   int status_ = -1;     // its wait status once reaped (-1: reaped by another, as where SIGCHLD is ignored)
   bool killed_ = false;  // by devdl, at the deadline
+  unsigned exchanges_ = 0;
 };
 
 }  // namespace devdl

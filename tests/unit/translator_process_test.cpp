@@ -6,11 +6,13 @@
 #include "test_support.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,9 +34,11 @@ class TranslatorProcess : public ::testing::Test {
     unsetenv("DEVDL_TRANSLATOR_TIMEOUT");
   }
 
-  // A helper that runs `script` (sh), named by DEVDL_TRANSLATOR from now on.
+  // A helper that runs `script` (sh), named by DEVDL_TRANSLATOR from now on: a file of its own
+  // (one that ran before may still be reading its own).
   std::string useHelper(const std::string &script) {
-    const std::string path = scratchDir() + "/helper";
+    if (dir_.empty()) dir_ = scratchDir();
+    const std::string path = dir_ + "/helper-" + std::to_string(++helpers_);
     writeFile(path, "#!/bin/sh\n" + script + "\n");
     EXPECT_EQ(chmod(path.c_str(), 0755), 0);
     setenv("DEVDL_TRANSLATOR", path.c_str(), 1);
@@ -49,7 +53,8 @@ class TranslatorProcess : public ::testing::Test {
     EXPECT_EQ(spir->compare(0, 4, "BC\xc0\xde"), 0);
   }
 
-  std::string real_;
+  std::string real_, dir_;
+  int helpers_ = 0;
   std::vector<uint32_t> words_;  // lib.spv
 };
 
@@ -77,16 +82,16 @@ TEST_F(TranslatorProcess, AHelperThatWritesGarbageIsNotTheExpectedOutput) {
   EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
             "the SPIR-V translator (" + helper + ") wrote not the expected output: a message of no kind devdl knows");
   // A result of the right kind (its header "dtvS", 5 bytes) that is not bitcode.
-  useHelper(R"(printf 'dtvS\005\000\000\000\000\000\000\000hello')");
+  const std::string hello = useHelper(R"(printf 'dtvS\005\000\000\000\000\000\000\000hello')");
   EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
-            "the SPIR-V translator (" + helper + ") wrote not the expected output: no bitcode");
+            "the SPIR-V translator (" + hello + ") wrote not the expected output: no bitcode");
   // Nor SPIR-V, where SPIR-V is the result.
-  EXPECT_NE(errorText(backend::optimizeSpirv(words_)).find("the optimized module written as SPIR-V is invalid"),
-            std::string::npos);
+  const std::string notSpirv = errorText(backend::optimizeSpirv(words_));
+  EXPECT_NE(notSpirv.find("the optimized module written as SPIR-V is invalid"), std::string::npos) << notSpirv;
   // A layout where none was asked for.
-  useHelper(R"(printf 'dtvL\000\000\000\000\000\000\000\000')");
+  const std::string layout = useHelper(R"(printf 'dtvL\000\000\000\000\000\000\000\000')");
   EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
-            "the SPIR-V translator (" + helper + ") wrote not the expected output: a layout unasked");
+            "the SPIR-V translator (" + layout + ") wrote not the expected output: a layout unasked");
   expectTheNextTranslationWorks();
 }
 
@@ -147,6 +152,66 @@ TEST_F(TranslatorProcess, ARefusalInTheHelperKeepsItsCode) {
   llvm::Error err = spir.takeError();
   EXPECT_TRUE(hasCode(err, ErrorCode::Unsupported));
   EXPECT_EQ(llvm::toString(std::move(err)), "linked SPIR-V: alignment 12, not a power of 2 (opcode 71)");
+}
+
+// Starting a helper costs more than the seed's translation: one serves translation after
+// translation. A wrapper of the real one writes each start's process id.
+class TranslatorProcessKept : public TranslatorProcess {
+ protected:
+  void SetUp() override {
+    TranslatorProcess::SetUp();
+    if (IsSkipped()) return;
+    dir_ = scratchDir();
+    starts_ = dir_ + "/starts";
+    useHelper("echo $$ >> '" + starts_ + "'\nexec '" + real_ + "'");
+  }
+  std::vector<pid_t> starts() const {
+    std::vector<pid_t> pids;
+    std::istringstream in(readFile(starts_));
+    for (pid_t pid; in >> pid;) pids.push_back(pid);
+    return pids;
+  }
+  void expectTranslated() {
+    auto spir = backend::spirvToSpir(words_);
+    ASSERT_TRUE(!!spir) << errorText(spir);
+    EXPECT_EQ(spir->compare(0, 4, "BC\xc0\xde"), 0);
+  }
+  std::string starts_;
+};
+
+TEST_F(TranslatorProcessKept, OneHelperServesTranslationAfterTranslation) {
+  for (int i = 0; i < 3; ++i) expectTranslated();
+  auto optimized = backend::optimizeSpirv(words_);
+  EXPECT_TRUE(!!optimized) << errorText(optimized);
+  EXPECT_EQ(starts().size(), 1u);
+}
+
+TEST_F(TranslatorProcessKept, AHelperThatEndedBetweenTranslationsIsReplaced) {
+  expectTranslated();
+  ASSERT_EQ(starts().size(), 1u);
+  ASSERT_EQ(kill(starts()[0], SIGKILL), 0);
+  expectTranslated();
+  EXPECT_EQ(starts().size(), 2u);
+}
+
+// A process forked from one with a helper kept starts its own: the kept one is its parent's,
+// which goes on using it.
+TEST_F(TranslatorProcessKept, AForkedChildStartsAHelperOfItsOwn) {
+  expectTranslated();
+  ASSERT_EQ(starts().size(), 1u);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto spir = backend::spirvToSpir(words_);
+    _exit(spir && spir->compare(0, 4, "BC\xc0\xde") == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's translation";
+  expectTranslated();
+  const std::vector<pid_t> pids = starts();
+  ASSERT_EQ(pids.size(), 2u) << "the parent's, then the child's";
+  EXPECT_EQ(kill(pids[0], 0), 0) << "the parent's still serves it";
 }
 
 // A program that links libdevdl finds the helper beside the library (where DEVDL_TRANSLATOR names

@@ -1,8 +1,9 @@
 // devdl-translate: the SPIRV-LLVM-Translator's work for libdevdl, in a process of its own
 // (backend/spirv/translator_process.h), so that a module the translator ends its process on ends
-// only this one. libdevdl starts it; it reads one request from its standard input and writes the
-// messages of backend/spirv/translator_protocol.h to its standard output. Not a command for
-// people: it is installed beside the library (devdl/libexec/), not on the PATH.
+// only this one. libdevdl starts it; it reads requests from its standard input, one after
+// another, and writes the messages of backend/spirv/translator_protocol.h to its standard output,
+// until libdevdl closes the channel (or its process ends). Not a command for people: it is
+// installed beside the library (devdl/libexec/), not on the PATH.
 #include "backend/spirv/copy_kernels.h"
 #include "backend/spirv/translation.h"
 #include "backend/spirv/translator_protocol.h"
@@ -44,10 +45,15 @@ bool writeAll(std::string_view bytes) {
   return true;
 }
 
-// The next message, of `kind`; an error where libdevdl sent another or closed the channel.
-llvm::Expected<std::string> receive(Message kind) {
+// The next message, of `kind`; an error where libdevdl sent another or closed the channel, and
+// nothing at all (no error) where it closed the channel between messages.
+llvm::Expected<std::string> receive(Message kind, bool *closed = nullptr) {
   std::string header, payload;
-  if (!readAll(header, kHeaderSize)) return devdl::fail(devdl::ErrorCode::Io, "libdevdl closed the channel");
+  if (!readAll(header, kHeaderSize)) {
+    if (!closed) return devdl::fail(devdl::ErrorCode::Io, "libdevdl closed the channel");
+    *closed = true;
+    return std::string();
+  }
   auto read = readHeader(header);
   if (!read) return read.takeError();
   if (read->kind != kind) return devdl::fail(devdl::ErrorCode::BadFormat, "libdevdl sent a message out of turn");
@@ -97,18 +103,18 @@ int main() {
     std::perror("devdl-translate: its channel to libdevdl");
     return 2;
   }
-  auto payload = receive(Message::Request);
-  if (!payload) {
-    std::fprintf(stderr, "devdl-translate: %s\n", llvm::toString(payload.takeError()).c_str());
-    return 2;
+  for (;;) {
+    bool closed = false;
+    auto payload = receive(Message::Request, &closed);
+    if (closed) return 0;  // libdevdl is done with it
+    auto request = payload ? decodeRequest(*payload) : llvm::Expected<Request>(payload.takeError());
+    if (!request) {
+      std::fprintf(stderr, "devdl-translate: %s\n", llvm::toString(request.takeError()).c_str());
+      return 2;
+    }
+    auto made = serve(*request);
+    const bool written = made ? writeAll(message(Message::Result, *made))
+                              : writeAll(message(Message::Failure, encodeFailure(made.takeError())));
+    if (!written) return 2;
   }
-  auto request = decodeRequest(*payload);
-  if (!request) {
-    std::fprintf(stderr, "devdl-translate: %s\n", llvm::toString(request.takeError()).c_str());
-    return 2;
-  }
-  auto made = serve(*request);
-  const bool written = made ? writeAll(message(Message::Result, *made))
-                            : writeAll(message(Message::Failure, encodeFailure(made.takeError())));
-  return written ? 0 : 2;
 }
