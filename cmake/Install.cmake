@@ -65,7 +65,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/python/devdl/__init__.py ${PROJECT_BINARY_DI
 
 # Debian packages (scripts/package.sh configures a build for /usr and runs CPack). The
 # dependencies of what is linked come from dpkg-shlibdeps; what libdevdl.so.0 loads at run time
-# (the OpenCL ICD loader and an ICD, the Level Zero loader, CUDA's driver, hiredis for a remote cache) is recommended or
+# (the OpenCL ICD loader and an ICD, the Level Zero loader, CUDA's driver, hiredis and OpenSSL for a remote cache) is recommended or
 # suggested.
 set(CPACK_PACKAGE_NAME devdl)
 set(CPACK_PACKAGE_VENDOR devdl)
@@ -84,7 +84,7 @@ set(version_release "${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE}")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libdevdl0)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "ocl-icd-libopencl1 | libopencl1, pocl-opencl-icd | opencl-icd")
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "libze1, libcuda1, libhiredis0.14")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "libze1, libcuda1, libhiredis0.14, libssl3")
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "dlopen for GPU device code: the library
  devdl finds device images (SPIR-V, SPIR, cubin, PTX, CUDA fat binaries; loose, in bundles or
  inside host libraries), orders them as the host loader orders libraries, resolves their device

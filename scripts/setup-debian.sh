@@ -24,9 +24,10 @@ packages=(
   scdoc
   # the Python module's tests and sample (PyOpenCL over PoCL)
   python3 python3-pyopencl
-  # the remote cache: hiredis (its header at build time; devdl opens the library when asked) and
-  # a Redis server for the tests and benchmarks
-  libhiredis-dev redis-server
+  # the remote cache: hiredis and OpenSSL (their headers at build time; devdl opens the libraries
+  # when asked), a Redis server for the tests and benchmarks, and openssl(1) for the TLS tests'
+  # certificates
+  libhiredis-dev libssl-dev redis-server openssl
   # what ocloc (Intel's offline compiler, below) runs on: Intel's graphics compiler
   libigc1 libigdfcl1 libigdgmm12
   # pip, to fetch Intel's OpenCL CPU runtime from the Python package registry (below)

@@ -25,8 +25,9 @@ namespace devdl::test {
 
 class RedisServer {
  public:
-  /// `options` go to redis-server after devdl's own (--requirepass SECRET, say).
-  explicit RedisServer(std::vector<std::string> options = {}) {
+  /// `options` go to redis-server after devdl's own (--requirepass SECRET, say). With `tls`
+  /// (--tls-cert-file and the others), it takes TLS alone, on the port.
+  explicit RedisServer(std::vector<std::string> options = {}, std::vector<std::string> tls = {}) : tls_(!tls.empty()) {
     const char *named = std::getenv("DEVDL_TEST_REDIS_SERVER");
     const std::string program = named && *named ? named : "/usr/bin/redis-server";
     if (access(program.c_str(), X_OK) != 0) {
@@ -39,6 +40,11 @@ class RedisServer {
       const std::string port = std::to_string(port_);
       std::vector<std::string> args = {program,     "--port",       port,  "--bind", "127.0.0.1", "--save", "",
                                        "--appendonly", "no", "--daemonize", "no",   "--logfile", ""};
+      if (tls_) {
+        args[2] = "0";
+        args.insert(args.end(), {"--tls-port", port});
+        args.insert(args.end(), tls.begin(), tls.end());
+      }
       args.insert(args.end(), options.begin(), options.end());
       std::vector<char *> argv;
       for (std::string &a : args) argv.push_back(a.data());
@@ -66,7 +72,7 @@ class RedisServer {
   /// "" when it runs, else why not.
   const std::string &why() const { return why_; }
   int port() const { return port_; }
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return (tls_ ? "rediss://127.0.0.1:" : "redis://127.0.0.1:") + std::to_string(port_); }
 
   /// SIGSTOP leaves it stopped (connections open, no answer); SIGCONT resumes it; SIGKILL ends it.
   void kill(int signal) {
@@ -111,6 +117,7 @@ class RedisServer {
     return false;
   }
 
+  bool tls_ = false;
   pid_t pid_ = -1;
   int port_ = 0;
   std::string why_;

@@ -1,9 +1,11 @@
 #include "cache/remote_store.h"
+#include "cache/redis_tls.h"
 
 #include "support/driver_library.h"
 #include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
+#include "support/sigpipe.h"
 
 #include <llvm/ADT/StringExtras.h>
 
@@ -29,8 +31,8 @@ constexpr uint64_t kMaxValue = uint64_t(512) << 20;
 std::string keyName(const Key &key) { return "devdl:" + key.hex(); }
 
 llvm::Error badUrl(std::string_view url, const std::string &why) {
-  return fail(ErrorCode::InvalidArgument,
-              "DEVDL_CACHE_REMOTE=" + std::string(url) + ": " + why + " (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB])");
+  return fail(ErrorCode::InvalidArgument, "DEVDL_CACHE_REMOTE=" + std::string(url) + ": " + why +
+                                              " (redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB])");
 }
 
 /// A decimal number in [low, high], or nullopt.
@@ -50,6 +52,13 @@ struct Hiredis {
   decltype(&::redisCommandArgv) commandArgv = nullptr;
   decltype(&::freeReplyObject) freeReplyObject = nullptr;
   decltype(&::redisFree) free = nullptr;
+  // Redis's protocol over a channel of devdl's (TLS: cache/redis_tls.h).
+  decltype(&::redisFormatCommandArgv) formatCommandArgv = nullptr;
+  decltype(&::redisFreeCommand) freeCommand = nullptr;
+  decltype(&::redisReaderCreate) readerCreate = nullptr;
+  decltype(&::redisReaderFree) readerFree = nullptr;
+  decltype(&::redisReaderFeed) readerFeed = nullptr;
+  decltype(&::redisReaderGetReply) readerGetReply = nullptr;
 };
 
 #define DEVDL_TEXT(x) #x
@@ -64,7 +73,13 @@ const Hiredis *hiredis(std::string &why) {
         {"redisSetTimeout", reinterpret_cast<void **>(&api.setTimeout)},
         {"redisCommandArgv", reinterpret_cast<void **>(&api.commandArgv)},
         {"freeReplyObject", reinterpret_cast<void **>(&api.freeReplyObject)},
-        {"redisFree", reinterpret_cast<void **>(&api.free)}};
+        {"redisFree", reinterpret_cast<void **>(&api.free)},
+        {"redisFormatCommandArgv", reinterpret_cast<void **>(&api.formatCommandArgv)},
+        {"redisFreeCommand", reinterpret_cast<void **>(&api.freeCommand)},
+        {"redisReaderCreate", reinterpret_cast<void **>(&api.readerCreate)},
+        {"redisReaderFree", reinterpret_cast<void **>(&api.readerFree)},
+        {"redisReaderFeed", reinterpret_cast<void **>(&api.readerFeed)},
+        {"redisReaderGetReply", reinterpret_cast<void **>(&api.readerGetReply)}};
     return openDriverLibrary(DEVDL_HIREDIS_SONAME(HIREDIS_SONAME), "Redis client (Debian: libhiredis0.14)",
                                       "hiredis " DEVDL_TEXT(HIREDIS_SONAME), entries);
   }();
@@ -81,17 +96,17 @@ timeval timevalOf(std::chrono::milliseconds ms) {
 
 std::string RedisAddress::text() const {
   const bool v6 = host.find(':') != std::string::npos;
-  std::string out = "redis://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  std::string out = (tls ? "rediss://" : "redis://") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
   if (database) out += "/" + std::to_string(database);
   return out;
 }
 
 llvm::Expected<RedisAddress> parseRedisUrl(std::string_view url) {
-  constexpr std::string_view kScheme = "redis://";
-  if (!url.starts_with(kScheme)) return badUrl(url, "not a redis:// address");
-  std::string_view rest = url.substr(kScheme.size());
-  if (rest.find_first_of("?#") != std::string_view::npos) return badUrl(url, "options are not taken");
   RedisAddress address;
+  address.tls = url.starts_with("rediss://");
+  if (!address.tls && !url.starts_with("redis://")) return badUrl(url, "not a redis:// or rediss:// address");
+  std::string_view rest = url.substr(address.tls ? 9 : 8);
+  if (rest.find_first_of("?#") != std::string_view::npos) return badUrl(url, "options are not taken");
   if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view userinfo = rest.substr(0, at);
     const size_t colon = userinfo.find(':');
@@ -138,9 +153,15 @@ struct RemoteStore::Connection {
   using Reply = std::unique_ptr<redisReply, FreeReply>;
 
   const Hiredis &api;
-  redisContext *context;
+  redisContext *context;               // its socket, and the calls themselves where there is no TLS
+  std::unique_ptr<TlsChannel> tls;     // rediss://: over context's socket
+  redisReader *reader = nullptr;       // the replies read through tls
 
-  ~Connection() { api.free(context); }
+  ~Connection() {
+    tls.reset();
+    if (reader) api.readerFree(reader);
+    api.free(context);
+  }
 
   /// The reply to the command `argv`, or null with why in `why` (an error reply is one).
   Reply call(std::initializer_list<std::string_view> argv, std::string &why) {
@@ -150,14 +171,17 @@ struct RemoteStore::Connection {
       words.push_back(word.data());
       sizes.push_back(word.size());
     }
-    Reply reply(static_cast<redisReply *>(api.commandArgv(context, static_cast<int>(words.size()), words.data(),
-                                                          sizes.data())),
-                FreeReply{&api});
+    const SigpipeHeld held;  // a server gone while the command is written
+    Reply reply = tls ? callThroughTls(words, sizes, why)
+                      : Reply(static_cast<redisReply *>(api.commandArgv(context, static_cast<int>(words.size()),
+                                                                        words.data(), sizes.data())),
+                              FreeReply{&api});
     if (!reply) {
       // A call past its timeout fails with EAGAIN, which hiredis words as the system does.
-      why = context->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
-                ? "no answer within " + std::to_string(kCallTimeout.count()) + " ms"
-                : std::string(context->errstr);
+      if (!tls)
+        why = context->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+                  ? "no answer within " + std::to_string(kCallTimeout.count()) + " ms"
+                  : std::string(context->errstr);
       return nullptr;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -165,6 +189,38 @@ struct RemoteStore::Connection {
       return nullptr;
     }
     return reply;
+  }
+
+  // The command formatted and the reply parsed by hiredis, the bytes through TLS.
+  Reply callThroughTls(std::vector<const char *> &words, const std::vector<size_t> &sizes, std::string &why) {
+    char *command = nullptr;
+    const int length = api.formatCommandArgv(&command, static_cast<int>(words.size()), words.data(), sizes.data());
+    if (length < 0) {
+      why = "out of memory";
+      return nullptr;
+    }
+    llvm::Error written = tls->write(std::string_view(command, length));
+    api.freeCommand(command);
+    if (written) {
+      why = llvm::toString(std::move(written));
+      return nullptr;
+    }
+    for (;;) {
+      void *reply = nullptr;
+      if (api.readerGetReply(reader, &reply) != REDIS_OK) {
+        why = "the server's answer does not parse";
+        return nullptr;
+      }
+      if (reply) return Reply(static_cast<redisReply *>(reply), FreeReply{&api});
+      char buffer[16384];
+      auto got = tls->read(buffer, sizeof buffer);
+      if (!got) {
+        why = llvm::toString(got.takeError());
+        if (why == "no answer in time") why = "no answer within " + std::to_string(kCallTimeout.count()) + " ms";
+        return nullptr;
+      }
+      api.readerFeed(reader, buffer, *got);
+    }
   }
 };
 #else
@@ -215,6 +271,15 @@ RemoteStore::Connection *RemoteStore::connect() {
   }
   api->setTimeout(context, timevalOf(kCallTimeout));
   std::unique_ptr<Connection> connection(new Connection{*api, context});  // frees the context from here on
+  if (address_.tls) {
+    auto tls = TlsChannel::open(context->fd, address_.host, TlsSettings::fromEnvironment());
+    if (!tls) {
+      fail(llvm::toString(tls.takeError()));
+      return nullptr;
+    }
+    connection->tls = std::move(*tls);
+    connection->reader = api->readerCreate();
+  }
   if (!address_.password.empty()) {
     const bool named = !address_.user.empty();
     const auto reply = named ? connection->call({"AUTH", address_.user, address_.password}, why)

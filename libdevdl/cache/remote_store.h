@@ -25,8 +25,10 @@
 
 namespace devdl::cache {
 
-/// Where the store is: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB].
+/// Where the store is: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], or rediss:// for TLS
+/// (cache/redis_tls.h).
 struct RedisAddress {
+  bool tls = false;
   std::string host;
   int port = 6379;
   std::string user, password;  // for AUTH, where given

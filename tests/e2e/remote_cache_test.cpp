@@ -1,8 +1,10 @@
 // The remote store (DEVDL_CACHE_REMOTE) against a real redis-server on a loopback port: on its
 // own (entries round-trip with their tags, values another key tagged, changed, cut or moved are
-// refused, as are bad entries, a server killed, stopped or absent only means misses), and end to
-// end through devdl_cache_probe on PoCL, where each process with a fresh disk cache is another
-// machine sharing the store and, unless said otherwise, the cluster's key.
+// refused, as are bad entries, a server killed, stopped or absent only means misses; over TLS,
+// a server whose certificate is not trusted or names another host is not used, and one that asks
+// for a client certificate gets the node's), and end to end through devdl_cache_probe on PoCL,
+// where each process with a fresh disk cache is another machine sharing the store and, unless
+// said otherwise, the cluster's key.
 #include "cache/remote_store.h"
 #include "redis_server.h"
 #include "test_support.h"
@@ -86,7 +88,12 @@ TEST(RedisUrl, PartsAndMistakes) {
   EXPECT_EQ(v6.user, "");
   EXPECT_EQ(v6.password, "pw");
   EXPECT_EQ(v6.text(), "redis://[::1]:6380");
-  for (const char *bad : {"http://host", "redis://", "redis://:6379", "redis://host:0", "redis://host:65536",
+  EXPECT_FALSE(full.tls);
+  const RedisAddress tls = parsed("rediss://:pw@cache.example:6380/2");
+  EXPECT_TRUE(tls.tls);
+  EXPECT_EQ(tls.host, "cache.example");
+  EXPECT_EQ(tls.text(), "rediss://cache.example:6380/2");
+  for (const char *bad : {"http://host", "redis://", "rediss://", "redisss://host", "rediss:/host", "redis://:6379", "redis://host:0", "redis://host:65536",
                           "redis://host:port", "redis://host:", "redis://host/db", "redis://user@host",
                           "redis://host?timeout=1", "redis://[::1", "redis://[::1]x", "redis://:@host"}) {
     auto address = cache::parseRedisUrl(bad);
@@ -232,7 +239,7 @@ Load parse(test::CommandResult result) {
   Load load;
   load.result = std::move(result);
   static const std::regex local(R"(cache: (\d+) hits, (\d+) misses, (\d+) stored)");
-  static const std::regex remote(R"(cache: remote redis://[^:]+:\d+: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad)");
+  static const std::regex remote(R"(cache: remote rediss?://[^:]+:\d+: (\d+) hits, (\d+) misses, (\d+) stored, (\d+) bad)");
   if (std::smatch m; std::regex_search(load.result.err, m, local)) {
     load.localHits = std::stoi(m[1]);
     load.localMisses = std::stoi(m[2]);
@@ -249,14 +256,17 @@ Load parse(test::CommandResult result) {
 
 class RemoteCacheE2E : public ::testing::Test {
  protected:
+  virtual std::unique_ptr<RedisServer> makeServer() { return std::make_unique<RedisServer>(); }
   void SetUp() override {
-    if (!server_.why().empty()) GTEST_SKIP() << server_.why();
     for (const char *name : kVariables)
       if (const char *value = std::getenv(name)) saved_.emplace_back(name, value);
+    scratch_ = test::scratchDir();
+    server_ = makeServer();
+    if (IsSkipped()) return;
+    if (!server_->why().empty()) GTEST_SKIP() << server_->why();
     unsetenv("DEVDL_CACHE");  // the test runner turns it off
     setenv("DEVDL_DEBUG", "statistics", 1);
-    setenv("DEVDL_CACHE_REMOTE", server_.url().c_str(), 1);
-    scratch_ = test::scratchDir();
+    setenv("DEVDL_CACHE_REMOTE", server_->url().c_str(), 1);
     useKey("the cluster's secret");
   }
   /// DEVDL_CACHE_KEY_FILE: a file holding `secret`, only its owner may read (`mode`).
@@ -282,7 +292,7 @@ class RemoteCacheE2E : public ::testing::Test {
   }
   /// The store's one entry's name.
   std::string storedName() {
-    redisContext *context = redisConnect("127.0.0.1", server_.port());
+    redisContext *context = redisConnect("127.0.0.1", server_->port());
     auto *reply = static_cast<redisReply *>(redisCommand(context, "KEYS devdl:*"));
     std::string name = reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 ? reply->element[0]->str : "";
     if (reply) freeReplyObject(reply);
@@ -290,13 +300,14 @@ class RemoteCacheE2E : public ::testing::Test {
     return name;
   }
 
-  RedisServer server_;
+  std::unique_ptr<RedisServer> server_;
   std::string scratch_;
   int keys_ = 0;
 
  private:
-  static constexpr const char *kVariables[] = {"DEVDL_CACHE", "DEVDL_CACHE_DIR", "DEVDL_CACHE_REMOTE", "DEVDL_DEBUG",
-                                               "DEVDL_CACHE_KEY_FILE"};
+  static constexpr const char *kVariables[] = {"DEVDL_CACHE",          "DEVDL_CACHE_DIR",       "DEVDL_CACHE_REMOTE",
+                                               "DEVDL_DEBUG",          "DEVDL_CACHE_KEY_FILE",  "DEVDL_CACHE_REMOTE_CA",
+                                               "DEVDL_CACHE_REMOTE_CERT", "DEVDL_CACHE_REMOTE_KEY"};
   std::vector<std::pair<std::string, std::string>> saved_;
 };
 
@@ -312,7 +323,7 @@ TEST_F(RemoteCacheE2E, ASecondMachineLoadsWhatTheFirstBuilt) {
   EXPECT_FALSE(second.linked()) << second.result.err;
   EXPECT_EQ(second.remoteHits, 1) << second.result.err;
   EXPECT_EQ(second.localStored, 1) << "the remote hit is kept on the machine";
-  EXPECT_NE(second.result.err.find("from the remote store " + server_.url()), std::string::npos) << second.result.err;
+  EXPECT_NE(second.result.err.find("from the remote store " + server_->url()), std::string::npos) << second.result.err;
 
   Load again = seedOn("second");
   EXPECT_FALSE(again.linked());
@@ -324,9 +335,9 @@ TEST_F(RemoteCacheE2E, ABadValueIsRefusedRebuiltAndReplaced) {
   seedOn("first");
   const std::string name = storedName();
   ASSERT_NE(name, "");
-  std::string value = *getRaw(server_, name);
+  std::string value = *getRaw(*server_, name);
   value[value.size() / 2] ^= 1;
-  setRaw(server_, name, value);
+  setRaw(*server_, name, value);
 
   Load second = seedOn("second");
   EXPECT_TRUE(second.linked()) << second.result.err;
@@ -374,11 +385,11 @@ TEST_F(RemoteCacheE2E, WithoutAKeyTheStoreIsNotUsed) {
 
 TEST_F(RemoteCacheE2E, AServerDownOrStoppedOnlyMeansALocalBuild) {
   seedOn("first");
-  server_.kill(SIGSTOP);
+  server_->kill(SIGSTOP);
   Load stopped = seedOn("second");
   EXPECT_TRUE(stopped.linked());
   EXPECT_NE(stopped.result.err.find("no answer within"), std::string::npos) << stopped.result.err;
-  server_.kill(SIGKILL);
+  server_->kill(SIGKILL);
   Load down = seedOn("third");
   EXPECT_TRUE(down.linked());
   EXPECT_NE(down.result.err.find("cannot connect"), std::string::npos) << down.result.err;
@@ -392,6 +403,135 @@ TEST_F(RemoteCacheE2E, AnAddressThatDoesNotParseIsSaidAndTheDiskCacheServes) {
             std::string::npos)
       << load.result.err;
   EXPECT_EQ(load.localStored, 1);
+}
+
+// ---- TLS (rediss://) -----------------------------------------------------------------------------
+
+// Certificates openssl(1) makes for the TLS tests: a CA that signs the server's (for 127.0.0.1),
+// a client's and one for another host's name, and another CA that signs nothing here.
+struct Certificates {
+  std::string dir, why;  // why: "" where they were made
+  std::string file(const std::string &name) const { return dir + "/" + name; }
+};
+
+Certificates makeCertificates(const std::string &dir) {
+  const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  const std::string script =
+      "set -e; cd '" + dir + "'; "
+      "openssl req -x509 " + key + " -keyout ca.key -out ca.crt -days 2 -subj '/CN=devdl test CA'; "
+      "openssl req -x509 " + key + " -keyout other-ca.key -out other-ca.crt -days 2 -subj '/CN=another CA'; "
+      "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext; "
+      "printf 'extendedKeyUsage=clientAuth\\n' > client.ext; "
+      "printf 'subjectAltName=DNS:elsewhere.example\\n' > elsewhere.ext; "
+      "for name in server client elsewhere; do "
+      "openssl req " + key + " -keyout $name.key -out $name.csr -subj /CN=$name; "
+      "openssl x509 -req -in $name.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $name.crt -days 2 "
+      "-extfile $name.ext; done";
+  test::CommandResult made = test::run({"/bin/sh", "-c", script});
+  return Certificates{dir, made.status == 0 ? "" : "openssl(1) made no test certificates: " + made.err};
+}
+
+// The server's options: its certificate (`server`: server or elsewhere), the CA that signed the
+// clients', whether it asks for a client certificate.
+std::vector<std::string> tlsOptions(const Certificates &certificates, const std::string &server, bool askClients) {
+  return {"--tls-cert-file", certificates.file(server + ".crt"), "--tls-key-file", certificates.file(server + ".key"),
+          "--tls-ca-cert-file", certificates.file("ca.crt"), "--tls-auth-clients", askClients ? "yes" : "no"};
+}
+
+class RemoteStoreTls : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char *name : {"DEVDL_CACHE_REMOTE_CA", "DEVDL_CACHE_REMOTE_CERT", "DEVDL_CACHE_REMOTE_KEY"}) unsetenv(name);
+    certificates_ = makeCertificates(test::scratchDir());
+    if (!certificates_.why.empty()) GTEST_SKIP() << certificates_.why;
+  }
+  void TearDown() override {
+    for (const char *name : {"DEVDL_CACHE_REMOTE_CA", "DEVDL_CACHE_REMOTE_CERT", "DEVDL_CACHE_REMOTE_KEY"}) unsetenv(name);
+  }
+  void trust(const std::string &ca) { setenv("DEVDL_CACHE_REMOTE_CA", certificates_.file(ca).c_str(), 1); }
+  // Whether a store at `server` takes an entry and gives it back.
+  static bool roundTrips(const RedisServer &server) {
+    RemoteStore store(addressOf(server), clusterKey());
+    store.store(keyOf("program"), "what it is", "the binary", 42);
+    auto entry = store.load(keyOf("program"));
+    return entry && entry->binary() == "the binary" && store.usable();
+  }
+  Certificates certificates_;
+};
+
+TEST_F(RemoteStoreTls, EntriesRoundTripOverTls) {
+  RedisServer server({}, tlsOptions(certificates_, "server", false));
+  REQUIRE_SERVER(server);
+  EXPECT_EQ(server.url().rfind("rediss://", 0), 0u);
+  trust("ca.crt");
+  RemoteStore store(addressOf(server), clusterKey());
+  EXPECT_FALSE(store.load(keyOf("program")));
+  store.store(keyOf("program"), "what it is", "the binary", 42);
+  auto entry = store.load(keyOf("program"));
+  ASSERT_TRUE(entry);
+  EXPECT_EQ(entry->binary(), "the binary");
+  EXPECT_NE(entry->source.find(server.url()), std::string_view::npos) << entry->source;
+  EXPECT_TRUE(store.usable());
+  // A value larger than a TLS record, read back in many.
+  const std::string large(300000, 'x');
+  store.store(keyOf("large"), "large", large, 1);
+  auto back = store.load(keyOf("large"));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->binary(), large);
+}
+
+TEST_F(RemoteStoreTls, AServerNotSignedByTheTrustedCaOrNamingAnotherHostIsNotUsed) {
+  RedisServer server({}, tlsOptions(certificates_, "server", false));
+  REQUIRE_SERVER(server);
+  trust("other-ca.crt");
+  EXPECT_FALSE(roundTrips(server));
+  RedisServer elsewhere({}, tlsOptions(certificates_, "elsewhere", false));
+  REQUIRE_SERVER(elsewhere);
+  trust("ca.crt");
+  EXPECT_FALSE(roundTrips(elsewhere)) << "a certificate for elsewhere.example, not 127.0.0.1";
+  EXPECT_TRUE(roundTrips(server));
+}
+
+TEST_F(RemoteStoreTls, AServerThatAsksForAClientCertificateGetsTheNodes) {
+  RedisServer server({}, tlsOptions(certificates_, "server", true));
+  REQUIRE_SERVER(server);
+  trust("ca.crt");
+  EXPECT_FALSE(roundTrips(server)) << "no client certificate";
+  setenv("DEVDL_CACHE_REMOTE_CERT", certificates_.file("client.crt").c_str(), 1);
+  EXPECT_FALSE(roundTrips(server)) << "a certificate without its key is refused";
+  setenv("DEVDL_CACHE_REMOTE_KEY", certificates_.file("client.key").c_str(), 1);
+  EXPECT_TRUE(roundTrips(server));
+}
+
+// End to end over TLS: the second machine loads what the first built, and a node that trusts
+// another CA builds, saying why.
+class RemoteCacheTlsE2E : public RemoteCacheE2E {
+ protected:
+  std::unique_ptr<RedisServer> makeServer() override {
+    certificates_ = makeCertificates(scratch_);
+    if (!certificates_.why.empty()) {
+      ADD_FAILURE() << certificates_.why;
+      return std::make_unique<RedisServer>();
+    }
+    setenv("DEVDL_CACHE_REMOTE_CA", certificates_.file("ca.crt").c_str(), 1);
+    return std::make_unique<RedisServer>(std::vector<std::string>{}, tlsOptions(certificates_, "server", false));
+  }
+  Certificates certificates_;
+};
+
+TEST_F(RemoteCacheTlsE2E, ASecondMachineLoadsWhatTheFirstBuiltAndANodeTrustingAnotherCaBuilds) {
+  Load first = seedOn("first");
+  EXPECT_TRUE(first.linked());
+  EXPECT_EQ(first.remoteStored, 1) << first.result.err;
+  Load second = seedOn("second");
+  EXPECT_FALSE(second.linked()) << second.result.err;
+  EXPECT_EQ(second.remoteHits, 1) << second.result.err;
+  EXPECT_NE(second.result.err.find("from the remote store " + server_->url()), std::string::npos) << second.result.err;
+  setenv("DEVDL_CACHE_REMOTE_CA", certificates_.file("other-ca.crt").c_str(), 1);
+  Load distrustful = seedOn("third");
+  EXPECT_TRUE(distrustful.linked());
+  EXPECT_NE(distrustful.result.err.find("TLS: the server's certificate is not trusted: "), std::string::npos)
+      << distrustful.result.err;
 }
 
 }  // namespace
