@@ -50,7 +50,8 @@ std::string assembleSpirv(const std::string &text) {
 class HostileInput : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char *name : {"DEVDL_PRELOAD", "DEVDL_DEBUG", "DEVDL_DEBUG_OUTPUT", "DEVDL_LIBRARY_PATH", "DEVDL_BACKEND"})
+    for (const char *name : {"DEVDL_PRELOAD", "DEVDL_DEBUG", "DEVDL_DEBUG_OUTPUT", "DEVDL_LIBRARY_PATH", "DEVDL_BACKEND",
+                             "DEVDL_TRANSLATOR_TIMEOUT", "POCL_CACHE_DIR"})
       unsetenv(name);
   }
 };
@@ -186,9 +187,20 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   setenv("DEVDL_PRELOAD", (dir + "/preload.spv").c_str(), 1);
   setenv("DEVDL_DEBUG", "libs", 1);
   setenv("DEVDL_DEBUG_OUTPUT", (output + "/debug").c_str(), 1);
+  // A translator of the invoking user's, and a bound no translation meets.
+  const char *named = std::getenv("DEVDL_TRANSLATOR");
+  const std::string translator = named ? named : "";
+  setenv("DEVDL_TRANSLATOR", (dir + "/no-translator").c_str(), 1);
+  setenv("DEVDL_TRANSLATOR_TIMEOUT", "0.001", 1);
+  const std::string kernel = dir + "/kernel.spv";  // a path: looked for even in secure execution
+  writeFile(kernel, readFile(image("kernel_lib.spv")));
+  const std::string pocl = dir + "/pocl";  // PoCL's kernel cache, where nobody may write
+  std::filesystem::create_directories(pocl);
+  ASSERT_EQ(chmod(pocl.c_str(), 0777), 0);
+  setenv("POCL_CACHE_DIR", pocl.c_str(), 1);
   auto runAsNobody = [&] {
     return run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "-C", dir, probe, "value_one.spv",
-                "lib.spv"});
+                "lib.spv", "now:" + kernel});
   };
   auto debugOutput = [&] {
     std::string text;
@@ -206,7 +218,9 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   if (reach.status != 0) GTEST_SKIP() << "user nobody cannot reach " << dir << " and the build's libraries";
   CommandResult plain = runAsNobody();
   ASSERT_EQ(plain.status, 0) << plain.err;
-  EXPECT_EQ(plain.out, "value_one.spv: opened\nlib.spv: opened\n");
+  EXPECT_EQ(plain.out, "value_one.spv: opened\nlib.spv: opened\n" + kernel +
+                           ": image 0 (spirv): cannot start the SPIR-V translator (" + dir +
+                           "/no-translator): No such file or directory\n");
   EXPECT_NE(debugOutput().find("preload.spv"), std::string::npos) << "DEVDL_PRELOAD and DEVDL_DEBUG_OUTPUT honoured";
 
   ASSERT_EQ(chmod(probe.c_str(), 04755), 0);
@@ -214,7 +228,9 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   ASSERT_EQ(secure.status, 0) << secure.err;
   const std::string refused = ": a name without a slash is not looked for in a secure-execution (setuid) process: "
                               "DEVDL_LIBRARY_PATH and the current directory are the invoking user's\n";
-  EXPECT_EQ(secure.out, "value_one.spv" + refused + "lib.spv" + refused);
+  EXPECT_EQ(secure.out, "value_one.spv" + refused + "lib.spv" + refused + kernel + ": opened\n")
+      << "DEVDL_TRANSLATOR and DEVDL_TRANSLATOR_TIMEOUT ignored: the helper beside libdevdl.so links it";
+  setenv("DEVDL_TRANSLATOR", translator.c_str(), 1);
   EXPECT_EQ(debugOutput(), "") << "no DEVDL_DEBUG_OUTPUT file";
   EXPECT_EQ(secure.err.find("devdl:"), std::string::npos) << "no DEVDL_DEBUG output, no preload: " << secure.err;
 }
