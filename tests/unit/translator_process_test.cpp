@@ -108,6 +108,13 @@ TEST_F(TranslatorProcess, AHelperThatExitsWithNothingWrittenIsAnError) {
   expectTheNextTranslationWorks();
 }
 
+TEST_F(TranslatorProcess, AHelperThatExitsWithAnErrorIsAnErrorSayingWhatItSaid) {
+  const std::string helper = useHelper("echo 'no module for me' >&2; exit 3");
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") exited with status 3; it said: no module for me");
+  expectTheNextTranslationWorks();
+}
+
 TEST_F(TranslatorProcess, AHelperThatIsMissingIsNamed) {
   const std::string missing = scratchDir() + "/no-such-helper";
   setenv("DEVDL_TRANSLATOR", missing.c_str(), 1);
