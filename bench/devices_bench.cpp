@@ -18,6 +18,7 @@
 // directory, or pass DEVDL_TEST_IMAGES=<dir>.
 #include "backend/opencl/opencl_api.h"
 #include "child_process.h"
+#include "opencl_launch.h"
 #include "devdl.h"
 #include "e2e/cuda_driver.h"
 
@@ -77,20 +78,8 @@ bool launch(const devdl_native &device, void *kernel) {
     if (cu.cuDevicePrimaryCtxRetain(&context, ordinal) != cuda::CUDA_SUCCESS) return false;
     return !cuda::runIntKernel(cu, context, kernel, 1).empty();  // the primary context stays: the view's
   }
-  const auto &cl = *devdl::backend::opencl::api();
-  auto *k = static_cast<cl_kernel>(kernel);
-  cl_context context = nullptr;
-  cl.clGetKernelInfo(k, CL_KERNEL_CONTEXT, sizeof context, &context, nullptr);
-  cl_command_queue queue =
-      cl.clCreateCommandQueueWithProperties(context, static_cast<cl_device_id>(device.device), nullptr, nullptr);
-  cl_mem buffer = cl.clCreateBuffer(context, CL_MEM_WRITE_ONLY, sizeof(int), nullptr, nullptr);
-  const size_t one = 1;
-  const bool ok = cl.clSetKernelArg(k, 0, sizeof buffer, &buffer) == CL_SUCCESS &&
-                  cl.clEnqueueNDRangeKernel(queue, k, 1, nullptr, &one, nullptr, 0, nullptr, nullptr) == CL_SUCCESS &&
-                  cl.clFinish(queue) == CL_SUCCESS;
-  cl.clReleaseMemObject(buffer);
-  cl.clReleaseCommandQueue(queue);
-  return ok;
+  return devdl::bench::launchOnOneWorkItem(*devdl::backend::opencl::api(), static_cast<cl_device_id>(device.device),
+                                           static_cast<cl_kernel>(kernel));
 }
 
 int failed(const char *what) {

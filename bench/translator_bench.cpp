@@ -15,13 +15,13 @@
 // nothing: it loads the stored binary.
 //
 // Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
-#include "backend/opencl/opencl_api.h"
 #include "backend/opencl/opencl_device.h"
 #include "backend/spirv/link.h"
 #include "backend/spirv/translation.h"
 #include "backend/spirv/translator_process.h"
 #include "image/read_image.h"
 #include "child_process.h"
+#include "opencl_launch.h"
 
 #include <benchmark/benchmark.h>
 
@@ -49,17 +49,7 @@ bool launch(devdl::backend::opencl::Device &device, devdl::backend::Program &pro
     llvm::consumeError(kernel.takeError());
     return false;
   }
-  const devdl::backend::opencl::Api &cl = *api;
-  cl_command_queue queue = cl.clCreateCommandQueueWithProperties(device.context(), device.id(), nullptr, nullptr);
-  cl_mem buffer = cl.clCreateBuffer(device.context(), CL_MEM_WRITE_ONLY, sizeof(int), nullptr, nullptr);
-  const size_t one = 1;
-  auto *k = static_cast<cl_kernel>(*kernel);
-  const bool ran = cl.clSetKernelArg(k, 0, sizeof buffer, &buffer) == CL_SUCCESS &&
-                   cl.clEnqueueNDRangeKernel(queue, k, 1, nullptr, &one, nullptr, 0, nullptr, nullptr) == CL_SUCCESS &&
-                   cl.clFinish(queue) == CL_SUCCESS;
-  cl.clReleaseMemObject(buffer);
-  cl.clReleaseCommandQueue(queue);
-  return ran;
+  return devdl::bench::launchOnOneWorkItem(*api, device.id(), static_cast<cl_kernel>(*kernel));
 }
 
 double msSince(Clock::time_point start) {
