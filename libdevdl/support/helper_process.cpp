@@ -266,13 +266,13 @@ llvm::Error HelperProcess::ended() {
   if (killed_)
     how = "did not finish within " + seconds(timeout_) + " and was killed";
   else if (status_ != -1 && WIFSIGNALED(status_))
-    how = "was killed by signal " + std::to_string(WTERMSIG(status_)) + " (" + strsignal(WTERMSIG(status_)) + ")";
+    how = "was killed by signal " + std::to_string(WTERMSIG(status_)) + " (" +
+          (sigdescr_np(WTERMSIG(status_)) ? sigdescr_np(WTERMSIG(status_)) : "unknown") + ")";  // strsignal is not thread-safe
   else if (status_ != -1 && WEXITSTATUS(status_) != 0)
     how = "exited with status " + std::to_string(WEXITSTATUS(status_));
   else
     how = "exited without writing all it should";
   return fail(ErrorCode::Unsupported, what_ + " " + how + lastWords());
 }
-
 
 }  // namespace devdl

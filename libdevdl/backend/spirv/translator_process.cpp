@@ -34,9 +34,9 @@ std::chrono::milliseconds translatorTimeout() {
   return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(seconds * 1000)));
 }
 
-// Helpers between translations. Starting one costs some 15 ms (loading LLVM), against 1 ms for
-// the seed's translation and 37 ms for its whole build on PoCL in a warm process: a helper
-// serves one translation after another. One that failed in any way is not kept; each serves
+// Helpers between translations. Starting one costs some 14 ms (loading LLVM), against 1 ms for
+// the seed's translation and some 20 ms for its whole build on PoCL in a warm process
+// (bench_translator): a helper serves one translation after another. One that failed in any way is not kept; each serves
 // kMaxUses at most (whatever LLVM keeps between modules stays bounded). A process forked from
 // this one starts its own: the helpers it inherited are its parent's.
 class IdleHelpers {
