@@ -1,34 +1,49 @@
 #include "loader/files.h"
+#include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
+#include "support/own_directory.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace devdl {
 
+std::string defaultLibraryDirectory() { return ownDirectory() + "/devdl"; }
+
 llvm::Expected<RegularFile> openNamedFile(const char *name) {
   if (std::strchr(name, '/')) return RegularFile::open(name);
-  if (secureExecution())
-    return inFile(fail(ErrorCode::NotFound, "a name without a slash is not looked for in a secure-execution "
-                                            "(setuid) process: DEVDL_LIBRARY_PATH and the current directory "
-                                            "are the invoking user's"),
-                  name);
-  const char *list = devdlVariable("DEVDL_LIBRARY_PATH");
-  for (llvm::StringRef rest = list ? list : ""; !rest.empty();) {
-    auto [dir, tail] = rest.split(':');
-    rest = tail;
-    if (dir.empty()) continue;
-    std::string candidate = dir.str() + "/" + name;
-    if (access(candidate.c_str(), R_OK) == 0) return RegularFile::open(candidate);
+  const bool saying = Debug::get().on(Debug::Files);
+  if (saying) Debug::get().print("find file=" + std::string(name));
+  std::vector<std::string> places;  // for the error
+  auto tryIn = [&](llvm::StringRef dir) -> std::optional<llvm::Expected<RegularFile>> {
+    const std::string candidate = dir.str() + "/" + name;
+    if (saying) Debug::get().print("  trying file=" + candidate);
+    auto opened = RegularFile::open(candidate);
+    if (opened) return std::move(opened);
+    llvm::Error err = opened.takeError();
+    if (!hasCode(err, ErrorCode::NotFound)) return llvm::Expected<RegularFile>(std::move(err));  // there, but refused
+    llvm::consumeError(std::move(err));
+    return std::nullopt;
+  };
+  if (const char *list = devdlVariable("DEVDL_LIBRARY_PATH"); list && *list) {
+    places.push_back("DEVDL_LIBRARY_PATH");
+    llvm::SmallVector<llvm::StringRef, 8> dirs;
+    llvm::StringRef(list).split(dirs, ':', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef dir : dirs)
+      if (auto found = tryIn(dir)) return std::move(*found);
   }
-  return RegularFile::open(name);
+  const std::string installed = defaultLibraryDirectory();
+  places.push_back(installed);
+  if (auto found = tryIn(installed)) return std::move(*found);
+  std::string where = llvm::join(places, ", ");
+  if (secureExecution()) where += " (DEVDL_LIBRARY_PATH is not used in a secure-execution process)";
+  return inFile(fail(ErrorCode::NotFound, "not found in " + where), name);
 }
 
 std::vector<std::string> preloadList(const char *list) {

@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char *kHelp =
     "Valid options for the DEVDL_DEBUG environment variable are:\n"
+    "  files       each place a file is looked for\n"
     "  libs        images as they are found, loaded and unloaded\n"
     "  symbols     duplicate definitions in the global scope\n"
     "  bindings    each import and the definition it binds to\n"
@@ -36,10 +37,11 @@ Debug::Debug() {
     auto [item, tail] = rest.split(',');
     rest = tail;
     if (item == "libs") categories_ |= Libs;
+    else if (item == "files") categories_ |= Files;
     else if (item == "symbols") categories_ |= Symbols;
     else if (item == "bindings") categories_ |= Bindings;
     else if (item == "statistics") categories_ |= Statistics;
-    else if (item == "all") categories_ |= Libs | Symbols | Bindings | Statistics;
+    else if (item == "all") categories_ |= Libs | Symbols | Bindings | Statistics | Files;
     else if (item == "help") std::fputs(kHelp, stderr);
     else if (!item.empty()) std::fprintf(stderr, "devdl: DEVDL_DEBUG: unknown option `%s` (try help)\n", item.str().c_str());
   }

@@ -19,7 +19,7 @@ namespace devdl {
 
 class Debug {
  public:
-  enum Category : unsigned { Libs = 1, Symbols = 2, Bindings = 4, Statistics = 8 };
+  enum Category : unsigned { Libs = 1, Symbols = 2, Bindings = 4, Statistics = 8, Files = 16 };
 
   /// The settings of this process, read from the environment once.
   static Debug &get();

@@ -216,9 +216,12 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   CommandResult reach = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/test",
                              "-x", probe, "-a", "-r", DEVDL_TEST_OPEN_PROBE});
   if (reach.status != 0) GTEST_SKIP() << "user nobody cannot reach " << dir << " and the build's libraries";
+  // A name without a slash is never taken from the current directory; the installed directory
+  // (beside libdevdl.so) is searched after DEVDL_LIBRARY_PATH, and alone in secure execution.
+  const std::string installed = std::string(DEVDL_TEST_LIBRARY_DIR) + "/devdl";
   CommandResult plain = runAsNobody();
   ASSERT_EQ(plain.status, 0) << plain.err;
-  EXPECT_EQ(plain.out, "value_one.spv: opened\nlib.spv: opened\n" + kernel +
+  EXPECT_EQ(plain.out, "value_one.spv: not found in DEVDL_LIBRARY_PATH, " + installed + "\nlib.spv: opened\n" + kernel +
                            ": image 0 (spirv): cannot start the SPIR-V translator (" + dir +
                            "/no-translator): No such file or directory\n");
   EXPECT_NE(debugOutput().find("preload.spv"), std::string::npos) << "DEVDL_PRELOAD and DEVDL_DEBUG_OUTPUT honoured";
@@ -226,13 +229,36 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   ASSERT_EQ(chmod(probe.c_str(), 04755), 0);
   CommandResult secure = runAsNobody();
   ASSERT_EQ(secure.status, 0) << secure.err;
-  const std::string refused = ": a name without a slash is not looked for in a secure-execution (setuid) process: "
-                              "DEVDL_LIBRARY_PATH and the current directory are the invoking user's\n";
+  const std::string refused =
+      ": not found in " + installed + " (DEVDL_LIBRARY_PATH is not used in a secure-execution process)\n";
   EXPECT_EQ(secure.out, "value_one.spv" + refused + "lib.spv" + refused + kernel + ": opened\n")
       << "DEVDL_TRANSLATOR and DEVDL_TRANSLATOR_TIMEOUT ignored: the helper beside libdevdl.so links it";
   setenv("DEVDL_TRANSLATOR", translator.c_str(), 1);
   EXPECT_EQ(debugOutput(), "") << "no DEVDL_DEBUG_OUTPUT file";
   EXPECT_EQ(secure.err.find("devdl:"), std::string::npos) << "no DEVDL_DEBUG output, no preload: " << secure.err;
+}
+
+// DEVDL_DEBUG=files says each place a name is looked for, as LD_DEBUG=libs does: the library
+// path's directories in turn, then the installed directory; the current directory never.
+TEST_F(HostileInput, DebugFilesSaysEachPlaceANameIsLookedFor) {
+  const std::string dir = scratchDir(), first = dir + "/first", second = dir + "/second";
+  std::filesystem::create_directories(first);
+  std::filesystem::create_directories(second);
+  writeFile(second + "/lib.spv", readFile(image("lib.spv")));
+  writeFile(dir + "/app.spv", readFile(image("app.spv")));  // in the current directory only
+  setenv("DEVDL_DEBUG", "files", 1);
+  setenv("DEVDL_LIBRARY_PATH", (first + ":" + second).c_str(), 1);
+  CommandResult probe = run({"/usr/bin/env", "-C", dir, DEVDL_TEST_OPEN_PROBE, "lib.spv", "app.spv"});
+  ASSERT_EQ(probe.status, 0) << probe.err;
+  const std::string installed = std::string(DEVDL_TEST_LIBRARY_DIR) + "/devdl";
+  EXPECT_EQ(probe.out, "lib.spv: opened\napp.spv: not found in DEVDL_LIBRARY_PATH, " + installed + "\n");
+  EXPECT_EQ(probe.err, "devdl: find file=lib.spv\n"
+                       "devdl:   trying file=" + first + "/lib.spv\n"
+                       "devdl:   trying file=" + second + "/lib.spv\n"
+                       "devdl: find file=app.spv\n"
+                       "devdl:   trying file=" + first + "/app.spv\n"
+                       "devdl:   trying file=" + second + "/app.spv\n"
+                       "devdl:   trying file=" + installed + "/app.spv\n");
 }
 
 // DEVDL_DEBUG_OUTPUT is opened as glibc opens LD_DEBUG_OUTPUT: a symbolic link in its place is

@@ -2,11 +2,13 @@
 // DEVDL_NOW resolves every import at the open or the open fails and leaves nothing; DEVDL_LAZY
 // fails at the first symbol that needs the link. Every message names the file, the image and the
 // symbol.
+#include "loader/files.h"
 #include "unit/loader_fixture.h"
 
 #include "devdl.h"
 
 #include <filesystem>
+#include <unistd.h>
 #include <string>
 
 namespace devdl::test {
@@ -120,9 +122,44 @@ TEST_F(LoaderErrors, NamesWithoutASlashAreSearchedInTheLibraryPath) {
   ASSERT_NE(lib, nullptr);
   EXPECT_EQ(definitionOf(lib, "LibDeviceFunc"), dir + "/lib.spv: image 0 (spirv)");
   close(lib);
-  // Without it, the name is not found where the tests run.
-  ASSERT_FALSE(std::filesystem::exists("lib.spv"));
-  EXPECT_EQ(errorText(loader_.open("lib.spv", DEVDL_LAZY)), "lib.spv: No such file or directory");
+  // Without it, the name is not found, the error naming where it was looked for.
+  EXPECT_EQ(errorText(loader_.open("lib.spv", DEVDL_LAZY)),
+            "lib.spv: not found in " + defaultLibraryDirectory());
+}
+
+// As ld.so: a name without a slash is never taken from the current directory, which whoever
+// starts the program chose.
+TEST_F(LoaderErrors, ANameOnlyInTheCurrentDirectoryIsNotFound) {
+  const std::string dir = scratchDir(), before = std::filesystem::current_path();
+  writeFile(dir + "/lib.spv", readFile(image("lib.spv")));
+  std::filesystem::current_path(dir);
+  auto opened = loader_.open("lib.spv", DEVDL_LAZY);
+  std::filesystem::current_path(before);
+  EXPECT_EQ(errorText(opened), "lib.spv: not found in " + defaultLibraryDirectory());
+}
+
+// The installed directory (<libdir>/devdl, beside the library that holds devdl) comes after
+// DEVDL_LIBRARY_PATH, as ld.so's own directories come after LD_LIBRARY_PATH.
+TEST_F(LoaderErrors, TheLibraryPathComesBeforeTheDefaultDirectory) {
+  const std::string installed = defaultLibraryDirectory();
+  const std::string name = "devdl-test-" + std::to_string(getpid()) + ".spv";
+  std::filesystem::create_directories(installed);
+  writeFile(installed + "/" + name, readFile(image("lib.spv")));
+  void *fromDefault = openPath(name.c_str(), DEVDL_LAZY);
+  ASSERT_NE(fromDefault, nullptr);
+  EXPECT_EQ(definitionOf(fromDefault, "LibDeviceFunc"), installed + "/" + name + ": image 0 (spirv)");
+  close(fromDefault);
+  const std::string dir = scratchDir();
+  writeFile(dir + "/" + name, readFile(image("lib.spv")));
+  void *fromPath = nullptr;
+  {
+    ScopedVariable path("DEVDL_LIBRARY_PATH", dir);
+    fromPath = openPath(name.c_str(), DEVDL_LAZY);
+  }
+  std::filesystem::remove(installed + "/" + name);
+  ASSERT_NE(fromPath, nullptr);
+  EXPECT_EQ(definitionOf(fromPath, "LibDeviceFunc"), dir + "/" + name + ": image 0 (spirv)");
+  close(fromPath);
 }
 
 }  // namespace

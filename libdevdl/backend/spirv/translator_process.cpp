@@ -6,11 +6,11 @@
 #include "support/environment.h"
 #include "support/error.h"
 #include "support/helper_process.h"
+#include "support/own_directory.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <dlfcn.h>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -85,12 +85,7 @@ class IdleHelpers {
 
 std::string translatorPath() {
   if (const char *named = devdlVariable("DEVDL_TRANSLATOR"); named && *named) return named;
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<const void *>(&translatorPath), &info) || !info.dli_fname) return kTranslatorBesideLibrary;
-  const std::string_view file = info.dli_fname;
-  const size_t slash = file.find_last_of('/');
-  return (slash == std::string_view::npos ? std::string() : std::string(file.substr(0, slash + 1))) +
-         kTranslatorBesideLibrary;
+  return ownDirectory() + "/" + kTranslatorBesideLibrary;
 }
 
 namespace {
