@@ -21,14 +21,17 @@ llvm::Expected<RegularFile> openNamedFile(const char *name) {
   const bool saying = Debug::get().on(Debug::Files);
   if (saying) Debug::get().print("find file=" + std::string(name));
   std::vector<std::string> places;  // for the error
-  auto tryIn = [&](llvm::StringRef dir) -> std::optional<llvm::Expected<RegularFile>> {
+  std::string refused;              // the first file of the name that could not be opened, and why
+  // As ld.so: a file of the name that cannot be opened (unreadable, not a regular file) is passed
+  // over, and the search goes on.
+  auto tryIn = [&](llvm::StringRef dir) -> std::optional<RegularFile> {
     const std::string candidate = dir.str() + "/" + name;
     if (saying) Debug::get().print("  trying file=" + candidate);
     auto opened = RegularFile::open(candidate);
-    if (opened) return std::move(opened);
+    if (opened) return std::move(*opened);
     llvm::Error err = opened.takeError();
-    if (!hasCode(err, ErrorCode::NotFound)) return llvm::Expected<RegularFile>(std::move(err));  // there, but refused
-    llvm::consumeError(std::move(err));
+    if (!hasCode(err, ErrorCode::NotFound) && refused.empty()) refused = llvm::toString(std::move(err));
+    else llvm::consumeError(std::move(err));
     return std::nullopt;
   };
   if (const char *list = devdlVariable("DEVDL_LIBRARY_PATH"); list && *list) {
@@ -43,6 +46,7 @@ llvm::Expected<RegularFile> openNamedFile(const char *name) {
   if (auto found = tryIn(installed)) return std::move(*found);
   std::string where = llvm::join(places, ", ");
   if (secureExecution()) where += " (DEVDL_LIBRARY_PATH is not used in a secure-execution process)";
+  if (!refused.empty()) where += " (passed over: " + refused + ")";
   return inFile(fail(ErrorCode::NotFound, "not found in " + where), name);
 }
 

@@ -8,6 +8,7 @@
 #include "devdl.h"
 
 #include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <string>
 
@@ -125,6 +126,30 @@ TEST_F(LoaderErrors, NamesWithoutASlashAreSearchedInTheLibraryPath) {
   // Without it, the name is not found, the error naming where it was looked for.
   EXPECT_EQ(errorText(loader_.open("lib.spv", DEVDL_LAZY)),
             "lib.spv: not found in " + defaultLibraryDirectory());
+}
+
+// As ld.so: a file of the name that cannot be opened is passed over, and the search goes on.
+TEST_F(LoaderErrors, AFileOfTheNameThatCannotBeOpenedIsPassedOver) {
+  const std::string dir = scratchDir(), fifoDir = dir + "/fifo", fileDir = dir + "/file";
+  std::filesystem::create_directories(fifoDir);
+  std::filesystem::create_directories(fileDir);
+  ASSERT_EQ(mkfifo((fifoDir + "/lib.spv").c_str(), 0600), 0);  // opening it for reading would wait
+  writeFile(fileDir + "/lib.spv", readFile(image("lib.spv")));
+  void *lib = nullptr;
+  {
+    ScopedVariable path("DEVDL_LIBRARY_PATH", fifoDir + ":" + fileDir);
+    lib = openPath("lib.spv", DEVDL_LAZY);
+  }
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ(definitionOf(lib, "LibDeviceFunc"), fileDir + "/lib.spv: image 0 (spirv)");
+  close(lib);
+  ScopedVariable path("DEVDL_LIBRARY_PATH", fifoDir);
+  const std::string said = errorText(loader_.open("lib.spv", DEVDL_LAZY));
+  EXPECT_EQ(said.rfind("lib.spv: not found in DEVDL_LIBRARY_PATH, " + defaultLibraryDirectory() + " (passed over: " +
+                           fifoDir + "/lib.spv: ",
+                       0),
+            0u)
+      << said;
 }
 
 // As ld.so: a name without a slash is never taken from the current directory, which whoever
