@@ -44,17 +44,14 @@ uint64_t DiskCache::maxSizeFromEnvironment() {
 std::chrono::milliseconds DiskCache::buildWaitFromEnvironment() {
   const char *value = devdlVariable("DEVDL_CACHE_WAIT");
   if (!value || !*value) return kDefaultBuildWait;
-  char *end = nullptr;
-  errno = 0;
-  const double seconds = std::strtod(value, &end);
-  // At most a day: anything longer is a mistake, and the milliseconds must not overflow.
-  if (errno || end == value || *end || !(seconds >= 0 && seconds <= 86400)) {
+  const std::optional<double> seconds = secondsIn(value);
+  if (!seconds) {
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("cache: DEVDL_CACHE_WAIT=" + std::string(value) +
                          " is no number of seconds (0 to 86400); waiting while the builder lives");
     return kDefaultBuildWait;
   }
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
 }
 
 DiskCache &DiskCache::process() {

@@ -3,6 +3,8 @@
 // environment does not steer a privileged program (its files, devices, build options, output).
 #pragma once
 
+#include <optional>
+
 namespace devdl {
 
 /// Whether this is a secure-execution process.
@@ -11,5 +13,9 @@ bool secureExecution();
 /// The value of devdl's variable `name` (DEVDL_...): null where unset, and always in a
 /// secure-execution process.
 const char *devdlVariable(const char *name);
+
+/// A variable's value as a number of seconds, a fraction allowed, from 0 to a day (longer is a
+/// mistake, and its milliseconds must not overflow); nullopt where it is no such number.
+std::optional<double> secondsIn(const char *value);
 
 }  // namespace devdl

@@ -8,7 +8,6 @@
 #include "support/helper_process.h"
 #include "support/own_directory.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -22,16 +21,14 @@ namespace {
 std::chrono::milliseconds translatorTimeout() {
   const char *value = devdlVariable("DEVDL_TRANSLATOR_TIMEOUT");
   if (!value || !*value) return kDefaultTranslatorTimeout;
-  char *end = nullptr;
-  errno = 0;
-  const double seconds = std::strtod(value, &end);
-  if (errno || end == value || *end || !(seconds > 0 && seconds <= 86400)) {
+  const std::optional<double> seconds = secondsIn(value);
+  if (!seconds || *seconds == 0) {
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print("DEVDL_TRANSLATOR_TIMEOUT=" + std::string(value) + " is no number of seconds (over 0, to 86400); " +
                          std::to_string(kDefaultTranslatorTimeout.count()) + " it is");
     return kDefaultTranslatorTimeout;
   }
-  return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(seconds * 1000)));
+  return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(*seconds * 1000)));
 }
 
 // Helpers between translations. Starting one costs some 14 ms (loading LLVM), against 1 ms for
