@@ -31,7 +31,8 @@ TlsSettings TlsSettings::fromEnvironment() {
 struct TlsChannel::Session {};
 TlsChannel::TlsChannel(std::unique_ptr<Session> session) : session_(std::move(session)) {}
 TlsChannel::~TlsChannel() = default;
-llvm::Expected<std::unique_ptr<TlsChannel>> TlsChannel::open(int, const std::string &, const TlsSettings &) {
+llvm::Expected<std::unique_ptr<TlsChannel>> TlsChannel::open(int, const std::string &, const TlsSettings &,
+                                                             std::chrono::milliseconds) {
   return fail(ErrorCode::Unsupported, "TLS: this devdl was built without OpenSSL's header (Debian: libssl-dev)");
 }
 llvm::Error TlsChannel::write(std::string_view) { return fail(ErrorCode::Unsupported, "no TLS"); }
@@ -113,6 +114,7 @@ std::string openSslErrors(const OpenSsl &api) {
 
 struct TlsChannel::Session {
   const OpenSsl &api;
+  std::chrono::milliseconds timeout;  // the socket's, for messages
   SSL_CTX *context = nullptr;
   SSL *ssl = nullptr;
 
@@ -128,7 +130,10 @@ struct TlsChannel::Session {
   std::string why(int result) const {
     const int kind = api.getError(ssl, result);
     if (kind == SSL_ERROR_ZERO_RETURN) return "the server closed the session";
-    if (kind == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK)) return "no answer in time";
+    // The socket's timeout ends a read or write with EAGAIN, which OpenSSL takes for "try again".
+    if (kind == SSL_ERROR_WANT_READ || kind == SSL_ERROR_WANT_WRITE ||
+        (kind == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK)))
+      return "no answer within " + std::to_string(timeout.count()) + " ms";
     if (kind == SSL_ERROR_SYSCALL)
       return errno ? std::string("the connection failed: ") + std::strerror(errno) : "the server closed the connection";
     return openSslErrors(api);
@@ -139,13 +144,14 @@ TlsChannel::TlsChannel(std::unique_ptr<Session> session) : session_(std::move(se
 TlsChannel::~TlsChannel() = default;
 
 llvm::Expected<std::unique_ptr<TlsChannel>> TlsChannel::open(int fd, const std::string &host,
-                                                             const TlsSettings &settings) {
+                                                             const TlsSettings &settings,
+                                                             std::chrono::milliseconds timeout) {
   auto api = loadedOnce(loadOpenSsl);
   if (!api) return api.takeError();
   if (settings.certFile.empty() != settings.keyFile.empty())
     return fail(ErrorCode::InvalidArgument,
                 "DEVDL_CACHE_REMOTE_CERT and DEVDL_CACHE_REMOTE_KEY go together: a client certificate and its key");
-  auto session = std::make_unique<Session>(Session{*api});
+  auto session = std::make_unique<Session>(Session{*api, timeout});
   api->clearErrors();
   session->context = api->contextNew(api->clientMethod());
   if (!session->context) return fail(ErrorCode::Io, "TLS: " + openSslErrors(*api));

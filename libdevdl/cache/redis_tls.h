@@ -10,6 +10,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,14 +23,15 @@ struct TlsSettings {
   static TlsSettings fromEnvironment();
 };
 
-/// A TLS session over a connected socket, whose timeouts (SO_RCVTIMEO, SO_SNDTIMEO) bound each
-/// read and write, the handshake's included.
+/// A TLS session over a connected socket, whose timeouts (SO_RCVTIMEO, SO_SNDTIMEO: `timeout`)
+/// bound each read and write, the handshake's included.
 class TlsChannel {
  public:
   /// The handshake with the server at `host` over `fd` (which stays the caller's); fails saying
   /// why: no OpenSSL, a settings file refused, the server's certificate not verified (and why),
-  /// no answer in time.
-  static llvm::Expected<std::unique_ptr<TlsChannel>> open(int fd, const std::string &host, const TlsSettings &settings);
+  /// no answer within `timeout`.
+  static llvm::Expected<std::unique_ptr<TlsChannel>> open(int fd, const std::string &host, const TlsSettings &settings,
+                                                          std::chrono::milliseconds timeout);
   ~TlsChannel();
   TlsChannel(const TlsChannel &) = delete;
   TlsChannel &operator=(const TlsChannel &) = delete;

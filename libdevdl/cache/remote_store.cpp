@@ -216,7 +216,6 @@ struct RemoteStore::Connection {
       auto got = tls->read(buffer, sizeof buffer);
       if (!got) {
         why = llvm::toString(got.takeError());
-        if (why == "no answer in time") why = "no answer within " + std::to_string(kCallTimeout.count()) + " ms";
         return nullptr;
       }
       api.readerFeed(reader, buffer, *got);
@@ -270,9 +269,9 @@ RemoteStore::Connection *RemoteStore::connect() {
     return nullptr;
   }
   api->setTimeout(context, timevalOf(kCallTimeout));
-  std::unique_ptr<Connection> connection(new Connection{*api, context});  // frees the context from here on
+  std::unique_ptr<Connection> connection(new Connection{*api, context, nullptr, nullptr});  // frees the context from here on
   if (address_.tls) {
-    auto tls = TlsChannel::open(context->fd, address_.host, TlsSettings::fromEnvironment());
+    auto tls = TlsChannel::open(context->fd, address_.host, TlsSettings::fromEnvironment(), kCallTimeout);
     if (!tls) {
       fail(llvm::toString(tls.takeError()));
       return nullptr;

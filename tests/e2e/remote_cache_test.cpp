@@ -504,7 +504,7 @@ TEST_F(RemoteStoreTls, AServerThatAsksForAClientCertificateGetsTheNodes) {
 }
 
 // End to end over TLS: the second machine loads what the first built, and a node that trusts
-// another CA builds, saying why.
+// another CA, or whose server has stopped, builds, saying why.
 class RemoteCacheTlsE2E : public RemoteCacheE2E {
  protected:
   std::unique_ptr<RedisServer> makeServer() override {
@@ -519,7 +519,7 @@ class RemoteCacheTlsE2E : public RemoteCacheE2E {
   Certificates certificates_;
 };
 
-TEST_F(RemoteCacheTlsE2E, ASecondMachineLoadsWhatTheFirstBuiltAndANodeTrustingAnotherCaBuilds) {
+TEST_F(RemoteCacheTlsE2E, ASecondMachineLoadsWhatTheFirstBuiltAndANodeTrustingAnotherCaOrFacingAStoppedServerBuilds) {
   Load first = seedOn("first");
   EXPECT_TRUE(first.linked());
   EXPECT_EQ(first.remoteStored, 1) << first.result.err;
@@ -532,6 +532,12 @@ TEST_F(RemoteCacheTlsE2E, ASecondMachineLoadsWhatTheFirstBuiltAndANodeTrustingAn
   EXPECT_TRUE(distrustful.linked());
   EXPECT_NE(distrustful.result.err.find("TLS: the server's certificate is not trusted: "), std::string::npos)
       << distrustful.result.err;
+  // A server that takes the connection and then says nothing: the handshake waits the call's bound.
+  setenv("DEVDL_CACHE_REMOTE_CA", certificates_.file("ca.crt").c_str(), 1);
+  server_->kill(SIGSTOP);
+  Load stopped = seedOn("fourth");
+  EXPECT_TRUE(stopped.linked());
+  EXPECT_NE(stopped.result.err.find("TLS handshake: no answer within 2000 ms"), std::string::npos) << stopped.result.err;
 }
 
 }  // namespace
