@@ -145,25 +145,34 @@ void DeviceImage::ownStrings() {
   }
 }
 
-std::string_view DeviceImage::moduleId() const {
-  if (const PropertySet *set = findSet(kModuleSet))
-    if (const Property *id = set->find("id"); id && id->type == PropertyType::String) return id->data;
-  return {};
+namespace {
+
+std::string_view moduleString(const DeviceImage &image, std::string_view name) {
+  const PropertySet *set = image.findSet(kModuleSet);
+  const Property *property = set ? set->find(name) : nullptr;
+  return property && property->type == PropertyType::String ? property->data : std::string_view();
 }
 
-std::vector<std::string_view> DeviceImage::dependencies() const {
-  std::vector<std::string_view> ids;
-  const PropertySet *set = findSet(kModuleSet);
-  const Property *depends = set ? set->find("depends") : nullptr;
-  if (!depends || depends->type != PropertyType::String) return ids;
-  for (std::string_view rest = depends->data; !rest.empty();) {
+std::vector<std::string_view> commaList(std::string_view list) {
+  std::vector<std::string_view> items;
+  for (std::string_view rest = list; !rest.empty();) {
     const size_t comma = rest.find(',');
-    const std::string_view id = rest.substr(0, comma);
-    if (!id.empty()) ids.push_back(id);
+    const std::string_view item = rest.substr(0, comma);
+    if (!item.empty()) items.push_back(item);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
   }
-  return ids;
+  return items;
 }
+
+}  // namespace
+
+std::string_view DeviceImage::moduleId() const { return moduleString(*this, "id"); }
+
+std::vector<std::string_view> DeviceImage::dependencies() const { return commaList(moduleString(*this, "depends")); }
+
+std::vector<std::string_view> DeviceImage::neededFiles() const { return commaList(moduleString(*this, "needed")); }
+
+std::string_view DeviceImage::runPath() const { return moduleString(*this, "runpath"); }
 
 bool isImportableName(std::string_view name) {
   if (name.empty()) return false;

@@ -159,6 +159,12 @@ class DeviceImage {
   std::string_view moduleId() const;
   /// The module ids it needs (devdl/module depends, comma-separated), in order.
   std::vector<std::string_view> dependencies() const;
+  /// The files it needs, by name, in order (devdl/module needed, comma-separated), as an ELF
+  /// object's DT_NEEDED entries.
+  std::vector<std::string_view> neededFiles() const;
+  /// Where its needed files are looked for first (devdl/module runpath: directories separated by
+  /// colons, $ORIGIN standing for the directory of its file), as DT_RUNPATH; empty if none.
+  std::string_view runPath() const;
 };
 
 /// The seed's import filter: reserved names (`__` prefix, also after demangling), SPIR-V and

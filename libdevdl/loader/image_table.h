@@ -34,6 +34,7 @@ struct LoadedImage : ScopedImage {
   // object's image keeps its strings (DeviceImage::ownStrings), but its bytes may be gone.
   bool loaded = true;
   unsigned holders = 0;  // programs linked from it and builds reading it: freed with the last
+  std::vector<Handle *> needs;  // the handles of the files it needs (devdl/module needed), in its order
   /// By place (the default devices, then views' devices: loader.h): the program its kernels are
   /// looked up in there; null, or past the end: link.
   std::vector<cache::LinkedProgram *> programs;

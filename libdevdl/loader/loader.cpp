@@ -169,7 +169,7 @@ llvm::Expected<void *> Loader::open(const char *name, int flags) {
   Lock lock(*this);
   scanProcess(lock);
   auto handle = openIdentified(lock, {file->status().st_dev, file->status().st_ino, nullptr, 0}, flags, file->path(),
-                               [&] { return readFile(file); });
+                               /*isFile=*/true, [&] { return readFile(file); });
   if (!handle) return handle.takeError();
   return *handle;
 }
@@ -189,31 +189,35 @@ llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const c
   };
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, read);
+  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, /*isFile=*/false, read);
   if (!handle) return handle.takeError();
   return *handle;
 }
 
 llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identity &identity, int flags,
-                                                const std::string &name,
+                                                const std::string &name, bool isFile,
                                                 llvm::function_ref<llvm::Expected<ImageFile>()> read) {
   for (;;) {
     if (Handle *open = findHandle(identity)) return reopen(lock, *open, flags);
     if (flags & DEVDL_NOLOAD) return fail(ErrorCode::NotFound, name + ": not loaded (DEVDL_NOLOAD)");
-    // Read, and their candidacy decided (devices may be opened now), with the lock let go.
+    std::vector<Handle::Identity> open;
+    for (const auto &handle : handles_) open.push_back(handle->identity);
+    // Read, with the files it needs, and their candidacy decided (devices may be opened now),
+    // with the lock let go.
     lock.release();
-    auto file = read();
-    std::vector<NewImage> images;
-    std::string fileName;
-    if (file) {
-      fileName = file->name;
-      images = prepare(std::move(*file), /*mayOpenDevice=*/true);
-    }
+    auto files = [&]() -> llvm::Expected<std::vector<OpenedFile>> {
+      auto file = read();
+      if (!file) return file.takeError();
+      OpenedFile first{file->name, isFile, identity, false, {}, {}};
+      first.images = prepare(std::move(*file), /*mayOpenDevice=*/true);
+      return readNeeded(std::move(first), open, /*mayOpenDevice=*/true);
+    }();
     lock.acquire();
-    if (!file) return file.takeError();
+    if (!files) return files.takeError();
     if (findHandle(identity)) continue;  // another thread opened it meanwhile: that handle
-    auto handle = addHandle(fileName, std::move(images), identity, flags);
+    auto handle = addHandles(*files, flags);
     if (!handle) return handle.takeError();
+    if (!*handle) continue;  // a file it needs, open before, was closed meanwhile: read it
     // As RTLD_NOW: linked now, or the open fails and leaves nothing behind, NODELETE or not.
     if (flags & DEVDL_NOW)
       if (llvm::Error err = linkNow(lock, **handle)) {
@@ -231,84 +235,20 @@ llvm::Expected<Handle *> Loader::reopen(Lock &lock, Handle &handle, int flags) {
   // global scope before it links: its images' imports may be bound to one another there. The
   // reference taken first keeps it while the lock is let go.
   ++handle.references;
-  const bool promoted = (flags & DEVDL_GLOBAL) && !handle.global;
-  if (promoted) {
-    handle.global = true;
-    joinGlobalScope(handle.images);
-  }
+  const std::vector<Handle *> promoted = (flags & DEVDL_GLOBAL) ? makeGlobal(handle) : std::vector<Handle *>();
   if ((flags & DEVDL_NOW) && !handle.linkedNow)
     if (llvm::Error err = linkNow(lock, handle)) {
-      if (promoted && handle.global) {
-        handle.global = false;
-        scopes_.leave(handle.images, images_.pointers());
-        changed();
-      }
+      for (Handle *each : promoted)
+        if (findHandle(each) && each->global) {
+          each->global = false;
+          scopes_.leave(each->images, images_.pointers());
+        }
+      changed();
       release(&handle);
       return err;
     }
   handle.nodelete |= (flags & DEVDL_NODELETE) != 0;
   return &handle;
-}
-
-llvm::Expected<Handle *> Loader::addHandle(std::string name, std::vector<NewImage> images,
-                                           const Handle::Identity &identity, int flags) {
-  auto handle = std::make_unique<Handle>();
-  handle->path = std::move(name);
-  handle->identity = identity;
-  handle->references = 1;
-  handle->nodelete = (flags & DEVDL_NODELETE) != 0;
-  handle->local.deepbind = (flags & DEVDL_DEEPBIND) != 0;
-  for (size_t i = 0; i < images.size(); ++i) {
-    const uint32_t id = images_.add(std::move(images[i].image), handle->path, static_cast<unsigned>(i), handle.get());
-    images_[id].candidacy = images[i].candidacy;
-    images_[id].whyNot = std::move(images[i].whyNot);
-    if (images_[id].candidacy == Candidacy::Undecided) undecided_.push_back(id);
-    handle->images.push_back(id);
-    handle->local.add(images_[id].image, id);
-  }
-  if (llvm::Error err = addDependencies(*handle)) {
-    for (Handle *needed : handle->needed) --needed->references;
-    dropImages(handle->images);
-    return err;
-  }
-  if (flags & DEVDL_GLOBAL) {
-    handle->global = true;
-    joinGlobalScope(handle->images);
-  }
-  handles_.push_back(std::move(handle));
-  return handles_.back().get();
-}
-
-llvm::Error Loader::addDependencies(Handle &handle) {
-  // As DT_NEEDED: breadth first over the images' recorded dependencies, each once.
-  for (size_t next = 0; next < handle.local.images.size(); ++next) {
-    const uint32_t id = handle.local.images[next];
-    for (std::string_view module : images_[id].image.dependencies()) {
-      const std::optional<uint32_t> dependency = findModule(module, handle);
-      if (!dependency)
-        return fail(ErrorCode::NotFound, images_[id].label + ": depends on module `" + std::string(module) +
-                                             "`, which no loaded image is");
-      if (llvm::is_contained(handle.local.images, *dependency)) continue;
-      handle.local.add(images_[*dependency].image, *dependency);
-      Handle *owner = images_[*dependency].owner;
-      if (owner && owner != &handle && !llvm::is_contained(handle.needed, owner)) {
-        ++owner->references;
-        handle.needed.push_back(owner);
-      }
-    }
-  }
-  return llvm::Error::success();
-}
-
-std::optional<uint32_t> Loader::findModule(std::string_view module, const Handle &handle) const {
-  auto is = [&](uint32_t id) { return images_[id].image.moduleId() == module; };
-  for (uint32_t id : handle.images)
-    if (is(id)) return id;
-  for (uint32_t id : scopes_.globalOrder())
-    if (is(id)) return id;
-  for (uint32_t id = 0; id < images_.end(); ++id)
-    if (images_.contains(id) && images_[id].loaded && is(id)) return id;
-  return std::nullopt;
 }
 
 llvm::Error Loader::linkNow(Lock &lock, Handle &handle, unsigned place) {
@@ -323,17 +263,30 @@ llvm::Error Loader::linkNow(Lock &lock, Handle &handle, unsigned place) {
       if (!program) return program.takeError();
       continue;
     }
-    const uint32_t roots[] = {id};
-    const Planner planner = this->planner(placeFor(images_[id].image, place));
-    if (llvm::Error err = planner.unresolvedError(planner.plan(roots))) return err;
+    if (llvm::Error err = resolvesNow(id, place)) return err;
   }
+  // What the handle holds is linked as its kernels are used, but its imports resolve now, as
+  // RTLD_NOW binds a library's dependencies' relocations too.
+  for (size_t i = 0; i < handle.needed.size(); ++i)
+    if (findHandle(handle.needed[i]))
+      for (uint32_t id : handle.needed[i]->images)
+        if (llvm::Error err = resolvesNow(id, place)) return err;
   handle.linkedNow = true;
   return llvm::Error::success();
+}
+
+llvm::Error Loader::resolvesNow(uint32_t id, unsigned place) {
+  const uint32_t roots[] = {id};
+  const Planner planner = this->planner(placeFor(images_[id].image, place));
+  return planner.unresolvedError(planner.plan(roots));
 }
 
 void Loader::release(Handle *handle) {
   if (--handle->references > 0 || handle->nodelete) return;
   const std::vector<Handle *> needed = std::move(handle->needed);
+  // An image of a cycle of needed files may outlive this file it needs (Handle::needed).
+  for (uint32_t id = 0; id < images_.end(); ++id)
+    if (images_.contains(id)) llvm::erase_value(images_[id].needs, handle);
   dropImages(handle->images);
   llvm::erase_if(views_, [&](const auto &view) { return view->handle == handle; });
   handles_.erase(llvm::find_if(handles_, [&](const auto &h) { return h.get() == handle; }));

@@ -7,7 +7,8 @@
 //   cache/program_cache     programs in memory (the nested key), built once, over the binary store
 //   backend/registry        which backend's device links an image
 //
-// Here: loader.cpp (the entry points and handles), lookup.cpp (what a name is bound to, and
+// Here: loader.cpp (the entry points and handles), needed.cpp (the files and modules a handle's
+// images need, and its local scope), lookup.cpp (what a name is bound to, and
 // device_dlsym), queries.cpp (variables, registered objects, plans, the image list),
 // process_scan.cpp (the host's objects and DEVDL_PRELOAD applied), programs.cpp (candidacy, and
 // a kernel's program in steps).
@@ -15,8 +16,9 @@
 // Global scope, in search order: the device images carried by the objects of the running
 // process that are in the host's global scope (link-map order: executable, LD_PRELOAD, libraries
 // in load order, later RTLD_GLOBAL objects), then the images of handles opened DEVDL_GLOBAL, in
-// the order they joined. A handle's local scope is its own images, then the images they record
-// as dependencies (devdl/module depends), breadth first.
+// the order they joined. A handle's local scope is its own images, then the images they need,
+// breadth first, each once: the files they name (devdl/module needed, opened with the handle, as
+// ld.so opens DT_NEEDED libraries) and the modules they depend on (devdl/module depends).
 //
 // Locking. One mutex guards the loader's own data, and is never held while calling the host
 // loader (dl_iterate_phdr, dlopen, dlsym, dlclose) or a backend (opening a device, linking,
@@ -78,8 +80,10 @@ class Handle {
   bool nodelete = false;
   bool linkedNow = false;  // its kernels' programs were linked (DEVDL_NOW)
   std::vector<uint32_t> images;  // its own, in file order
-  LocalScope local;              // its images, then their recorded dependencies, breadth first; DEEPBIND
-  std::vector<Handle *> needed;  // the handles of its dependencies: referenced while it is open
+  LocalScope local;              // its images, then what they need, breadth first; DEEPBIND
+  /// The handles of the images its local scope took from others: referenced while it is open. Not
+  /// those opened with it before it, by the same open: a cycle of needed files is held by its first.
+  std::vector<Handle *> needed;
 };
 
 /// A handle on a device of its own (device_dlview): its lookups link the images that device's
@@ -175,16 +179,22 @@ class Loader {
     Candidacy candidacy;
     std::string whyNot;
   };
+  /// A file an open reads with the lock let go (or its memory), and then each file its images need.
+  struct OpenedFile {
+    std::string name;  // its path as found (or the memory's name)
+    bool isFile;       // $ORIGIN is its directory
+    Handle::Identity identity;
+    bool open;  // a handle had it when the lock was let go: not read, and what it needs is its handle's
+    std::vector<NewImage> images;
+    std::vector<std::vector<size_t>> needs;  // by image: the files it needs, as indexes among the open's
+  };
   /// What the host loader has loaded (host/process_view.h) and DEVDL_PRELOAD's files, seen with
   /// the lock let go: the images read with their candidacy.
   struct ProcessView {
     host::ProcessView host;
     std::vector<std::optional<std::vector<NewImage>>> images;  // by object of `host`: those read
-    struct Preload {
-      std::string path;
-      Handle::Identity identity;
-      std::vector<NewImage> images;
-    };
+    /// Each DEVDL_PRELOAD file (readNeeded: the file, then the files it needs).
+    using Preload = std::vector<OpenedFile>;
     std::optional<std::vector<Preload>> preloads;  // before the first scan
   };
 
@@ -247,32 +257,49 @@ class Loader {
                                                             llvm::function_ref<bool(const DeviceImage &,
                                                                                     std::string_view)> has);
 
-  // loader.cpp: handles.
+  // loader.cpp: handles (readNeeded, addHandles, addDependencies, findModule and makeGlobal in needed.cpp).
   /// The images of a file, with the lock let go: from its summary where the disk cache has one,
   /// else read (and summarized for the next process).
   llvm::Expected<ImageFile> readFile(const std::shared_ptr<const RegularFile> &file);
   /// Images of a file or memory, read with the lock let go, each with its candidacy.
   std::vector<NewImage> prepare(ImageFile read, bool mayOpenDevice);
   /// The handle for `identity` (named `name` in errors): the one open, or a new one from what
-  /// `read` reads with the lock let go.
+  /// `read` reads with the lock let go, with the files its images need (a file, where `isFile`:
+  /// $ORIGIN is its directory).
   llvm::Expected<Handle *> openIdentified(Lock &lock, const Handle::Identity &identity, int flags,
-                                          const std::string &name,
+                                          const std::string &name, bool isFile,
                                           llvm::function_ref<llvm::Expected<ImageFile>()> read);
+  /// `first`, then the files its images need, breadth first, each once, found by name from the
+  /// image that needs each (files.h) and read with the lock let go; those of `open` are not read.
+  /// Fails naming a file not found and what needs it.
+  llvm::Expected<std::vector<OpenedFile>> readNeeded(OpenedFile first, const std::vector<Handle::Identity> &open,
+                                                     bool mayOpenDevice);
+  /// The handles of the files an open read (readNeeded): those open, and new ones for the others,
+  /// their local scopes made; the first's, or null where one open before is gone (look again).
+  /// With DEVDL_GLOBAL the new ones join the global scope. Fails, leaving nothing, naming a
+  /// missing dependency.
+  llvm::Expected<Handle *> addHandles(std::vector<OpenedFile> &files, int flags);
   /// An open handle, referenced once more (linked now with DEVDL_NOW).
   llvm::Expected<Handle *> reopen(Lock &lock, Handle &handle, int flags);
   /// A new handle for `images`, in the scopes: its dependencies found, DEVDL_GLOBAL joined (not
   /// linked: DEVDL_NOW is its caller's). Fails, leaving nothing, naming a missing dependency.
   llvm::Expected<Handle *> addHandle(std::string name, std::vector<NewImage> images, const Handle::Identity &identity,
                                      int flags);
-  /// Adds the images the handle's images record as dependencies to its local scope, breadth
-  /// first, and references their handles. Fails naming a module no loaded image is.
-  llvm::Error addDependencies(Handle &handle);
+  /// Adds what the handle's images need to its local scope, breadth first: the images of the
+  /// files they need (LoadedImage::needs), and those of the modules they depend on; references
+  /// their handles but `unheld`. Fails naming a module no loaded image is.
+  llvm::Error addDependencies(Handle &handle, std::span<Handle *const> unheld = {});
   /// The loaded image whose module id is `id`: the handle's own first, then the global scope's
   /// in search order, then any other.
   std::optional<uint32_t> findModule(std::string_view id, const Handle &handle) const;
   /// Links the programs of the handle's kernels and resolves its other images (DEVDL_NOW), on the
-  /// devices of `place`.
+  /// devices of `place`; resolves the images of the handles it holds, which are linked as used.
   llvm::Error linkNow(Lock &lock, Handle &handle, unsigned place = 0);
+  /// The handle, and those it holds, join the global scope (DEVDL_GLOBAL), as dlopen's
+  /// RTLD_GLOBAL makes an object and its dependencies global: those that joined now.
+  std::vector<Handle *> makeGlobal(Handle &handle);
+  /// Success where every import image `id` reaches resolves at `place` (nothing is linked).
+  llvm::Error resolvesNow(uint32_t id, unsigned place);
   /// Drops one reference of the handle; at zero, unloads it.
   void release(Handle *handle);
   void joinGlobalScope(const std::vector<uint32_t> &ids);

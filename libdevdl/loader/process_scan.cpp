@@ -120,19 +120,18 @@ void Loader::applyProcess(ProcessView view) {
         for (uint32_t id : pb.images)
           position = std::max<size_t>(position, llvm::find(order, id) - order.begin() + 1);
     for (ProcessView::Preload &preload : *view.preloads) {
-      Handle *handle = findHandle(preload.identity);
+      Handle *handle = findHandle(preload.front().identity);
       if (handle) {
         ++handle->references;
         handle->nodelete = true;
-        if (!handle->global) {
-          handle->global = true;
-          joinGlobalScope(handle->images);
-        }
+        makeGlobal(*handle);
       } else {
-        auto added = addHandle(preload.path, std::move(preload.images), preload.identity,
-                               DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE);
-        if (!added) {
-          Debug::get().warn("DEVDL_PRELOAD: " + llvm::toString(added.takeError()) + ": ignored");
+        auto added = addHandles(preload, DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE);
+        if (!added || !*added) {
+          Debug::get().warn("DEVDL_PRELOAD: " +
+                            (added ? preload.front().name + ": a file it needs was closed meanwhile"
+                                   : llvm::toString(added.takeError())) +
+                            ": ignored");
           continue;
         }
         handle = *added;
@@ -162,9 +161,14 @@ std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
       continue;
     }
     const Handle::Identity identity{file->status().st_dev, file->status().st_ino, nullptr, 0};
-    std::string name = read->name;
     // Decided later if that would open a device: the first scan may run in a host constructor.
-    preloads.push_back({std::move(name), identity, prepare(std::move(*read), /*mayOpenDevice=*/false)});
+    OpenedFile first{read->name, true, identity, false, prepare(std::move(*read), /*mayOpenDevice=*/false), {}};
+    auto files = readNeeded(std::move(first), {}, /*mayOpenDevice=*/false);
+    if (!files) {
+      Debug::get().warn("DEVDL_PRELOAD: " + llvm::toString(files.takeError()) + ": ignored");
+      continue;
+    }
+    preloads.push_back(std::move(*files));
   }
   return preloads;
 }

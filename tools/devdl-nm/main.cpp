@@ -2,6 +2,9 @@
 //
 //   K kernel   T exported function   D exported variable   U import
 //
+// Before an image's symbols, the files it needs and its run path, as readelf -d shows an ELF
+// object's: `NEEDED libm.devdl`, `RUNPATH $ORIGIN/deps`.
+//
 // Exit status as nm's: 0 when every file was read, 1 when any could not be (each is reported,
 // the others are still listed).
 #include "backend/backend.h"
@@ -154,6 +157,10 @@ void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
     } else if (manyFiles) {
       os << "\n" << printable(file.name) << ":\n";
     }
+    if (!undefinedOnly && !definedOnly) {
+      for (std::string_view name : image.neededFiles()) os << "NEEDED " << printable(name) << '\n';
+      if (!image.runPath().empty()) os << "RUNPATH " << printable(image.runPath()) << '\n';
+    }
     for (const Symbol &s : listed(image)) os << symbolLetter(s) << ' ' << printable(displayName(s.name)) << '\n';
     if (!properties) continue;
     for (const PropertySet &set : allPropertySets(image)) {
@@ -178,6 +185,11 @@ void writeJson(llvm::json::OStream &j, const ImageFile &file) {
         j.attribute("format", ref(formatName(image.format)));
         j.attribute("triple", ref(image.triple));
         j.attribute("arch", ref(image.arch));
+        if (const auto needed = image.neededFiles(); !needed.empty())
+          j.attributeArray("needed", [&] {
+            for (std::string_view name : needed) j.value(ref(name));
+          });
+        if (!image.runPath().empty()) j.attribute("runpath", ref(image.runPath()));
         j.attributeArray("symbols", [&] {
           for (const Symbol &s : listed(image))
             j.object([&] {

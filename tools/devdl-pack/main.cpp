@@ -11,8 +11,11 @@
 #include "image/registered_objects.h"
 #include "image/read_image.h"
 #include "image/virtual_functions.h"
+#include "loader/files.h"
 #include "resolve/symbol_index.h"
 #include "support/error.h"
+#include "support/own_directory.h"
+#include "support/regular_file.h"
 #include "support/version.h"
 
 #include <llvm/Support/FileSystem.h>
@@ -52,6 +55,12 @@ Output (one of):
 Image options (for the next FILE):
   --module-id ID            devdl/module id
   --depends ID[,ID...]      devdl/module depends: module ids this image needs first
+  --needed NAME[,NAME...]   devdl/module needed: files this image needs, by name (as DT_NEEDED),
+                            loaded with it and looked for in its run path, DEVDL_LIBRARY_PATH,
+                            then <libdir>/devdl
+  --runpath DIR[:DIR...]    devdl/module runpath: where its needed files are looked for first (as
+                            DT_RUNPATH); $ORIGIN is the directory of the file that holds the
+                            image. Each DIR is absolute or starts with $ORIGIN
   --vf-set NAME             SYCL/virtual functions virtual-functions-set
   --calls-vf A[,B...]       SYCL/virtual functions calls-virtual-functions-set
   --creates-vf A[,B...]     SYCL/virtual functions creates-virtual-functions-set
@@ -69,9 +78,11 @@ Image options (for the next FILE):
                             it is packed with IMAGE's symbols, as it has no table devdl reads
 
 Check:
-  --check FILE...           resolve every import of every image over the files in order;
-                            report each unresolved import and each duplicate definition;
-                            exit 1 if any import is unresolved
+  --check FILE...           resolve every import of every image over the files in order, and
+                            the files they need (found as the loader finds them, each once,
+                            after them); report each unresolved import, needed file not found
+                            and duplicate definition; exit 1 if any import is unresolved or a
+                            needed file not found
   --arch ARCH               (after --check) answer for a CUDA GPU of that architecture
                             (sm_90): cubins, PTX and fatbins that do not run on it are left
                             out, as the loader passes them over
@@ -237,6 +248,29 @@ llvm::Error writeOutput(const std::string &path, std::string_view data) {
   return llvm::Error::success();
 }
 
+// --needed's value, as recorded: file names, without a slash (where they are is the run path's).
+std::string neededNames(const std::string &list) {
+  llvm::SmallVector<llvm::StringRef, 4> names;
+  llvm::StringRef(list).split(names, ',', -1, /*KeepEmpty=*/false);
+  if (names.empty()) usageError("--needed needs at least one file name");
+  for (llvm::StringRef name : names)
+    if (name.contains('/'))
+      usageError("--needed " + name.str() + ": a file name without a slash (--runpath says where it is)");
+  return llvm::join(names, ",");
+}
+
+// --runpath's value: each directory absolute or from $ORIGIN, as the loader never looks in the
+// current directory.
+std::string runPath(const std::string &list) {
+  llvm::SmallVector<llvm::StringRef, 4> dirs;
+  llvm::StringRef(list).split(dirs, ':', -1, /*KeepEmpty=*/false);
+  if (dirs.empty()) usageError("--runpath needs at least one directory");
+  for (llvm::StringRef dir : dirs)
+    if (!dir.startswith("/") && !dir.startswith("$ORIGIN") && !dir.startswith("${ORIGIN}"))
+      usageError("--runpath " + dir.str() + ": a directory is absolute or starts with $ORIGIN");
+  return llvm::join(dirs, ":");
+}
+
 // For whom --check answers: any device (each image links with its own family), a CUDA GPU of
 // one architecture, or the devices devdl would use on this machine.
 struct Target {
@@ -290,14 +324,42 @@ int check(std::vector<std::string> args) {
   const std::vector<std::string> &paths = args;
   if (paths.empty()) usageError("--check needs at least one FILE");
   std::vector<ImageFile> files;
-  for (const std::string &path : paths) {
-    auto file = readImageFile(path);
-    if (!file) {
-      reportError(file.takeError());
+  std::vector<std::pair<dev_t, ino_t>> identities;  // of files: each read once
+  // A file listed twice is checked twice (its definitions duplicate themselves); a needed one once.
+  auto add = [&](llvm::Expected<RegularFile> opened, bool needed) -> llvm::Error {
+    if (!opened) return opened.takeError();
+    const std::pair<dev_t, ino_t> identity{opened->status().st_dev, opened->status().st_ino};
+    if (needed && llvm::is_contained(identities, identity)) return llvm::Error::success();
+    auto file = readImageFile(*opened);
+    if (!file) return file.takeError();
+    files.push_back(std::move(*file));
+    identities.push_back(identity);
+    return llvm::Error::success();
+  };
+  for (const std::string &path : paths)
+    if (llvm::Error err = add(RegularFile::open(path), /*needed=*/false)) {
+      reportError(std::move(err));
       return 1;
     }
-    files.push_back(std::move(*file));
-  }
+  // Then the files they need, breadth first, found as the loader finds them (loader/files.h).
+  bool neededMissing = false;
+  for (size_t f = 0; f < files.size(); ++f)
+    for (size_t i = 0; i < files[f].images.size(); ++i) {
+      const std::string needer = files[f].name, runPath(files[f].images[i].runPath());
+      std::vector<std::string> names;
+      for (std::string_view name : files[f].images[i].neededFiles()) names.emplace_back(name);
+      for (const std::string &name : names) {
+        const Needer from{needer, true, runPath};
+        auto opened = openNamedFile(name.c_str(), &from);
+        if (opened) llvm::errs() << "devdl-pack: note: " << needer << " needs " << name << ": " << opened->path() << "\n";
+        if (llvm::Error err = add(std::move(opened), /*needed=*/true)) {
+          const bool missing = hasCode(err, ErrorCode::NotFound);
+          reportError(std::move(err));
+          if (!missing) return 1;  // a file that cannot be read
+          neededMissing = true;
+        }
+      }
+    }
   std::vector<const DeviceImage *> images;
   std::vector<std::pair<const ImageFile *, size_t>> origin;  // file and index within it
   for (const ImageFile &file : files)
@@ -345,7 +407,7 @@ int check(std::vector<std::string> args) {
         llvm::errs() << "devdl-pack: warning: " << where(i) << ": creates objects of virtual functions set " << set
                      << ", which no image holds\n";
   }
-  if (!result.unresolved.empty() || setMissing) return 1;
+  if (!result.unresolved.empty() || setMissing || neededMissing) return 1;
   size_t imports = 0, weak = 0, checked = 0;
   for (uint32_t i = 0; i < images.size(); ++i) {
     if (!taken[i]) continue;
@@ -362,6 +424,8 @@ int check(std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  // Installed, this tool is in <bindir> and the device libraries in <libdir>/devdl.
+  useDefaultLibraryDirectory(ownDirectory() + "/" DEVDL_LIBRARY_DIR_FROM_TOOLS);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) usageError("no input files");
   if (args[0] == "--help" || args[0] == "-h") {
@@ -406,6 +470,8 @@ int main(int argc, char **argv) {
     else if (arg == "--check") usageError("--check must come first");
     else if (arg == "--module-id") pending.push_back(setString(std::string(kModuleSet), "id", value()));
     else if (arg == "--depends") pending.push_back(setString(std::string(kModuleSet), "depends", value()));
+    else if (arg == "--needed") pending.push_back(setString(std::string(kModuleSet), "needed", neededNames(value())));
+    else if (arg == "--runpath") pending.push_back(setString(std::string(kModuleSet), "runpath", runPath(value())));
     else if (arg == "--vf-set")
       pending.push_back(setString(std::string(kVirtualFunctionsSet), "virtual-functions-set", value()));
     else if (arg == "--calls-vf")
