@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include "image/read_image.h"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -44,6 +46,18 @@ std::string scratchDir() {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+void writeNeedingBundle(const std::string &path, const std::string &source, const std::string &needed,
+                        const std::string &runPath) {
+  auto file = readImageFile(source);
+  ASSERT_TRUE(!!file) << llvm::toString(file.takeError());
+  for (DeviceImage &image : file->images) {
+    if (!needed.empty()) image.setProperty(kModuleSet, "needed", PropertyType::String, needed);
+    if (!runPath.empty()) image.setProperty(kModuleSet, "runpath", PropertyType::String, runPath);
+  }
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  writeFile(path, packImages(file->images));
 }
 
 ErrorCode errorCode(llvm::Error err) {

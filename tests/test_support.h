@@ -21,6 +21,11 @@ void writeFile(const std::string &path, std::string_view data);
 /// A fresh directory for one test's files, under DEVDL_TEST_SCRATCH where that variable is set.
 std::string scratchDir();
 
+/// Writes at `path` (its directories made) a bundle of the images of the file `source` recording
+/// the files they need and their run path, as devdl-pack --needed NEEDED --runpath RUNPATH does.
+void writeNeedingBundle(const std::string &path, const std::string &source, const std::string &needed,
+                        const std::string &runPath = "");
+
 /// The message of a failed Expected, consuming it; "" when it succeeded.
 template <typename T>
 std::string errorText(llvm::Expected<T> &value) {

@@ -1,9 +1,11 @@
-// The end-to-end suite (e2e/dlopen_fixture.h) from the start: the seed example, threads whose first
+// The end-to-end suite (e2e/dlopen_fixture.h) from the start: the seed example, an application
+// with the library it needs, threads whose first
 // calls coincide, errors and lazy links, the images listed, the device chosen by the environment
 // or attached to the program's own context, and how a program was linked.
 #include "e2e/dlopen_fixture.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -22,6 +24,39 @@ TEST_F(DeviceDlopen, SeedExampleLinksAcrossHandlesAndRuns) {
   EXPECT_EQ(out, (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
   EXPECT_EQ(device_dlclose(app), 0) << error();
   EXPECT_EQ(device_dlclose(lib), 0) << error();
+}
+
+// An application that ships its library in its own tree (devdl-pack --needed --runpath
+// '$ORIGIN/deps'): one device_dlopen of the application, from another current directory, loads
+// the library with it, and its kernel runs; closing it unloads both.
+TEST_F(DeviceDlopen, AnApplicationLoadsTheLibraryItNeedsThroughItsRunPath) {
+  const std::string dir = scratchDir();
+  std::filesystem::create_directories(dir + "/pkg/deps");
+  std::filesystem::create_directories(dir + "/elsewhere");
+  CommandResult packed = devdl::test::run({DEVDL_PACK, "-o", dir + "/pkg/deps/mathlib.devdl", deviceImage("lib")});
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  packed = devdl::test::run({DEVDL_PACK, "-o", dir + "/pkg/app.devdl", "--needed", "mathlib.devdl", "--runpath",
+                             "$ORIGIN/deps", deviceImage("app")});
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir + "/elsewhere");
+  void *app = device_dlopen("../pkg/app.devdl", DEVDL_NOW);
+  std::filesystem::current_path(before);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(app, "AppKernel"), 4), (std::vector<int>{0, 2, 4, 6}));
+  devdl_symbol_info info{};
+  info.size = sizeof info;
+  ASSERT_EQ(device_dlsyminfo(app, "LibDeviceFunc", &info), 0) << error();
+  EXPECT_EQ(std::string(info.file), "../pkg/deps/mathlib.devdl");
+  EXPECT_EQ(device_dlclose(app), 0) << error();
+  size_t images = 0;
+  device_dliterate(
+      [](const devdl_image_info *image, void *count) {
+        *static_cast<size_t *>(count) += std::string_view(image->file).find("/pkg/") != std::string_view::npos;
+        return 0;
+      },
+      &images);
+  EXPECT_EQ(images, 0u) << "both closed";
 }
 
 // A thread pool whose workers load their kernels as they start: eight threads whose first devdl

@@ -198,9 +198,20 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   std::filesystem::create_directories(pocl);
   ASSERT_EQ(chmod(pocl.c_str(), 0777), 0);
   setenv("POCL_CACHE_DIR", pocl.c_str(), 1);
+  // Needed files: through $ORIGIN from the scratch directory (not in secure execution), and from
+  // a folder of the installed directory (there too, as glibc trusts $ORIGIN in its own directories).
+  const std::string installed = std::string(DEVDL_TEST_LIBRARY_DIR) + "/devdl";
+  const std::string needs = dir + "/needs.devdl", trusted = installed + "/setuid-test-" + std::to_string(getpid());
+  writeNeedingBundle(needs, image("app.spv"), "lib.spv", "$ORIGIN/libraries");
+  writeNeedingBundle(trusted + "/needs.devdl", image("app.spv"), "lib.devdl", "$ORIGIN");
+  writeNeedingBundle(trusted + "/lib.devdl", image("lib.spv"), "");
+  struct Removed {
+    std::string dir;
+    ~Removed() { std::filesystem::remove_all(dir); }
+  } removed{trusted};
   auto runAsNobody = [&] {
     return run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "-C", dir, probe, "value_one.spv",
-                "lib.spv", "now:" + kernel});
+                "lib.spv", "now:" + kernel, needs, trusted + "/needs.devdl"});
   };
   auto debugOutput = [&] {
     std::string text;
@@ -218,12 +229,12 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   if (reach.status != 0) GTEST_SKIP() << "user nobody cannot reach " << dir << " and the build's libraries";
   // A name without a slash is never taken from the current directory; the installed directory
   // (beside libdevdl.so) is searched after DEVDL_LIBRARY_PATH, and alone in secure execution.
-  const std::string installed = std::string(DEVDL_TEST_LIBRARY_DIR) + "/devdl";
   CommandResult plain = runAsNobody();
   ASSERT_EQ(plain.status, 0) << plain.err;
   EXPECT_EQ(plain.out, "value_one.spv: not found in DEVDL_LIBRARY_PATH, " + installed + "\nlib.spv: opened\n" + kernel +
                            ": image 0 (spirv): cannot start the SPIR-V translator (" + dir +
-                           "/no-translator): No such file or directory\n");
+                           "/no-translator): No such file or directory\n" + needs + ": opened\n" + trusted +
+                           "/needs.devdl: opened\n");
   EXPECT_NE(debugOutput().find("preload.spv"), std::string::npos) << "DEVDL_PRELOAD and DEVDL_DEBUG_OUTPUT honoured";
 
   ASSERT_EQ(chmod(probe.c_str(), 04755), 0);
@@ -231,7 +242,11 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   ASSERT_EQ(secure.status, 0) << secure.err;
   const std::string refused =
       ": not found in " + installed + " (DEVDL_LIBRARY_PATH is not used in a secure-execution process)\n";
-  EXPECT_EQ(secure.out, "value_one.spv" + refused + "lib.spv" + refused + kernel + ": opened\n")
+  EXPECT_EQ(secure.out, "value_one.spv" + refused + "lib.spv" + refused + kernel + ": opened\n" + needs +
+                            " needs lib.spv: not found in $ORIGIN/libraries (not searched: $ORIGIN outside " + installed +
+                            " in a secure-execution process), " + installed +
+                            " (DEVDL_LIBRARY_PATH is not used in a secure-execution process)\n" + trusted +
+                            "/needs.devdl: opened\n")
       << "DEVDL_TRANSLATOR and DEVDL_TRANSLATOR_TIMEOUT ignored: the helper beside libdevdl.so links it";
   setenv("DEVDL_TRANSLATOR", translator.c_str(), 1);
   EXPECT_EQ(debugOutput(), "") << "no DEVDL_DEBUG_OUTPUT file";

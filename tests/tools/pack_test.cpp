@@ -116,6 +116,43 @@ TEST(DevdlPack, CheckNamesTheUnresolvedSymbolWhenTheLibraryIsLeftOut) {
   EXPECT_EQ(bc.status, 0) << bc.err;
 }
 
+// Needed files (--needed, --runpath), as DT_NEEDED and DT_RUNPATH: devdl-nm lists them, --check
+// finds them as the loader does and resolves over them, and names one not found with its needer.
+TEST(DevdlPack, NeededFilesAndARunPath) {
+  const std::string dir = scratchDir(), app = dir + "/pkg/app.devdl", lib = dir + "/pkg/deps/lib.devdl";
+  std::filesystem::create_directories(dir + "/pkg/deps");
+  CommandResult packed = run({DEVDL_PACK, "-o", lib, image("lib.spv")});
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  packed = run({DEVDL_PACK, "-o", app, "--needed", "lib.devdl", "--runpath", "$ORIGIN/deps:/opt/x", image("app.spv")});
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  CommandResult nm = run({DEVDL_NM, app});
+  EXPECT_EQ(nm.out, "NEEDED lib.devdl\nRUNPATH $ORIGIN/deps:/opt/x\nK AppKernel\nU LibDeviceFunc\n");
+  CommandResult json = run({DEVDL_NM, "--json", app});
+  EXPECT_NE(json.out.find("\"needed\": [\n          \"lib.devdl\"\n        ],\n        \"runpath\": \"$ORIGIN/deps:/opt/x\""),
+            std::string::npos)
+      << json.out;
+
+  CommandResult check = run({DEVDL_PACK, "--check", app});
+  EXPECT_EQ(check.status, 0) << check.err;
+  EXPECT_EQ(check.err, "devdl-pack: note: " + app + " needs lib.devdl: " + dir + "/pkg/deps/lib.devdl\n");
+  EXPECT_EQ(check.out, "devdl-pack: 2 images in 2 files: all 1 imports resolved\n");
+  std::filesystem::remove(lib);
+  CommandResult missing = run({DEVDL_PACK, "--check", app});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("devdl-pack: " + app + " needs lib.devdl: not found in $ORIGIN/deps (" + dir +
+                             "/pkg/deps), /opt/x, "),
+            std::string::npos)
+      << missing.err;
+
+  CommandResult slash = run({DEVDL_PACK, "-o", app, "--needed", "deps/lib.devdl", image("app.spv")});
+  EXPECT_EQ(slash.status, 1);
+  EXPECT_NE(slash.err.find("--needed deps/lib.devdl: a file name without a slash (--runpath says where it is)"),
+            std::string::npos);
+  CommandResult relative = run({DEVDL_PACK, "-o", app, "--runpath", "deps", image("app.spv")});
+  EXPECT_EQ(relative.status, 1);
+  EXPECT_NE(relative.err.find("--runpath deps: a directory is absolute or starts with $ORIGIN"), std::string::npos);
+}
+
 // Virtual-function sets (seed 003): --check reports a set that images call and no image holds,
 // and takes a set's images defining the same names (its dummy) as meant.
 TEST(DevdlPack, CheckKnowsVirtualFunctionSets) {
