@@ -90,6 +90,27 @@ typedef struct devdl_symbol_info {
  * device_dlopen(NULL, ...)'s handle). Returns 0, or non-zero with an error for device_dlerror. */
 DEVDL_API int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info *info);
 
+/* What a device address belongs to, as dladdr says of host addresses. The strings belong to devdl
+ * and live as long as the process. */
+typedef struct devdl_addr_info {
+  size_t size;                /* set by the caller to sizeof(devdl_addr_info): the struct may grow */
+  const char *file;           /* the file (or memory name) of the image that defines the symbol */
+  unsigned image;             /* the image's position in that file */
+  const char *symbol;         /* the variable the address lies in, or the function it points to */
+  void *symbol_address;       /* where that symbol starts */
+  size_t offset;              /* address - symbol_address */
+  int kind;                   /* DEVDL_SYMBOL_VARIABLE or DEVDL_SYMBOL_FUNCTION */
+} devdl_addr_info;
+
+/* Names the symbol of a linked program that `address` belongs to: a device address devdl handed
+ * out (device_dlsym), or one a kernel computed or a variable holds (a CUDA function pointer, a
+ * variable placed in host memory on OpenCL, a Level Zero global pointer). A variable's whole
+ * extent is its; a function is named by the address it starts at, as a function pointer holds
+ * it. For naming a function pointer or a faulting address in a crash report. Returns non-zero
+ * and fills `info` when a loaded program holds the address; 0 when none does (with a reason for
+ * device_dlerror), as dladdr. */
+DEVDL_API int device_dladdr(const void *address, devdl_addr_info *info);
+
 /* Sets specialization constant `spec_id` (the SPIR-V SpecId) of the images of `handle` that
  * declare it to the `size` bytes at `value` (1, 2, 4 or 8: the constant's width), for the
  * programs linked for them from now on; kernels found before keep their programs and values.

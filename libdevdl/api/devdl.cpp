@@ -157,6 +157,18 @@ int device_dlsyminfo(void *handle, const char *name, devdl_symbol_info *info) {
   return status(devdl::Loader::instance().symbolInfo(handle, name, *info));
 }
 
+int device_dladdr(const void *address, devdl_addr_info *info) {
+  if (!info || info->size < sizeof(devdl_addr_info)) {
+    lastError = {"device_dladdr: info is NULL, or its size is not set", true};
+    return 0;
+  }
+  if (llvm::Error err = devdl::Loader::instance().addressInfo(address, *info)) {
+    setError(std::move(err));
+    return 0;
+  }
+  return 1;
+}
+
 const char *device_dlplan(void *handle, const char *name) {
   thread_local std::string text;
   if (!name) {

@@ -31,6 +31,12 @@ struct LinkInput {
   std::span<const std::string_view> hidden = {};
 };
 
+/// Where a variable of a program lies in device memory: its address and its size in bytes.
+struct Extent {
+  void *address;
+  uint64_t size;
+};
+
 /// A linked program. The native objects it hands out live as long as it does. Its lookups may be
 /// called from many threads at once.
 class Program {
@@ -39,8 +45,8 @@ class Program {
   /// The native kernel (cl_kernel, CUfunction), made on first request and kept: one object for
   /// one name, whichever thread asks first.
   virtual llvm::Expected<void *> kernel(std::string_view name) = 0;
-  /// The device address of a variable, where the backend has one; else an error saying why.
-  virtual llvm::Expected<void *> variable(std::string_view name) = 0;
+  /// Where a variable lies, where the backend has its address; else an error saying why.
+  virtual llvm::Expected<Extent> variable(std::string_view name) = 0;
   /// The device address of a function, where the backend has one; else an error saying why.
   virtual llvm::Expected<void *> function(std::string_view name) = 0;
   /// Copies `size` bytes between `host` and the variable `name` from `offset` on: into the

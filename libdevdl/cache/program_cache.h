@@ -187,6 +187,8 @@ class ProgramCache {
                                                        std::vector<std::shared_ptr<const void>> &released);
   /// Whether `program` is one of this cache's.
   bool contains(const LinkedProgram *program) const;
+  /// Every program kept, in the order they were made.
+  const std::vector<std::unique_ptr<LinkedProgram>> &all() const { return programs_; }
 
  private:
   BinaryStore &(*store_)();

@@ -43,6 +43,7 @@
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/StringSet.h>
 #include <llvm/Support/Error.h>
 
 #include <atomic>
@@ -58,6 +59,7 @@
 #include <utility>
 #include <vector>
 
+struct devdl_addr_info;
 struct devdl_native;
 struct devdl_symbol_info;
 
@@ -141,6 +143,9 @@ class Loader {
   /// `value`.
   llvm::Error specializeObject(void *handle, const void *object, std::string_view value);
   llvm::Error symbolInfo(void *handle, std::string_view name, devdl_symbol_info &out);
+  /// The symbol of a linked program that `address` belongs to (device_dladdr): a variable it lies
+  /// in, or a function that starts there; NotFound where no program holds it.
+  llvm::Error addressInfo(const void *address, devdl_addr_info &out);
   llvm::Expected<std::string> planText(void *handle, std::string_view name);
 
   /// One image as device_dliterate reports it: copied, so callbacks run without the lock.
@@ -425,6 +430,7 @@ class Loader {
   backend::Devices devices_;
   cache::ProgramCache programs_;
   cache::DiskCache &(*const summaries_)();
+  llvm::StringSet<> addressNames_;  // the strings device_dladdr handed out: kept for the process
 };
 
 }  // namespace devdl

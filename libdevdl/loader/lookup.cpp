@@ -196,9 +196,13 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   if (!bound) return bound.takeError();
   // The native object is made by the backend with the lock let go.
   const Definition &definition = bound->definition;
-  auto address = definition.kind == SymbolKind::Kernel     ? bound->program->kernel(name)
-                 : definition.kind == SymbolKind::Variable ? bound->program->variable(name)
-                                                           : bound->program->function(name);
+  auto address = [&]() -> llvm::Expected<void *> {
+    if (definition.kind == SymbolKind::Kernel) return bound->program->kernel(name);
+    if (definition.kind != SymbolKind::Variable) return bound->program->function(name);
+    auto extent = bound->program->variable(name);
+    if (!extent) return extent.takeError();
+    return extent->address;
+  }();
   if (!address) return inImage(address.takeError(), bound->label);
   // A host object's image answers while that load of the object is there: objects loaded later
   // come after it in the global scope, and one unloaded since is rescanned.

@@ -1,6 +1,6 @@
 // The queries beside device_dlsym: reading and writing variables (by name and by registered
-// object), specialization constants by registered object, what a symbol is, a kernel's plan, and
-// the images in search order.
+// object), specialization constants by registered object, what a symbol is, what an address is
+// (device_dladdr), a kernel's plan, and the images in search order.
 #include "host/object_registry.h"
 #include "image/registered_objects.h"
 #include "loader/loader.h"
@@ -9,6 +9,7 @@
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 
 #include <cstdio>
 
@@ -111,6 +112,67 @@ llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_sym
   out.image = image.index;
   out.format = formatName(image.image.format).data();  // the names are NUL-terminated literals
   return llvm::Error::success();
+}
+
+llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
+  // What each program defines, copied under the lock; the backend is asked where each is with the
+  // lock let go. A name defined in several of a program's images is the first's (defines()).
+  struct Defined {
+    std::string name;
+    SymbolKind kind;
+    std::string file;
+    unsigned index;
+  };
+  struct Linked {
+    std::shared_ptr<backend::Program> program;
+    std::vector<Defined> symbols;
+  };
+  std::vector<Linked> programs;
+  {
+    Lock lock(*this);
+    for (const auto &linked : programs_.all()) {
+      Linked &each = programs.emplace_back(Linked{linked->program, {}});
+      llvm::StringSet<> seen;
+      for (uint32_t id : linked->images)
+        for (const Symbol &s : images_[id].image.symbols)
+          if ((s.kind == SymbolKind::Variable || s.kind == SymbolKind::Function) && linked->defines(id, s.name) &&
+              seen.insert(s.name).second)
+            each.symbols.push_back({std::string(s.name), s.kind, images_[id].file, images_[id].index});
+    }
+  }
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (const Linked &linked : programs)
+    for (const Defined &symbol : linked.symbols) {
+      void *start = nullptr;
+      if (symbol.kind == SymbolKind::Variable) {
+        auto extent = linked.program->variable(symbol.name);
+        if (!extent) {
+          llvm::consumeError(extent.takeError());  // a backend that gives no variables' addresses
+          continue;
+        }
+        const auto begin = reinterpret_cast<uintptr_t>(extent->address);
+        if (at < begin || at - begin >= extent->size) continue;
+        start = extent->address;
+      } else {
+        auto function = linked.program->function(symbol.name);
+        if (!function) {
+          llvm::consumeError(function.takeError());
+          continue;
+        }
+        if (*function != address) continue;
+        start = *function;
+      }
+      Lock lock(*this);
+      out.file = addressNames_.insert(symbol.file).first->getKeyData();
+      out.image = symbol.index;
+      out.symbol = addressNames_.insert(symbol.name).first->getKeyData();
+      out.symbol_address = start;
+      out.offset = at - reinterpret_cast<uintptr_t>(start);
+      out.kind = symbol.kind == SymbolKind::Variable ? DEVDL_SYMBOL_VARIABLE : DEVDL_SYMBOL_FUNCTION;
+      return llvm::Error::success();
+    }
+  return fail(ErrorCode::NotFound, "device_dladdr: 0x" + llvm::utohexstr(at) +
+                                       " is in no variable of a loaded program, nor a function's start");
 }
 
 llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {

@@ -122,11 +122,35 @@ TEST_F(Cuda, CubinForAnotherGenerationIsNoCandidate) {
 
 TEST_F(Cuda, FunctionPointerAcrossImages) {
   EXPECT_EQ(runSeed({"lib.cubin"}, "app_pointer.cubin", "PointerKernel"), times(2, 0, 8));
-  // The host gets no device function pointer: CUDA has none to give.
-  void *lib = device_dlopen(image("lib.cubin").c_str(), DEVDL_NOW);
-  ASSERT_NE(lib, nullptr) << error();
-  EXPECT_EQ(device_dlsym(lib, "LibDeviceFunc"), nullptr);
-  EXPECT_NE(error().find("CUDA gives the host no device function pointers"), std::string::npos);
+  // As NVIDIA's simpleSeparateCompilation keeps them: a function pointer in a device variable
+  // (LibPointer). The host reads it and device_dladdr names the function; device_dlsym gives the
+  // same address, from devdl's table of the program's functions (CUDA gives none).
+  void *lib = device_dlopen(image("lib.cubin").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  void *app = device_dlopen(image("app_pointer.cubin").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && app) << error();
+  void *held = nullptr;
+  ASSERT_EQ(device_dlread(app, "LibPointer", 0, &held, sizeof held), 0) << error();
+  ASSERT_NE(held, nullptr);
+  devdl_addr_info info{};
+  info.size = sizeof info;
+  ASSERT_NE(device_dladdr(held, &info), 0) << error();
+  EXPECT_EQ(std::string(info.symbol), "LibDeviceFunc");
+  EXPECT_EQ(std::string(info.file), image("lib.cubin"));
+  EXPECT_EQ(info.image, 0u);
+  EXPECT_EQ(info.kind, DEVDL_SYMBOL_FUNCTION);
+  EXPECT_EQ(info.offset, 0u);
+  EXPECT_EQ(info.symbol_address, held);
+  EXPECT_EQ(device_dlsym(app, "LibDeviceFunc"), held) << error();
+  // The variable that holds it, at an address inside it.
+  void *variable = device_dlsym(app, "LibPointer");
+  ASSERT_NE(variable, nullptr) << error();
+  ASSERT_NE(device_dladdr(static_cast<char *>(variable) + 1, &info), 0) << error();
+  EXPECT_EQ(std::string(info.symbol), "LibPointer");
+  EXPECT_EQ(std::string(info.file), image("app_pointer.cubin"));
+  EXPECT_EQ(info.kind, DEVDL_SYMBOL_VARIABLE);
+  EXPECT_EQ(info.offset, 1u);
+  EXPECT_EQ(device_dladdr(static_cast<char *>(held) + 4, &info), 0) << "a function is named by its start alone";
+  device_dlclose(app);
   device_dlclose(lib);
 }
 

@@ -78,6 +78,38 @@ TEST_F(DeviceDlopen, VariablesHaveDeviceAddresses) {
   device_dlclose(lib);
 }
 
+// device_dladdr names the variable an address lies in, as dladdr names a host object's symbol:
+// the address another variable holds (filled in by the device's loader, or by devdl where it
+// placed them in host memory), and one inside a variable; none once the program is released.
+TEST_F(DeviceDlopen, DladdrNamesTheVariableAnAddressLiesIn) {
+  if (!variablesHaveAddresses())
+    GTEST_SKIP() << "not on " << deviceWords_ << ": it gives no variables' addresses, and devdl "
+                 << "places variables in host memory only on CPU devices it translates SPIR for";
+  void *handle = device_dlopen(deviceImage("pointer_var").c_str(), DEVDL_NOW);
+  ASSERT_NE(handle, nullptr) << error();
+  void *held = nullptr;
+  ASSERT_EQ(device_dlread(handle, "Pointer", 0, &held, sizeof held), 0) << error();
+  devdl_addr_info info{};
+  info.size = sizeof info;
+  ASSERT_NE(device_dladdr(held, &info), 0) << error();
+  EXPECT_EQ(std::string(info.symbol), "Target");
+  EXPECT_EQ(std::string(info.file), deviceImage("pointer_var"));
+  EXPECT_EQ(info.image, 0u);
+  EXPECT_EQ(info.kind, DEVDL_SYMBOL_VARIABLE);
+  EXPECT_EQ(info.offset, 0u);
+  EXPECT_EQ(info.symbol_address, device_dlsym(handle, "Target"));
+  void *pointer = device_dlsym(handle, "Pointer");
+  ASSERT_NE(device_dladdr(static_cast<char *>(pointer) + 3, &info), 0) << error();
+  EXPECT_EQ(std::string(info.symbol), "Pointer");
+  EXPECT_EQ(info.offset, 3u);
+  EXPECT_EQ(info.symbol_address, pointer);
+  int local = 0;
+  EXPECT_EQ(device_dladdr(&local, &info), 0);
+  EXPECT_NE(error().find("is in no variable of a loaded program, nor a function's start"), std::string::npos);
+  EXPECT_EQ(device_dlclose(handle), 0) << error();
+  EXPECT_EQ(device_dladdr(held, &info), 0) << "its program released with the handle";
+}
+
 // A variable whose initializer holds another's address points at the instance of the other that
 // the host writes: filled in by the device's loader, or on PoCL, where devdl moves both to host
 // memory, by devdl (a relocation in the region).

@@ -2,6 +2,7 @@
 // applies them to candidates, the driver's link log in devdl's words, and linking with nvJitLink
 // (a compiler library: it links for an sm_90 device on a machine without one).
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/function_table.h"
 #include "backend/cuda/nvjitlink.h"
 #include "image/read_image.h"
 #include "test_images.h"
@@ -102,12 +103,18 @@ class NvJitLink : public ::testing::Test {
     if (!file_) GTEST_SKIP() << "no libnvJitLink.so.13 or .so.12 here (a CUDA 12 or later toolkit installs it)";
   }
 
-  // Links the images (read from the test images) for sm_90 and reads the cubin nvJitLink made.
-  llvm::Expected<DeviceImage> link(const std::vector<std::string> &names, bool lto) {
+  // Links the images (read from the test images), and PTX `text` where given, for sm_90 and reads
+  // the cubin nvJitLink made.
+  llvm::Expected<DeviceImage> link(const std::vector<std::string> &names, bool lto, const std::string &text = "") {
     labels_.assign(names.begin(), names.end());
+    files_.clear();
     for (const std::string &name : names) files_.push_back(readFile(image(name)));
+    if (!text.empty()) {
+      labels_.push_back("table.ptx");
+      files_.push_back(text + '\0');
+    }
     std::vector<JitInput> inputs;
-    for (size_t i = 0; i < names.size(); ++i) {
+    for (size_t i = 0; i < files_.size(); ++i) {
       const ImageFormat format = sniffFormat(asBytes(files_[i]));
       inputs.push_back({format == ImageFormat::Fatbin  ? JitInputKind::Fatbin
                         : format == ImageFormat::Cubin ? JitInputKind::Cubin
@@ -138,6 +145,47 @@ TEST_F(NvJitLink, LtoInlinesTheLibraryIntoTheKernel) {
   auto fromPtx = link({"app.lto.fatbin", "lib.lto.fatbin"}, false);
   ASSERT_TRUE(!!fromPtx) << errorText(fromPtx);
   EXPECT_TRUE(contains(symbolLines(*fromPtx), "T LibDeviceFunc"));
+}
+
+// devdl's table of a program's functions (backend/cuda/function_table.h) links beside -rdc
+// cubins without LTO, where nvJitLink binds the declarations by name (what the table holds is
+// checked on the GPU: Cuda.FunctionPointerAcrossImages); a name no image defines fails the link,
+// named.
+TEST_F(NvJitLink, TheFunctionTableLinksBesideCompiledImages) {
+  const std::string_view names[] = {"LibDeviceFunc"};
+  auto linked = link({"app.cubin", "lib.cubin"}, false, backend::cuda::functionTablePtx(names));
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  EXPECT_TRUE(contains(symbolLines(*linked), "T LibDeviceFunc"));
+  const std::string_view missing[] = {"LibDeviceFunc", "NoSuchFunction"};
+  auto refused = link({"app.cubin", "lib.cubin"}, false, backend::cuda::functionTablePtx(missing));
+  ASSERT_FALSE(!!refused);
+  EXPECT_NE(errorText(refused).find("table.ptx: undefined device symbol `NoSuchFunction`"), std::string::npos);
+}
+
+TEST(CudaFunctionTable, NamesPtxCannotSpellAreLeftOut) {
+  EXPECT_EQ(backend::cuda::functionTablePtx({}), "");
+  const std::string_view odd[] = {"with.dot", "1digit", ""};
+  EXPECT_EQ(backend::cuda::functionTablePtx(odd), "");
+  const std::string_view names[] = {"_Z1fi", "g$h", "with.dot"};
+  const std::string ptx = backend::cuda::functionTablePtx(names);
+  EXPECT_NE(ptx.find(".extern .func _Z1fi;\n.extern .func g$h;\n.visible .global .align 8 .u64 "
+                     "__devdl_function_addresses[2] = {_Z1fi, g$h};"),
+            std::string::npos)
+      << ptx;
+  EXPECT_EQ(ptx.find("with.dot"), std::string::npos);
+}
+
+TEST(CudaFunctionTable, ReadBackByNameAndCheckedForAgreement) {
+  const uint64_t addresses[] = {0x7f0000001000, 0x7f0000002000};
+  const std::string_view words(reinterpret_cast<const char *>(addresses), sizeof addresses);
+  auto table = backend::cuda::readFunctionTable(words, std::string_view("f\0g\0", 4));
+  ASSERT_TRUE(!!table) << errorText(table);
+  EXPECT_EQ(table->size(), 2u);
+  EXPECT_EQ(table->lookup("g"), reinterpret_cast<void *>(0x7f0000002000));
+  EXPECT_EQ(errorText(backend::cuda::readFunctionTable(words, std::string_view("f\0", 2))),
+            "the function table holds 2 addresses for 1 names");
+  EXPECT_EQ(errorText(backend::cuda::readFunctionTable(words, std::string_view("f\0g", 3))),
+            "the function table's last name is not ended");
 }
 
 // The code and message of a failure.

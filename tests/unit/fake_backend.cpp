@@ -32,7 +32,11 @@ class Program final : public backend::Program {
   explicit Program(std::map<std::string, SymbolKind, std::less<>> defined) : defined_(std::move(defined)) {}
 
   llvm::Expected<void *> kernel(std::string_view name) override { return address(name, SymbolKind::Kernel); }
-  llvm::Expected<void *> variable(std::string_view name) override { return address(name, SymbolKind::Variable); }
+  llvm::Expected<backend::Extent> variable(std::string_view name) override {
+    auto at = address(name, SymbolKind::Variable);
+    if (!at) return at.takeError();
+    return backend::Extent{*at, sizeof(int)};
+  }
   llvm::Expected<void *> function(std::string_view name) override { return address(name, SymbolKind::Function); }
   llvm::Error copyVariable(std::string_view name, size_t, void *, size_t, bool) override {
     return fail(ErrorCode::Unsupported, "fake program: no copies of `" + std::string(name) + "`");

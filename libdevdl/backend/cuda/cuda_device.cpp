@@ -1,4 +1,5 @@
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/function_table.h"
 #include "image/local_definitions.h"
 #include "image/readers.h"
 #include "support/debug.h"
@@ -155,11 +156,11 @@ llvm::Expected<std::pair<CUdeviceptr, size_t>> Program::global(std::string_view 
   return std::pair{address, size};
 }
 
-llvm::Expected<void *> Program::variable(std::string_view name) {
+llvm::Expected<Extent> Program::variable(std::string_view name) {
   ContextScope current(api_, context_);
   auto found = global(name);
   if (!found) return found.takeError();
-  return reinterpret_cast<void *>(static_cast<uintptr_t>(found->first));
+  return Extent{reinterpret_cast<void *>(static_cast<uintptr_t>(found->first)), found->second};
 }
 
 llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
@@ -177,9 +178,33 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
 }
 
 llvm::Expected<void *> Program::function(std::string_view name) {
+  std::call_once(functionsRead_, [&] {
+    ContextScope current(api_, context_);
+    auto addresses = global(kFunctionAddresses);
+    auto names = addresses ? global(kFunctionNames) : addresses.takeError();
+    if (!names) {
+      llvm::consumeError(names.takeError());
+      noFunctions_ = "this program has no table of its functions (devdl links one into programs it links without "
+                     "LTO: nvJitLink's LTO makes functions local to the kernels that call them)";
+      return;
+    }
+    std::string bytes[2] = {std::string(addresses->second, '\0'), std::string(names->second, '\0')};
+    CUresult err = api_.cuMemcpyDtoH(bytes[0].data(), addresses->first, bytes[0].size());
+    if (err == CUDA_SUCCESS) err = api_.cuMemcpyDtoH(bytes[1].data(), names->first, bytes[1].size());
+    if (err != CUDA_SUCCESS) {
+      noFunctions_ = "its program's table of functions could not be read: cuMemcpyDtoH failed: " + errorName(err);
+      return;
+    }
+    auto table = readFunctionTable(bytes[0], bytes[1]);
+    if (table) functions_ = std::move(*table);
+    else noFunctions_ = llvm::toString(table.takeError());
+  });
+  if (auto found = functions_.find(llvm::StringRef(name.data(), name.size())); found != functions_.end())
+    return found->second;
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) +
-                                          "` is a device function: CUDA gives the host no device function "
-                                          "pointers (take its address in device code)");
+                                          "` is a device function: CUDA gives the host no device function pointers, "
+                                          "and " + (noFunctions_.empty() ? "its program's table of functions does "
+                                                                           "not hold it" : noFunctions_));
 }
 
 Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
@@ -354,6 +379,22 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       in.data = Bytes(reinterpret_cast<const uint8_t *>(texts.back().c_str()), texts.back().size() + 1);
     }
     ready.push_back(in);
+  }
+  // The addresses of the functions the images define, which CUDA does not give: a table linked in
+  // (function_table.h). Not with LTO-IR, whose functions become local to the kernels.
+  std::string table;
+  const std::string tableLabel = "devdl's table of functions";
+  if (!ltoIr) {
+    std::vector<std::string_view> functions;
+    for (const LinkInput &input : inputs)
+      for (const Symbol &symbol : input.image->symbols)
+        if (symbol.kind == SymbolKind::Function && !llvm::is_contained(input.hidden, symbol.name) &&
+            !llvm::is_contained(functions, symbol.name))
+          functions.push_back(symbol.name);
+    table = functionTablePtx(functions);
+    if (!table.empty())
+      ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(table.c_str()), table.size() + 1),
+                       &tableLabel});
   }
   if (jitLink_ && (ltoIr || jitAlways_)) {
     std::vector<JitInput> jitInputs;

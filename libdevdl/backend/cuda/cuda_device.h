@@ -8,9 +8,11 @@
 #include "backend/kernel_table.h"
 #include "backend/cuda/nvjitlink.h"
 
+#include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Error.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,8 +42,9 @@ class Program final : public backend::Program {
   ~Program() override;
 
   llvm::Expected<void *> kernel(std::string_view name) override;          // CUfunction; thread-safe
-  llvm::Expected<void *> variable(std::string_view name) override;        // CUdeviceptr
-  llvm::Expected<void *> function(std::string_view name) override;        // none in CUDA
+  llvm::Expected<Extent> variable(std::string_view name) override;        // at a CUdeviceptr
+  /// From the program's table of its functions (function_table.h), where it has one.
+  llvm::Expected<void *> function(std::string_view name) override;
   /// cuMemcpyHtoD / cuMemcpyDtoH at the variable's cuModuleGetGlobal address.
   llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override;
 
@@ -54,6 +57,9 @@ class Program final : public backend::Program {
   CUmodule module_;
   std::string device_;
   KernelTable<CUfunction> kernels_;
+  std::once_flag functionsRead_;  // the table, read at the first function()
+  llvm::StringMap<void *> functions_;
+  std::string noFunctions_;  // where the table cannot be read, why
 };
 
 class Device final : public backend::Device {

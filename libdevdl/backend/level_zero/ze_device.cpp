@@ -69,14 +69,14 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
       });
 }
 
-llvm::Expected<void *> Program::variable(std::string_view name) {
+llvm::Expected<Extent> Program::variable(std::string_view name) {
   const std::string text(name);
   ze_result_t result = ZE_RESULT_ERROR_INVALID_GLOBAL_NAME;
   for (ze_module_handle_t module : modules_) {
     void *pointer = nullptr;
     size_t size = 0;
     result = api_.zeModuleGetGlobalPointer(module, text.c_str(), &size, &pointer);
-    if (result == ZE_RESULT_SUCCESS) return pointer;
+    if (result == ZE_RESULT_SUCCESS) return Extent{pointer, size};
     if (result != ZE_RESULT_ERROR_INVALID_GLOBAL_NAME) break;
   }
   return fail(ErrorCode::Unsupported, "`" + text + "` is a device variable: zeModuleGetGlobalPointer on " + device_ +

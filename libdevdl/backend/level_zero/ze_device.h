@@ -41,7 +41,7 @@ class Program final : public backend::Program {
   /// request and kept until it ends (a kernel holds its arguments: each thread sets its own).
   llvm::Expected<void *> kernel(std::string_view name) override;
   /// zeModuleGetGlobalPointer of the module that defines it.
-  llvm::Expected<void *> variable(std::string_view name) override;
+  llvm::Expected<Extent> variable(std::string_view name) override;
   /// zeModuleGetFunctionPointer of the module that defines it.
   llvm::Expected<void *> function(std::string_view name) override;
   /// zeCommandListAppendMemoryCopy on an immediate, synchronous command list.

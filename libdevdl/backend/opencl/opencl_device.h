@@ -58,7 +58,7 @@ class Program final : public backend::Program {
   llvm::Expected<void *> kernel(std::string_view name) override;
   /// Its address in host memory, where devdl placed it there; else the driver's device address,
   /// where it gives those (clGetDeviceGlobalVariablePointerINTEL); else an error.
-  llvm::Expected<void *> variable(std::string_view name) override;
+  llvm::Expected<Extent> variable(std::string_view name) override;
   llvm::Expected<void *> function(std::string_view name) override;
   /// Directly in host memory, where devdl placed it there; else at the driver's address with
   /// clEnqueueMemcpyINTEL, where it gives one; else through devdl's copy kernel linked into the

@@ -55,13 +55,13 @@ llvm::Expected<cl_command_queue> Program::copyQueue(cl_context &context) const {
   return queue;
 }
 
-llvm::Expected<void *> Program::variable(std::string_view name) {
+llvm::Expected<Extent> Program::variable(std::string_view name) {
   if (const VariableLayout::Variable *placed = variables_ ? variables_->find(name) : nullptr)
-    return variables_->data(*placed);
+    return Extent{variables_->data(*placed), placed->size};
   if (pointers_.clGetDeviceGlobalVariablePointerINTEL) {
     auto address = driverAddress(name);
     if (!address) return address.takeError();
-    return address->first;
+    return Extent{address->first, address->second};
   }
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device variable: OpenCL device " + device_ +
                                           " gives no device addresses of program variables" +
