@@ -10,16 +10,21 @@
 #     (the default), `ptx`, `fatbin` (cubin + PTX) and `lto` (a fatbin with LTO-IR, for
 #     nvJitLink). OPTIONS go to the compiler (OpenCL C default: -O1). CUDA_ARCH is the GPU
 #     architecture number (default 90: sm_90).
-#   devdl_add_bundle(NAME OUTPUT file IMAGES file|target... [OPTIONS ...])
+#   devdl_add_bundle(NAME OUTPUT file IMAGES file|target... [NEEDED name...] [RUNPATH dir...]
+#                    [OPTIONS ...] [INSTALL])
 #     A target NAME that packs the images (files, or targets of devdl_add_images) into one
-#     bundle file with devdl-pack; OPTIONS go to devdl-pack before the images.
+#     bundle file with devdl-pack; OPTIONS go to devdl-pack before the images. NEEDED names the
+#     files the bundle needs (loaded with it, as DT_NEEDED), RUNPATH where they are looked for
+#     first ("$ORIGIN/deps": the bundle's own directory's deps). INSTALL installs it where devdl
+#     looks for names without a slash: ${CMAKE_INSTALL_LIBDIR}/devdl.
 #   devdl_embed_images(TARGET [SOURCES ...] [IMAGES file|target...] [MODULE_ID id]
-#                      [FORMATS ...] [OPTIONS ...] [CUDA_ARCH N])
+#                      [NEEDED name...] [RUNPATH dir...] [FORMATS ...] [OPTIONS ...] [CUDA_ARCH N])
 #     Makes the host library or executable TARGET carry the images (SOURCES are compiled as
 #     devdl_add_images does, with FORMATS, OPTIONS and CUDA_ARCH): devdl-pack --object writes
 #     them as one bundle into an object linked into TARGET, so that a process that loads TARGET
 #     has them in devdl's search order. MODULE_ID names the image (there must be one) for other
-#     images' `devdl-pack --depends`. Once per target.
+#     images' `devdl-pack --depends`; NEEDED and RUNPATH as devdl_add_bundle's (a host file
+#     device_dlopen opens; $ORIGIN is then the host file's directory). Once per target.
 #
 # Under them, the rules for one source: devdl_image_rules (below), and the shorthands devdl's
 # own tests use (devdl_opencl_images, devdl_cuda_images, devdl_cuda_lto_images), and
@@ -157,19 +162,39 @@ function(devdl_image_files files_var depends_var)
   set(${depends_var} ${depends} PARENT_SCOPE)
 endfunction()
 
+# devdl-pack's --needed and --runpath for NEEDED and RUNPATH lists, in `out_var`: they apply to the
+# file that follows them, and one image recording them is enough (they are the whole file's).
+function(devdl_needed_options out_var needed runpath)
+  set(options)
+  if(needed)
+    list(JOIN needed "," joined)
+    list(APPEND options --needed ${joined})
+  endif()
+  if(runpath)
+    list(JOIN runpath ":" joined)
+    list(APPEND options --runpath ${joined})
+  endif()
+  set(${out_var} ${options} PARENT_SCOPE)
+endfunction()
+
 function(devdl_add_bundle name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "OUTPUT" "IMAGES;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "INSTALL" "OUTPUT" "IMAGES;OPTIONS;NEEDED;RUNPATH")
   if(NOT arg_OUTPUT OR NOT arg_IMAGES)
     message(FATAL_ERROR "devdl_add_bundle(${name}): OUTPUT and IMAGES are required")
   endif()
   get_filename_component(output ${arg_OUTPUT} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_BINARY_DIR})
   devdl_image_files(files depends ${arg_IMAGES})
+  devdl_needed_options(needs "${arg_NEEDED}" "${arg_RUNPATH}")
   add_custom_command(OUTPUT ${output}
-                     COMMAND devdl::devdl-pack -o ${output} ${arg_OPTIONS} ${files}
+                     COMMAND devdl::devdl-pack -o ${output} ${arg_OPTIONS} ${needs} ${files}
                      DEPENDS devdl::devdl-pack ${depends}
                      COMMENT "Packing device images into ${output}"
                      VERBATIM)
   add_custom_target(${name} ALL DEPENDS ${output})
+  if(arg_INSTALL)
+    include(GNUInstallDirs)
+    install(FILES ${output} DESTINATION ${CMAKE_INSTALL_LIBDIR}/devdl)
+  endif()
 endfunction()
 
 # A relocatable host object carrying IMAGES (files or devdl_add_images targets) as one bundle,
@@ -185,7 +210,7 @@ function(devdl_bundle_object object)
 endfunction()
 
 function(devdl_embed_images target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODULE_ID;CUDA_ARCH" "SOURCES;IMAGES;FORMATS;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODULE_ID;CUDA_ARCH" "SOURCES;IMAGES;FORMATS;OPTIONS;NEEDED;RUNPATH")
   set(items ${arg_IMAGES})
   if(arg_SOURCES)
     devdl_add_images(${target}_device_images SOURCES ${arg_SOURCES} FORMATS ${arg_FORMATS}
@@ -204,6 +229,8 @@ function(devdl_embed_images target)
     endif()
     set(options --module-id ${arg_MODULE_ID})
   endif()
+  devdl_needed_options(needs "${arg_NEEDED}" "${arg_RUNPATH}")
+  list(APPEND options ${needs})
   set(object ${CMAKE_CURRENT_BINARY_DIR}/${target}_devdl_bundle.o)
   devdl_bundle_object(${object} IMAGES ${items} OPTIONS ${options})
   target_sources(${target} PRIVATE ${object})

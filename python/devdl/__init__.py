@@ -18,8 +18,8 @@ import os
 import threading
 
 __all__ = ["LAZY", "NOW", "NOLOAD", "DEEPBIND", "GLOBAL", "LOCAL", "NODELETE",
-           "OPENCL", "LEVEL_ZERO", "CUDA", "error", "Handle", "View", "SymbolInfo", "Native", "OpenCL",
-           "open", "open_memory", "global_scope", "native", "opencl", "version"]
+           "OPENCL", "LEVEL_ZERO", "CUDA", "error", "Handle", "View", "SymbolInfo", "AddressInfo", "Native",
+           "OpenCL", "open", "open_memory", "global_scope", "address", "native", "opencl", "version"]
 
 # device_dlopen's flags and the backends, as devdl.h defines them.
 LAZY, NOW, NOLOAD, DEEPBIND, GLOBAL, LOCAL, NODELETE = 0x1, 0x2, 0x4, 0x8, 0x100, 0, 0x1000
@@ -35,6 +35,7 @@ class error(Exception):
 
 
 SymbolInfo = collections.namedtuple("SymbolInfo", "kind file image format")
+AddressInfo = collections.namedtuple("AddressInfo", "file image symbol symbol_address offset kind")
 Native = collections.namedtuple("Native", "backend platform device context")
 OpenCL = collections.namedtuple("OpenCL", "context device queue")
 
@@ -42,6 +43,12 @@ OpenCL = collections.namedtuple("OpenCL", "context device queue")
 class _SymbolInfo(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("kind", ctypes.c_int), ("file", ctypes.c_char_p),
                 ("image", ctypes.c_uint), ("format", ctypes.c_char_p)]
+
+
+class _AddressInfo(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("file", ctypes.c_char_p), ("image", ctypes.c_uint),
+                ("symbol", ctypes.c_char_p), ("symbol_address", ctypes.c_void_p), ("offset", ctypes.c_size_t),
+                ("kind", ctypes.c_int)]
 
 
 class _Native(ctypes.Structure):
@@ -70,6 +77,7 @@ def _load():
             ("device_dlclose", ctypes.c_int, [void_p]),
             ("device_dlerror", char_p, []),
             ("device_dlsyminfo", ctypes.c_int, [void_p, char_p, ctypes.POINTER(_SymbolInfo)]),
+            ("device_dladdr", ctypes.c_int, [void_p, ctypes.POINTER(_AddressInfo)]),
             ("device_dlspecialize", ctypes.c_int, [void_p, ctypes.c_uint, void_p, ctypes.c_size_t]),
             ("device_dlread", ctypes.c_int, [void_p, char_p, ctypes.c_size_t, void_p, ctypes.c_size_t]),
             ("device_dlwrite", ctypes.c_int, [void_p, char_p, ctypes.c_size_t, void_p, ctypes.c_size_t]),
@@ -240,6 +248,17 @@ def open_memory(data, name, flags=NOW):
 def global_scope():
     """device_dlopen(NULL): the global scope, the process's images and those opened GLOBAL."""
     return Handle(_lib.device_dlopen(None, 0), "<global scope>")
+
+
+def address(value):
+    """device_dladdr: the file, image, symbol and offset of a device address (an integer): one
+    inside a variable of a linked program, or a function pointer's value; None where no loaded
+    program holds it."""
+    info = _AddressInfo(size=ctypes.sizeof(_AddressInfo))
+    if not _lib.device_dladdr(value, ctypes.byref(info)):
+        return None
+    return AddressInfo(os.fsdecode(info.file), info.image, info.symbol.decode(), info.symbol_address or 0,
+                       info.offset, _KINDS.get(info.kind, info.kind))
 
 
 def native(backend=0):

@@ -1,7 +1,8 @@
 /* The seeds' example through devdl: the application's kernel calls LibDeviceFunc, which lives
  * in another device image. Without -DLINKED the program opens the library's image itself;
  * with it, the program is linked with libdevicelib.so, which carries that image, and opens
- * only its own. Prints 0 2 4 6 8 10 12 14. */
+ * only its own; with -DNEEDED it opens app-needs.devdl, a bundle that names the library's file
+ * (devdl-pack --needed), which devdl loads with it. Prints 0 2 4 6 8 10 12 14. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <devdl.h>
@@ -15,13 +16,17 @@ int devicelib_version(void);
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : ".";
   char path[4096];
-#ifdef LINKED
+#if defined(LINKED)
   printf("libdevicelib version %d carries LibDeviceFunc\n", devicelib_version());
-#else
+#elif !defined(NEEDED)
   snprintf(path, sizeof path, "%s/lib.spv", dir);
   if (!device_dlopen(path, DEVDL_NOW | DEVDL_GLOBAL)) return fprintf(stderr, "%s\n", device_dlerror()), 1;
 #endif
+#ifdef NEEDED
+  snprintf(path, sizeof path, "%s/app-needs.devdl", dir);
+#else
   snprintf(path, sizeof path, "%s/app.spv", dir);
+#endif
   void *app = device_dlopen(path, DEVDL_NOW);
   if (!app) return fprintf(stderr, "%s\n", device_dlerror()), 1;
   cl_kernel kernel = device_dlsym(app, "AppKernel");

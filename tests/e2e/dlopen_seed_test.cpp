@@ -26,18 +26,15 @@ TEST_F(DeviceDlopen, SeedExampleLinksAcrossHandlesAndRuns) {
   EXPECT_EQ(device_dlclose(lib), 0) << error();
 }
 
-// An application that ships its library in its own tree (devdl-pack --needed --runpath
-// '$ORIGIN/deps'): one device_dlopen of the application, from another current directory, loads
+// An application that ships its library in its own tree (as devdl-pack --needed mathlib.devdl
+// --runpath '$ORIGIN/deps' packs it): one device_dlopen of the application, from another current directory, loads
 // the library with it, and its kernel runs; closing it unloads both.
 TEST_F(DeviceDlopen, AnApplicationLoadsTheLibraryItNeedsThroughItsRunPath) {
   const std::string dir = scratchDir();
   std::filesystem::create_directories(dir + "/pkg/deps");
   std::filesystem::create_directories(dir + "/elsewhere");
-  CommandResult packed = devdl::test::run({DEVDL_PACK, "-o", dir + "/pkg/deps/mathlib.devdl", deviceImage("lib")});
-  ASSERT_EQ(packed.status, 0) << packed.err;
-  packed = devdl::test::run({DEVDL_PACK, "-o", dir + "/pkg/app.devdl", "--needed", "mathlib.devdl", "--runpath",
-                             "$ORIGIN/deps", deviceImage("app")});
-  ASSERT_EQ(packed.status, 0) << packed.err;
+  writeNeedingBundle(dir + "/pkg/deps/mathlib.devdl", deviceImage("lib"), "");
+  writeNeedingBundle(dir + "/pkg/app.devdl", deviceImage("app"), "mathlib.devdl", "$ORIGIN/deps");
   const std::filesystem::path before = std::filesystem::current_path();
   std::filesystem::current_path(dir + "/elsewhere");
   void *app = device_dlopen("../pkg/app.devdl", DEVDL_NOW);

@@ -27,7 +27,9 @@ for page in man1/devdl-nm.1 man1/devdl-pack.1 man1/devdl-cache.1 man3/devdl.3 ma
 done
 libdir=$(dirname "$(dirname "$(find "$prefix" -name devdl.pc -path '*/pkgconfig/*' | head -n 1)")")
 
+# Its install rules (a bundle for <libdir>/devdl) install into devdl's prefix, in devdl's libdir.
 cmake -S "$source/tests/install" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR="${libdir#"$prefix"/}" \
   -DSEED_EXAMPLE="$source/samples/seed-example" > /dev/null
 cmake --build "$work/cmake" > /dev/null
 out=$(LD_LIBRARY_PATH=$libdir "$work/cmake/app" "$work/cmake" | tail -n 1)
@@ -38,6 +40,19 @@ symbols=$(LD_LIBRARY_PATH=$libdir "$prefix/bin/devdl-nm" "$work/cmake/seed.devdl
 grep -q "AppKernel" <<< "$symbols" && grep -q "LibDeviceFunc" <<< "$symbols" || {
   echo "seed.devdl lacks an image:" >&2; echo "$symbols" >&2; exit 1; }
 
+# The application bundle that needs the library by name, once the library is installed in
+# <libdir>/devdl (devdl_add_bundle INSTALL); devdl-pack --check finds it there too.
+installed=$libdir/devdl/seedlib.devdl
+[ ! -e "$installed" ] || { echo "$installed is there before the test installs it" >&2; exit 1; }
+trap 'rm -f "$installed"' EXIT
+cmake --install "$work/cmake" --prefix "$prefix" > /dev/null
+[ -f "$installed" ] || { echo "devdl_add_bundle(INSTALL) did not install $installed" >&2; exit 1; }
+out=$(LD_LIBRARY_PATH=$libdir "$work/cmake/app_needs" "$work/cmake" | tail -n 1)
+echo "needed file: $out"
+grep -qx "$expected" <<< "$out"
+LD_LIBRARY_PATH=$libdir "$prefix/bin/devdl-pack" --check "$work/cmake/app-needs.devdl" 2>&1 | grep -q "needs seedlib.devdl: $installed" || {
+  echo "devdl-pack --check did not find seedlib.devdl in $libdir/devdl" >&2; exit 1; }
+rm -f "$installed"
 PKG_CONFIG_PATH=$libdir/pkgconfig make -s -C "$work" -f "$source/tests/install/Makefile" SEED="$source/samples/seed-example"
 out=$(LD_LIBRARY_PATH=$libdir "$work/app-dlopen" "$work/cmake")
 echo "pkg-config: $out"

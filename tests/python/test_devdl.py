@@ -46,6 +46,14 @@ class Module(unittest.TestCase):
             self.assertIn("LibDeviceFunc", app.plan("AppKernel"))
         lib.close()
 
+    def test_an_address_is_named_by_the_variable_it_lies_in(self):
+        # PoCL's program variables, which devdl places in host memory: device_dladdr names them.
+        with devdl.open(image("pointer_var.spv")) as handle:
+            target = handle.sym("Target")
+            self.assertEqual(devdl.address(target + 2),
+                             devdl.AddressInfo(image("pointer_var.spv"), 0, "Target", target, 2, "variable"))
+            self.assertIsNone(devdl.address(8))
+
     def test_errors_name_symbol_and_file(self):
         with self.assertRaises(devdl.error) as caught:
             devdl.open(image("app.spv"))  # its import is in no image loaded

@@ -19,6 +19,7 @@
 #include "support/version.h"
 
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Support/ToolOutputFile.h>
 
@@ -425,7 +426,11 @@ int check(std::vector<std::string> args) {
 
 int main(int argc, char **argv) {
   // Installed, this tool is in <bindir> and the device libraries in <libdir>/devdl.
-  useDefaultLibraryDirectory(ownDirectory() + "/" DEVDL_LIBRARY_DIR_FROM_TOOLS);
+  llvm::SmallString<256> libraries(ownDirectory());
+  llvm::sys::path::append(libraries, DEVDL_LIBRARY_DIR_FROM_TOOLS);
+  llvm::sys::fs::make_absolute(libraries);
+  llvm::sys::path::remove_dots(libraries, /*remove_dot_dot=*/true);
+  useDefaultLibraryDirectory(std::string(libraries));
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) usageError("no input files");
   if (args[0] == "--help" || args[0] == "-h") {
