@@ -85,7 +85,7 @@ llvm::Expected<RegularFile> openNamedFile(const char *name, const Needer *needer
   const std::string needs = needer ? std::string(needer->name) + " needs " : "";
   if (std::strchr(name, '/')) {
     if (needer)
-      return fail(ErrorCode::BadFormat, needs + name + ": a needed file is named without a slash (its run path says where)");
+      return fail(ErrorCode::BadFormat, needs + name + ": a needed file's name holds no slash (its run path says where it is)");
     return RegularFile::open(name);
   }
   const bool saying = Debug::get().on(Debug::Files);

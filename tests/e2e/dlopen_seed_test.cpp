@@ -56,6 +56,51 @@ TEST_F(DeviceDlopen, AnApplicationLoadsTheLibraryItNeedsThroughItsRunPath) {
   EXPECT_EQ(images, 0u) << "both closed";
 }
 
+// Needed files in a chain (top needs mid needs base) and a diamond (top needs left and right,
+// which both need base): each loaded once, and the kernels compute through them.
+TEST_F(DeviceDlopen, NeededFilesInAChainAndADiamondAreLoadedOnceEach) {
+  const std::string dir = scratchDir();
+  auto pack = [&](const std::string &name, const std::string &needed) {
+    writeNeedingBundle(dir + "/" + name + ".devdl", deviceImage(name), needed, "$ORIGIN");
+  };
+  pack("chain_top", "chain_mid.devdl");
+  pack("chain_mid", "chain_base.devdl");
+  pack("chain_base", "");
+  pack("diamond_top", "diamond_left.devdl,diamond_right.devdl");
+  pack("diamond_left", "diamond_base.devdl");
+  pack("diamond_right", "diamond_base.devdl");
+  pack("diamond_base", "");
+  auto files = [] {
+    std::vector<std::string> loaded;
+    device_dliterate(
+        [](const devdl_image_info *image, void *list) {
+          static_cast<std::vector<std::string> *>(list)->push_back(image->file);
+          return 0;
+        },
+        &loaded);
+    return loaded;
+  };
+  void *chain = device_dlopen((dir + "/chain_top.devdl").c_str(), DEVDL_NOW);
+  ASSERT_NE(chain, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(chain, "ChainKernel"), 4), (std::vector<int>{7, 9, 11, 13}));
+  void *diamond = device_dlopen((dir + "/diamond_top.devdl").c_str(), DEVDL_NOW);
+  ASSERT_NE(diamond, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(diamond, "DiamondKernel"), 4), (std::vector<int>{3, 23, 43, 63}));
+  std::vector<std::string> expected;
+  for (const char *name : {"chain_top", "chain_mid", "chain_base", "diamond_top", "diamond_left", "diamond_right",
+                           "diamond_base"})
+    expected.push_back(dir + "/" + name + ".devdl");
+  std::vector<std::string> loaded = files();
+  llvm::erase_if(loaded, [&](const std::string &file) { return file.rfind(dir, 0) != 0; });
+  llvm::sort(loaded);
+  llvm::sort(expected);
+  EXPECT_EQ(loaded, expected) << "one image each";
+  EXPECT_EQ(device_dlclose(chain), 0) << error();
+  EXPECT_EQ(device_dlclose(diamond), 0) << error();
+  loaded = files();
+  EXPECT_TRUE(llvm::none_of(loaded, [&](const std::string &file) { return file.rfind(dir, 0) == 0; }));
+}
+
 // A thread pool whose workers load their kernels as they start: eight threads whose first devdl
 // calls coincide, in new processes. The backend's device is opened once and the others wait for
 // it (each opening one, PoCL crashed or found no device with a compiler, in every process).

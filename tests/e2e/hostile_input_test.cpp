@@ -253,8 +253,9 @@ TEST_F(HostileInput, ASetuidProgramIgnoresTheInvokingUsersEnvironment) {
   EXPECT_EQ(secure.err.find("devdl:"), std::string::npos) << "no DEVDL_DEBUG output, no preload: " << secure.err;
 }
 
-// DEVDL_DEBUG=files says each place a name is looked for, as LD_DEBUG=libs does: the library
-// path's directories in turn, then the installed directory; the current directory never.
+// DEVDL_DEBUG=files says each place a name is looked for, as LD_DEBUG=libs does: the needer's run
+// path, the library path's directories in turn, then the installed directory; the current
+// directory never.
 TEST_F(HostileInput, DebugFilesSaysEachPlaceANameIsLookedFor) {
   const std::string dir = scratchDir(), first = dir + "/first", second = dir + "/second";
   std::filesystem::create_directories(first);
@@ -263,17 +264,24 @@ TEST_F(HostileInput, DebugFilesSaysEachPlaceANameIsLookedFor) {
   writeFile(dir + "/app.spv", readFile(image("app.spv")));  // in the current directory only
   setenv("DEVDL_DEBUG", "files", 1);
   setenv("DEVDL_LIBRARY_PATH", (first + ":" + second).c_str(), 1);
-  CommandResult probe = run({"/usr/bin/env", "-C", dir, DEVDL_TEST_OPEN_PROBE, "lib.spv", "app.spv"});
+  // A file an image needs: its run path first ($ORIGIN made the needer's directory).
+  writeNeedingBundle(dir + "/needs.devdl", image("app.spv"), "lib.spv", "$ORIGIN/deps");
+  CommandResult probe = run({"/usr/bin/env", "-C", dir, DEVDL_TEST_OPEN_PROBE, "lib.spv", "app.spv", "./needs.devdl"});
   ASSERT_EQ(probe.status, 0) << probe.err;
   const std::string installed = std::string(DEVDL_TEST_LIBRARY_DIR) + "/devdl";
-  EXPECT_EQ(probe.out, "lib.spv: opened\napp.spv: not found in DEVDL_LIBRARY_PATH, " + installed + "\n");
+  EXPECT_EQ(probe.out, "lib.spv: opened\napp.spv: not found in DEVDL_LIBRARY_PATH, " + installed +
+                           "\n./needs.devdl: opened\n");
   EXPECT_EQ(probe.err, "devdl: find file=lib.spv\n"
                        "devdl:   trying file=" + first + "/lib.spv\n"
                        "devdl:   trying file=" + second + "/lib.spv\n"
                        "devdl: find file=app.spv\n"
                        "devdl:   trying file=" + first + "/app.spv\n"
                        "devdl:   trying file=" + second + "/app.spv\n"
-                       "devdl:   trying file=" + installed + "/app.spv\n");
+                       "devdl:   trying file=" + installed + "/app.spv\n"
+                       "devdl: find file=lib.spv; needed by ./needs.devdl\n"
+                       "devdl:   trying file=./deps/lib.spv\n"
+                       "devdl:   trying file=" + first + "/lib.spv\n"
+                       "devdl:   trying file=" + second + "/lib.spv\n");
 }
 
 // DEVDL_DEBUG_OUTPUT is opened as glibc opens LD_DEBUG_OUTPUT: a symbolic link in its place is

@@ -93,7 +93,7 @@ TEST_F(LoaderNeeded, AMissingNeededFileIsNamedWithItsNeederAndLeavesNothing) {
   // Deeper: the file that needs it is named, and none of the chain stays loaded.
   writeNeedingBundle(dir + "/top.devdl", image("chain_top.spv"), "pkg/../mid.devdl");
   EXPECT_EQ(errorText(loader_.open((dir + "/top.devdl").c_str(), DEVDL_LAZY)),
-            dir + "/top.devdl needs pkg/../mid.devdl: a needed file is named without a slash (its run path says where)");
+            dir + "/top.devdl needs pkg/../mid.devdl: a needed file's name holds no slash (its run path says where it is)");
   writeNeedingBundle(dir + "/top.devdl", image("chain_top.spv"), "mid.devdl", "$ORIGIN");
   writeNeedingBundle(dir + "/mid.devdl", image("chain_mid.spv"), "base.devdl");
   EXPECT_EQ(errorText(loader_.open((dir + "/top.devdl").c_str(), DEVDL_LAZY)),
@@ -184,6 +184,23 @@ TEST_F(LoaderNeeded, ACycleOfNeededFilesLoadsEachOnceAndClosesWithTheFirst) {
   EXPECT_EQ(loadedFiles(), (std::vector<std::string>{dir + "/a.devdl", dir + "/b.devdl"}));
   close(a);
   EXPECT_TRUE(loadedFiles().empty());
+}
+
+TEST_F(LoaderNeeded, APreloadedFileBringsWhatItNeedsIntoTheGlobalScope) {
+  // As LD_PRELOAD's objects' DT_NEEDED: global with it.
+  const std::string dir = scratchDir();
+  writeNeedingBundle(dir + "/preload.devdl", image("chain_mid.spv"), "base.devdl", "$ORIGIN");
+  writeNeedingBundle(dir + "/base.devdl", image("chain_base.spv"), "");
+  ScopedVariable preload("DEVDL_PRELOAD", dir + "/preload.devdl");
+  void *top = open("chain_top.spv", DEVDL_NOW);
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(definitionOf(top, "ChainMid"), dir + "/preload.devdl: image 0 (spirv)");
+  // Another image's import of ChainBase finds it in the global scope.
+  void *mid = open("chain_mid.spv", DEVDL_NOW);
+  ASSERT_NE(mid, nullptr);
+  EXPECT_EQ(definitionOf(mid, "ChainBase"), dir + "/base.devdl: image 0 (spirv)");
+  close(mid);
+  close(top);
 }
 
 TEST_F(LoaderNeeded, AnImageFromMemoryHasNoOrigin) {
