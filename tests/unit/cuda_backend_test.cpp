@@ -175,6 +175,31 @@ TEST(CudaFunctionTable, NamesPtxCannotSpellAreLeftOut) {
   EXPECT_EQ(ptx.find("with.dot"), std::string::npos);
 }
 
+// The table is linked only where device code takes a function's address: app_pointer's
+// initializer does (`LibPointer = LibDeviceFunc`); the seed's call does not, nor its own call's
+// return address.
+TEST(CudaFunctionTable, OnlyImagesThatTakeAFunctionsAddressNeedIt) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  auto takes = [](const std::string &name) {
+    const std::string bytes = readFile(image(name));
+    return backend::cuda::takesFunctionAddresses(asBytes(bytes), name.ends_with(".ptx"));
+  };
+  EXPECT_TRUE(takes("app_pointer.cubin"));
+  EXPECT_TRUE(takes("app_pointer.ptx"));
+  for (const char *name : {"app.cubin", "app.ptx", "lib.cubin", "lib.ptx", "app_counter.cubin"})
+    EXPECT_FALSE(takes(name)) << name;
+  // Written by hand: an address in code, a call's operands on lines of their own, a comment.
+  const std::string ptx = ".version 7.0\n.target sm_50\n.address_size 64\n"
+                          ".extern .func (.param .b32 r) f\n(\n.param .b32 f_param_0\n)\n;\n"
+                          ".visible .entry k()\n{\n.reg .b64 %rd<2>;\n"
+                          "// mov.u64 %rd1, f;\n"
+                          "call.uni (retval0),\nf,\n(param0);\n";
+  EXPECT_FALSE(backend::cuda::takesFunctionAddresses(asBytes(ptx + "ret;\n}\n"), true));
+  EXPECT_TRUE(backend::cuda::takesFunctionAddresses(asBytes(ptx + "mov.u64 %rd1, f;\nret;\n}\n"), true));
+  EXPECT_TRUE(backend::cuda::takesFunctionAddresses(asBytes(std::string("not an ELF file")), false))
+      << "what cannot be read is taken to";
+}
+
 TEST(CudaFunctionTable, ReadBackByNameAndCheckedForAgreement) {
   const uint64_t addresses[] = {0x7f0000001000, 0x7f0000002000};
   const std::string_view words(reinterpret_cast<const char *>(addresses), sizeof addresses);

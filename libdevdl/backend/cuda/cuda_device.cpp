@@ -381,10 +381,14 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     ready.push_back(in);
   }
   // The addresses of the functions the images define, which CUDA does not give: a table linked in
-  // (function_table.h). Not with LTO-IR, whose functions become local to the kernels.
+  // where an image takes a function's address (function_table.h). Not with LTO-IR, whose functions
+  // become local to the kernels.
   std::string table;
   const std::string tableLabel = "devdl's table of functions";
-  if (!ltoIr) {
+  const bool pointers = llvm::any_of(ready, [](const Input &in) {
+    return in.type == CU_JIT_INPUT_FATBINARY || takesFunctionAddresses(in.data, in.type == CU_JIT_INPUT_PTX);
+  });
+  if (!ltoIr && pointers) {
     std::vector<std::string_view> functions;
     for (const LinkInput &input : inputs)
       for (const Symbol &symbol : input.image->symbols)

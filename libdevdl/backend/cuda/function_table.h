@@ -1,12 +1,17 @@
-// The addresses of a program's functions, which CUDA does not give the host: devdl links into each
-// program it links without LTO a PTX module whose variables hold them, as device code takes a
-// function's address (`__device__ int (*p)(int) = f;`), and their names. device_dlsym of a device
-// function and device_dladdr of a function pointer read them from the loaded module, whether it
-// was linked now or loaded from the disk cache. Under LTO nvJitLink makes functions local to the
-// kernels that call them and the table does not link: such programs have none.
+// The addresses of a program's functions, which CUDA does not give the host: devdl links into a
+// program a PTX module whose variables hold them, as device code takes a function's address
+// (`__device__ int (*p)(int) = f;`), and their names. device_dlsym of a device function and
+// device_dladdr of a function pointer read them from the loaded module, whether it was linked now
+// or loaded from the disk cache.
+//
+// Only where an image of the program takes a function's address, since only there can a function
+// pointer exist, and the table's JIT compilation and link cost a program that has none a third of
+// its link (bench/README.md). Not under LTO, where nvJitLink makes functions local to the kernels
+// that call them and the table does not link.
 #pragma once
 
 #include "image/device_image.h"
+#include "support/bytes.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Error.h>
@@ -19,6 +24,12 @@ namespace devdl::backend::cuda {
 
 inline constexpr const char *kFunctionAddresses = "__devdl_function_addresses";
 inline constexpr const char *kFunctionNames = "__devdl_function_names";
+
+/// Whether device code of a cubin or PTX takes a function's address: a relocation of a function
+/// that is not a call (cubin: of another function than the one its code is; a function's address
+/// in a variable's initializer), or a function's name as an operand that is not a call's (PTX).
+/// An image that cannot be read is taken to.
+bool takesFunctionAddresses(Bytes data, bool ptx);
 
 /// The PTX of the table of `functions` (the names of the functions a program's images define), in
 /// their order; "" where there are none. Names PTX cannot spell are left out.
