@@ -54,6 +54,13 @@ TEST_F(DeviceDlopen, AnApplicationLoadsTheLibraryItNeedsThroughItsRunPath) {
       },
       &images);
   EXPECT_EQ(images, 0u) << "both closed";
+  // Without its library the open fails, naming the file that needs it and where it was sought.
+  std::filesystem::remove(dir + "/pkg/deps/mathlib.devdl");
+  EXPECT_EQ(device_dlopen((dir + "/pkg/app.devdl").c_str(), DEVDL_NOW), nullptr);
+  EXPECT_EQ(error().rfind(dir + "/pkg/app.devdl needs mathlib.devdl: not found in $ORIGIN/deps (" + dir + "/pkg/deps), ",
+                          0),
+            0u)
+      << error();
 }
 
 // Needed files in a chain (top needs mid needs base) and a diamond (top needs left and right,

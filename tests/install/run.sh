@@ -50,8 +50,10 @@ cmake --install "$work/cmake" --prefix "$prefix" > /dev/null
 out=$(LD_LIBRARY_PATH=$libdir "$work/cmake/app_needs" "$work/cmake" | tail -n 1)
 echo "needed file: $out"
 grep -qx "$expected" <<< "$out"
-LD_LIBRARY_PATH=$libdir "$prefix/bin/devdl-pack" --check "$work/cmake/app-needs.devdl" 2>&1 | grep -q "needs seedlib.devdl: $installed" || {
-  echo "devdl-pack --check did not find seedlib.devdl in $libdir/devdl" >&2; exit 1; }
+# Captured whole first: grep -q would close the pipe on devdl-pack's next line (pipefail, SIGPIPE).
+checked=$(LD_LIBRARY_PATH=$libdir "$prefix/bin/devdl-pack" --check "$work/cmake/app-needs.devdl" 2>&1)
+grep -q "needs seedlib.devdl: $installed" <<< "$checked" || {
+  echo "devdl-pack --check did not find seedlib.devdl in $libdir/devdl:" >&2; echo "$checked" >&2; exit 1; }
 rm -f "$installed"
 PKG_CONFIG_PATH=$libdir/pkgconfig make -s -C "$work" -f "$source/tests/install/Makefile" SEED="$source/samples/seed-example"
 out=$(LD_LIBRARY_PATH=$libdir "$work/app-dlopen" "$work/cmake")
