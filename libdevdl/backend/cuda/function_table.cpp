@@ -66,23 +66,18 @@ bool cubinTakesFunctionAddresses(Bytes data) {
       }
       return *name != own;
     };
-    if (section.sh_type == llvm::ELF::SHT_RELA) {
-      auto relocations = file->relas(section);
+    // The same over REL and RELA entries.
+    auto anyTakes = [&](auto relocations) {
       if (!relocations) {
         llvm::consumeError(relocations.takeError());
         return true;
       }
       for (const auto &relocation : *relocations)
         if (isAddressOfAFunction(relocation.getSymbol(false), relocation.getType(false))) return true;
-    } else {
-      auto relocations = file->rels(section);
-      if (!relocations) {
-        llvm::consumeError(relocations.takeError());
-        return true;
-      }
-      for (const auto &relocation : *relocations)
-        if (isAddressOfAFunction(relocation.getSymbol(false), relocation.getType(false))) return true;
-    }
+      return false;
+    };
+    if (section.sh_type == llvm::ELF::SHT_RELA ? anyTakes(file->relas(section)) : anyTakes(file->rels(section)))
+      return true;
   }
   return false;
 }
