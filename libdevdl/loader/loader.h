@@ -198,6 +198,9 @@ class Loader {
   struct ProcessView {
     host::ProcessView host;
     std::vector<std::optional<std::vector<NewImage>>> images;  // by object of `host`: those read
+    /// By object of `host`, where its images were read: each file they need (readNeeded: the
+    /// file, then the files it needs).
+    std::vector<std::vector<std::vector<OpenedFile>>> needed;
     /// Each DEVDL_PRELOAD file (readNeeded: the file, then the files it needs).
     using Preload = std::vector<OpenedFile>;
     std::optional<std::vector<Preload>> preloads;  // before the first scan
@@ -325,6 +328,13 @@ class Loader {
   ProcessView observeProcess(Lock &lock);
   void applyProcess(ProcessView view);
   std::vector<ProcessView::Preload> readPreloads();
+  /// The files the images of a host object need, each with those it needs (readNeeded), with the
+  /// lock let go; what cannot be found or read is said (a warning) and passed over.
+  std::vector<std::vector<OpenedFile>> readNeededOf(const host::LoadedBundle &object, const std::vector<NewImage> &images,
+                                                    const std::vector<Handle::Identity> &open);
+  /// Handles for what readNeededOf read, referenced by the object's bundle.
+  struct ProcessBundle;
+  void addNeeded(ProcessBundle &pb, std::vector<std::vector<OpenedFile>> &needed);
   /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides;
   /// those of undecided images once decided (after decideCandidacies).
   void reportDuplicates(std::span<const uint32_t> ids);
@@ -422,6 +432,9 @@ class Loader {
     bool global = false;
     bool told = true;  // its exports told whether it is global: else asked again at each scan
     std::vector<uint32_t> images;
+    /// The handles of the files its images need (devdl/module needed), referenced while it is
+    /// loaded: global while it is, as a host library's DT_NEEDED libraries are.
+    std::vector<Handle *> needed;
   };
   std::map<const uint8_t *, ProcessBundle> processBundles_;
   uint64_t scannedGeneration_ = 0;

@@ -13,6 +13,8 @@
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/Program.h>
+#include <llvm/Support/FileSystem.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,14 +43,18 @@ Loader::ProcessView Loader::observeProcess(Lock &lock) {
   known.generation = scannedGeneration_;
   known.listed = scanned_;
   const bool preloaded = preloaded_;
+  std::vector<Handle::Identity> open;
+  for (const auto &handle : handles_) open.push_back(handle->identity);
   lock.release();
-  ProcessView view{host::observeProcess(known), {}, std::nullopt};
+  ProcessView view{host::observeProcess(known), {}, {}, std::nullopt};
   for (host::ProcessView::Object &object : view.host.objects) {
     std::optional<std::vector<NewImage>> &images = view.images.emplace_back();
+    std::vector<std::vector<OpenedFile>> &needed = view.needed.emplace_back();
     if (!object.images) continue;
     images.emplace();
     for (DeviceImage &image : *object.images) images->push_back(withCandidacy(std::move(image), /*mayOpenDevice=*/false));
     object.images.reset();
+    needed = readNeededOf(object.found, *images, open);
   }
   if (!preloaded) view.preloads = readPreloads();
   lock.acquire();
@@ -72,6 +78,8 @@ void Loader::applyProcess(ProcessView view) {
         continue;
       }
       dropImages(it->second.images);
+      for (Handle *needed : it->second.needed)
+        if (findHandle(needed)) release(needed);
       it = processBundles_.erase(it);
     }
   }
@@ -92,6 +100,7 @@ void Loader::applyProcess(ProcessView view) {
         if (image.candidacy == Candidacy::Undecided) undecided_.push_back(id);
         pb.images.push_back(id);
       }
+      addNeeded(pb, view.needed[o]);
       it = processBundles_.find(pb.found.bytes.data());
     }
     // An object opened RTLD_LOCAL joins the global scope when the host promotes it. One taken
@@ -102,6 +111,10 @@ void Loader::applyProcess(ProcessView view) {
     if (!pb.global && object.global) {
       pb.global = true;
       joinGlobalScope(pb.images);
+      // Its needed files with it (the process's images resolve in the global scope alone). They
+      // stay there if it leaves: another may have come to rely on them, as with RTLD_GLOBAL.
+      for (Handle *needed : pb.needed)
+        if (findHandle(needed)) makeGlobal(*needed);
     } else if (pb.global && !object.global) {
       pb.global = false;
       scopes_.leave(pb.images, images_.pointers());
@@ -145,6 +158,63 @@ void Loader::applyProcess(ProcessView view) {
     changed();
     // The process's first scope is reported once its images' candidacies are decided (scanProcess).
     unreported_.insert(unreported_.end(), scopes_.globalOrder().begin(), scopes_.globalOrder().end());
+  }
+}
+
+std::vector<std::vector<Loader::OpenedFile>> Loader::readNeededOf(const host::LoadedBundle &object,
+                                                                    const std::vector<NewImage> &images,
+                                                                    const std::vector<Handle::Identity> &open) {
+  // $ORIGIN is the directory of the object's file: the executable's own, for its images.
+  const std::string file = object.object.empty() ? llvm::sys::fs::getMainExecutable(nullptr, nullptr) : object.object;
+  std::vector<std::vector<OpenedFile>> needed;
+  for (const NewImage &image : images)
+    for (std::string_view name : image.image.neededFiles()) {
+      // The host loaded the object whatever devdl finds: what cannot be loaded is said and passed
+      // over, as DEVDL_PRELOAD's files are.
+      const std::string runPath(image.image.runPath());
+      const Needer needer{file, !file.empty(), runPath};
+      auto opened = openNamedFile(std::string(name).c_str(), &needer);
+      if (!opened) {
+        Debug::get().warn(llvm::toString(opened.takeError()) + ": ignored");
+        continue;
+      }
+      const Handle::Identity identity{opened->status().st_dev, opened->status().st_ino, nullptr, 0};
+      if (llvm::any_of(needed, [&](const auto &batch) { return batch.front().identity == identity; })) continue;
+      OpenedFile first{opened->path(), true, identity, llvm::is_contained(open, identity), {}, {}};
+      if (!first.open) {
+        auto read = readFile(std::make_shared<const RegularFile>(std::move(*opened)));
+        if (!read) {
+          Debug::get().warn(llvm::toString(read.takeError()) + ": ignored");
+          continue;
+        }
+        first.images = prepare(std::move(*read), /*mayOpenDevice=*/false);
+      }
+      auto files = readNeeded(std::move(first), open, /*mayOpenDevice=*/false);
+      if (!files) {
+        Debug::get().warn(llvm::toString(files.takeError()) + ": ignored");
+        continue;
+      }
+      needed.push_back(std::move(*files));
+    }
+  return needed;
+}
+
+void Loader::addNeeded(ProcessBundle &pb, std::vector<std::vector<OpenedFile>> &needed) {
+  for (std::vector<OpenedFile> &batch : needed) {
+    Handle *handle = findHandle(batch.front().identity);
+    if (handle) {
+      ++handle->references;
+    } else {
+      auto added = addHandles(batch, DEVDL_LAZY);
+      if (!added || !*added) {
+        Debug::get().warn((added ? batch.front().name + ": a file it needs was closed meanwhile"
+                                 : llvm::toString(added.takeError())) +
+                          ": ignored");
+        continue;
+      }
+      handle = *added;
+    }
+    pb.needed.push_back(handle);
   }
 }
 

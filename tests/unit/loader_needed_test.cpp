@@ -7,6 +7,8 @@
 
 #include "devdl.h"
 
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -201,6 +203,25 @@ TEST_F(LoaderNeeded, APreloadedFileBringsWhatItNeedsIntoTheGlobalScope) {
   EXPECT_EQ(definitionOf(mid, "ChainBase"), dir + "/base.devdl: image 0 (spirv)");
   close(mid);
   close(top);
+}
+
+TEST_F(LoaderNeeded, AHostLibrarysImagesBringTheFilesTheyNeed) {
+  // devdl_test_needing carries app.spv, which needs lib.spv from $ORIGIN/images: loaded with the
+  // host library, as its DT_NEEDED libraries are; in the global scope while it is; unloaded with it.
+  void *host = dlopen(DEVDL_TEST_NEEDING, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  auto global = loader_.open(nullptr, DEVDL_LAZY);
+  ASSERT_TRUE(!!global);
+  EXPECT_EQ(loadedFiles(), (std::vector<std::string>{DEVDL_TEST_NEEDING, image("lib.spv")}));
+  EXPECT_EQ(definitionOf(*global, "LibDeviceFunc"), "the global scope: undefined device symbol `LibDeviceFunc`")
+      << "not global while the host library is not";
+  ASSERT_EQ(dlopen(DEVDL_TEST_NEEDING, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL), host);
+  ASSERT_NE(symbol(*global, "AppKernel"), nullptr);
+  EXPECT_EQ(links(), (Links{{"libdevdl_test_needing.so", "lib.spv"}}));
+  EXPECT_EQ(definitionOf(*global, "LibDeviceFunc"), image("lib.spv") + ": image 0 (spirv)");
+  dlclose(host);
+  ASSERT_EQ(dlclose(host), 0);
+  EXPECT_TRUE(loadedFiles().empty()) << "unloaded with the host library";
 }
 
 TEST_F(LoaderNeeded, AnImageFromMemoryHasNoOrigin) {
