@@ -13,7 +13,6 @@
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
-#include <llvm/Support/Program.h>
 #include <llvm/Support/FileSystem.h>
 
 #include <algorithm>

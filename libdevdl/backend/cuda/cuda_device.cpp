@@ -184,8 +184,9 @@ llvm::Expected<void *> Program::function(std::string_view name) {
     auto names = addresses ? global(kFunctionNames) : addresses.takeError();
     if (!names) {
       llvm::consumeError(names.takeError());
-      noFunctions_ = "this program has no table of its functions (devdl links one into programs it links without "
-                     "LTO: nvJitLink's LTO makes functions local to the kernels that call them)";
+      noFunctions_ = "this program has no table of its functions (devdl links one where an image takes a "
+                     "function's address, as only there can a function pointer be; not under LTO, where nvJitLink "
+                     "makes functions local to the kernels that call them)";
       return;
     }
     std::string bytes[2] = {std::string(addresses->second, '\0'), std::string(names->second, '\0')};
