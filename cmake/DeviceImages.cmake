@@ -23,8 +23,9 @@
 #     devdl_add_images does, with FORMATS, OPTIONS and CUDA_ARCH): devdl-pack --object writes
 #     them as one bundle into an object linked into TARGET, so that a process that loads TARGET
 #     has them in devdl's search order. MODULE_ID names the image (there must be one) for other
-#     images' `devdl-pack --depends`; NEEDED and RUNPATH as devdl_add_bundle's (a host file
-#     device_dlopen opens; $ORIGIN is then the host file's directory). Once per target.
+#     images' `devdl-pack --depends`; NEEDED and RUNPATH as devdl_add_bundle's: the files are
+#     loaded when devdl first sees TARGET loaded (or opens it), $ORIGIN being TARGET's
+#     directory. Once per target.
 #
 # Under them, the rules for one source: devdl_image_rules (below), and the shorthands devdl's
 # own tests use (devdl_opencl_images, devdl_cuda_images, devdl_cuda_lto_images), and
