@@ -168,7 +168,7 @@ llvm::Expected<void *> Loader::open(const char *name, int flags) {
   const auto file = std::make_shared<const RegularFile>(std::move(*opened));
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {file->status().st_dev, file->status().st_ino, nullptr, 0}, flags, file->path(),
+  auto handle = openIdentified(lock, Handle::Identity::of(*file), flags, file->path(),
                                /*isFile=*/true, [&] { return readFile(file); });
   if (!handle) return handle.takeError();
   return *handle;

@@ -39,6 +39,7 @@
 #include "resolve/link_plan.h"
 #include "resolve/planner.h"
 #include "resolve/scopes.h"
+#include "support/regular_file.h"
 
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/STLFunctionalExtras.h>
@@ -74,6 +75,7 @@ class Handle {
     const void *memory;
     size_t size;  // of the memory: the same address with another size holds another image
     bool operator==(const Identity &) const = default;
+    static Identity of(const RegularFile &file) { return {file.status().st_dev, file.status().st_ino, nullptr, 0}; }
   };
   std::string path;  // the file, or the name given with the memory
   Identity identity{};
@@ -282,6 +284,10 @@ class Loader {
   /// Fails naming a file not found and what needs it.
   llvm::Expected<std::vector<OpenedFile>> readNeeded(OpenedFile first, const std::vector<Handle::Identity> &open,
                                                      bool mayOpenDevice);
+  /// A file found for an open (a needed one, a host object's, DEVDL_PRELOAD's), read with its
+  /// images' candidacy, with the lock let go, unless `open` has it.
+  llvm::Expected<OpenedFile> readOpened(RegularFile file, const std::vector<Handle::Identity> &open,
+                                        bool mayOpenDevice);
   /// The handles of the files an open read (readNeeded): those open, and new ones for the others,
   /// their local scopes made; the first's, or null where one open before is gone (look again).
   /// With DEVDL_GLOBAL the new ones join the global scope. Fails, leaving nothing, naming a

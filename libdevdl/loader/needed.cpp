@@ -32,23 +32,30 @@ llvm::Expected<std::vector<Loader::OpenedFile>> Loader::readNeeded(OpenedFile fi
         const Needer needer{neederName, neederIsFile, runPath};
         auto opened = openNamedFile(name.c_str(), &needer);
         if (!opened) return opened.takeError();
-        const Handle::Identity identity{opened->status().st_dev, opened->status().st_ino, nullptr, 0};
+        const Handle::Identity identity = Handle::Identity::of(*opened);
         auto known = llvm::find_if(files, [&](const OpenedFile &file) { return file.identity == identity; });
         const size_t index = static_cast<size_t>(known - files.begin());
         if (known == files.end()) {
-          OpenedFile next{opened->path(), true, identity, llvm::is_contained(open, identity), {}, {}};
-          if (!next.open) {
-            auto read = readFile(std::make_shared<const RegularFile>(std::move(*opened)));
-            if (!read) return read.takeError();
-            next.images = prepare(std::move(*read), mayOpenDevice);
-          }
-          files.push_back(std::move(next));
+          auto next = readOpened(std::move(*opened), open, mayOpenDevice);
+          if (!next) return next.takeError();
+          files.push_back(std::move(*next));
         }
         files[i].needs[j].push_back(index);
       }
     }
   }
   return files;
+}
+
+llvm::Expected<Loader::OpenedFile> Loader::readOpened(RegularFile file, const std::vector<Handle::Identity> &open,
+                                                      bool mayOpenDevice) {
+  OpenedFile opened{file.path(), true, Handle::Identity::of(file), false, {}, {}};
+  opened.open = llvm::is_contained(open, opened.identity);
+  if (opened.open) return opened;
+  auto read = readFile(std::make_shared<const RegularFile>(std::move(file)));
+  if (!read) return read.takeError();
+  opened.images = prepare(std::move(*read), mayOpenDevice);
+  return opened;
 }
 
 llvm::Expected<Handle *> Loader::addHandles(std::vector<OpenedFile> &files, int flags) {

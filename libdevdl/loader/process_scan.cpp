@@ -177,18 +177,10 @@ std::vector<std::vector<Loader::OpenedFile>> Loader::readNeededOf(const host::Lo
         Debug::get().warn(llvm::toString(opened.takeError()) + ": ignored");
         continue;
       }
-      const Handle::Identity identity{opened->status().st_dev, opened->status().st_ino, nullptr, 0};
+      const Handle::Identity identity = Handle::Identity::of(*opened);
       if (llvm::any_of(needed, [&](const auto &batch) { return batch.front().identity == identity; })) continue;
-      OpenedFile first{opened->path(), true, identity, llvm::is_contained(open, identity), {}, {}};
-      if (!first.open) {
-        auto read = readFile(std::make_shared<const RegularFile>(std::move(*opened)));
-        if (!read) {
-          Debug::get().warn(llvm::toString(read.takeError()) + ": ignored");
-          continue;
-        }
-        first.images = prepare(std::move(*read), /*mayOpenDevice=*/false);
-      }
-      auto files = readNeeded(std::move(first), open, /*mayOpenDevice=*/false);
+      auto first = readOpened(std::move(*opened), open, /*mayOpenDevice=*/false);
+      auto files = first ? readNeeded(std::move(*first), open, /*mayOpenDevice=*/false) : first.takeError();
       if (!files) {
         Debug::get().warn(llvm::toString(files.takeError()) + ": ignored");
         continue;
@@ -223,16 +215,9 @@ std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
   // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.
   for (const std::string &item : preloadList(list)) {
     auto opened = openNamedFile(item.c_str());
-    const auto file = opened ? std::make_shared<const RegularFile>(std::move(*opened)) : nullptr;
-    auto read = file ? readFile(file) : opened.takeError();
-    if (!read) {
-      Debug::get().warn("DEVDL_PRELOAD: " + llvm::toString(read.takeError()) + ": ignored");
-      continue;
-    }
-    const Handle::Identity identity{file->status().st_dev, file->status().st_ino, nullptr, 0};
     // Decided later if that would open a device: the first scan may run in a host constructor.
-    OpenedFile first{read->name, true, identity, false, prepare(std::move(*read), /*mayOpenDevice=*/false), {}};
-    auto files = readNeeded(std::move(first), {}, /*mayOpenDevice=*/false);
+    auto first = opened ? readOpened(std::move(*opened), {}, /*mayOpenDevice=*/false) : opened.takeError();
+    auto files = first ? readNeeded(std::move(*first), {}, /*mayOpenDevice=*/false) : first.takeError();
     if (!files) {
       Debug::get().warn("DEVDL_PRELOAD: " + llvm::toString(files.takeError()) + ": ignored");
       continue;

@@ -10,6 +10,7 @@
 #include "devdl.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/ADT/StringSet.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <chrono>
@@ -391,10 +392,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   });
   if (!ltoIr && pointers) {
     std::vector<std::string_view> functions;
+    llvm::StringSet<> named;  // each once: a library's thousand functions are not compared pairwise
     for (const LinkInput &input : inputs)
       for (const Symbol &symbol : input.image->symbols)
         if (symbol.kind == SymbolKind::Function && !llvm::is_contained(input.hidden, symbol.name) &&
-            !llvm::is_contained(functions, symbol.name))
+            named.insert(symbol.name).second)
           functions.push_back(symbol.name);
     table = functionTablePtx(functions);
     if (!table.empty())
