@@ -236,6 +236,17 @@ int collectImages(const devdl_image_info *info, void *data) {
   return 0;
 }
 
+std::vector<std::string> loadedImageFiles() {
+  std::vector<std::string> files;
+  device_dliterate(
+      [](const devdl_image_info *info, void *data) {
+        static_cast<std::vector<std::string> *>(data)->push_back(info->file);
+        return 0;
+      },
+      &files);
+  return files;
+}
+
 void closeAll(const std::vector<void *> &handles) {
   for (void *h : handles)
     if (h) {

@@ -158,6 +158,9 @@ class DeviceDlopen : public ::testing::Test {
 /// std::vector<std::string> `data` points to.
 int collectImages(const devdl_image_info *info, void *data);
 
+/// The file of each loaded image, in device_dliterate's order.
+std::vector<std::string> loadedImageFiles();
+
 /// Closes each handle that is not null.
 void closeAll(const std::vector<void *> &handles);
 

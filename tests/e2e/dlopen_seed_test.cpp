@@ -46,14 +46,8 @@ TEST_F(DeviceDlopen, AnApplicationLoadsTheLibraryItNeedsThroughItsRunPath) {
   ASSERT_EQ(device_dlsyminfo(app, "LibDeviceFunc", &info), 0) << error();
   EXPECT_EQ(std::string(info.file), "../pkg/deps/mathlib.devdl");
   EXPECT_EQ(device_dlclose(app), 0) << error();
-  size_t images = 0;
-  device_dliterate(
-      [](const devdl_image_info *image, void *count) {
-        *static_cast<size_t *>(count) += std::string_view(image->file).find("/pkg/") != std::string_view::npos;
-        return 0;
-      },
-      &images);
-  EXPECT_EQ(images, 0u) << "both closed";
+  EXPECT_TRUE(llvm::none_of(loadedImageFiles(), [](const std::string &file) { return file.find("/pkg/") != std::string::npos; }))
+      << "both closed";
   // Without its library the open fails, naming the file that needs it and where it was sought.
   std::filesystem::remove(dir + "/pkg/deps/mathlib.devdl");
   EXPECT_EQ(device_dlopen((dir + "/pkg/app.devdl").c_str(), DEVDL_NOW), nullptr);
@@ -77,16 +71,6 @@ TEST_F(DeviceDlopen, NeededFilesInAChainAndADiamondAreLoadedOnceEach) {
   pack("diamond_left", "diamond_base.devdl");
   pack("diamond_right", "diamond_base.devdl");
   pack("diamond_base", "");
-  auto files = [] {
-    std::vector<std::string> loaded;
-    device_dliterate(
-        [](const devdl_image_info *image, void *list) {
-          static_cast<std::vector<std::string> *>(list)->push_back(image->file);
-          return 0;
-        },
-        &loaded);
-    return loaded;
-  };
   void *chain = device_dlopen((dir + "/chain_top.devdl").c_str(), DEVDL_NOW);
   ASSERT_NE(chain, nullptr) << error();
   EXPECT_EQ(run(device_dlsym(chain, "ChainKernel"), 4), (std::vector<int>{7, 9, 11, 13}));
@@ -97,14 +81,14 @@ TEST_F(DeviceDlopen, NeededFilesInAChainAndADiamondAreLoadedOnceEach) {
   for (const char *name : {"chain_top", "chain_mid", "chain_base", "diamond_top", "diamond_left", "diamond_right",
                            "diamond_base"})
     expected.push_back(dir + "/" + name + ".devdl");
-  std::vector<std::string> loaded = files();
+  std::vector<std::string> loaded = loadedImageFiles();
   llvm::erase_if(loaded, [&](const std::string &file) { return file.rfind(dir, 0) != 0; });
   llvm::sort(loaded);
   llvm::sort(expected);
   EXPECT_EQ(loaded, expected) << "one image each";
   EXPECT_EQ(device_dlclose(chain), 0) << error();
   EXPECT_EQ(device_dlclose(diamond), 0) << error();
-  loaded = files();
+  loaded = loadedImageFiles();
   EXPECT_TRUE(llvm::none_of(loaded, [&](const std::string &file) { return file.rfind(dir, 0) == 0; }));
 }
 

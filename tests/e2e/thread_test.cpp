@@ -4,6 +4,7 @@
 #include "cache/disk_cache.h"
 #include "cache/image_summary.h"
 #include "devdl.h"
+#include "e2e/dlopen_fixture.h"  // loadedImageFiles
 #include "e2e/opencl_run.h"
 #include "test_support.h"
 
@@ -191,14 +192,7 @@ TEST(Threads, HostConstructorsCallingDevdlNeverDeadlock) {
   EXPECT_GT(lookups.load(), 0);
   // Each unload was seen: nothing of the library is left in the scopes.
   EXPECT_EQ(dlopen(DEVDL_TEST_CONSTRUCTOR, RTLD_NOW | RTLD_NOLOAD), nullptr) << "unloaded every time";
-  std::vector<std::string> files;
-  device_dliterate(
-      [](const devdl_image_info *info, void *data) {
-        static_cast<std::vector<std::string> *>(data)->push_back(info->file);
-        return 0;
-      },
-      &files);
-  for (const std::string &file : files) EXPECT_EQ(file.find("devdl_test_constructor"), std::string::npos) << file;
+  for (const std::string &file : loadedImageFiles()) EXPECT_EQ(file.find("devdl_test_constructor"), std::string::npos) << file;
 }
 
 }  // namespace

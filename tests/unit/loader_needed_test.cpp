@@ -33,6 +33,14 @@ class LoaderNeeded : public LoaderFixture {
     return files;
   }
 
+  /// In `dir`: top.devdl (chain_top) needs mid.devdl (chain_mid), which needs base.devdl
+  /// (chain_base), each found through $ORIGIN.
+  static void writeChain(const std::string &dir) {
+    writeNeedingBundle(dir + "/top.devdl", image("chain_top.spv"), "mid.devdl", "$ORIGIN");
+    writeNeedingBundle(dir + "/mid.devdl", image("chain_mid.spv"), "base.devdl", "$ORIGIN");
+    writeNeedingBundle(dir + "/base.devdl", image("chain_base.spv"), "");
+  }
+
   std::string before_;
 };
 
@@ -57,9 +65,7 @@ TEST_F(LoaderNeeded, AnApplicationFindsItsLibraryThroughOriginFromAnotherCurrent
 
 TEST_F(LoaderNeeded, AChainOfThreeNeededFilesLoadsEveryLevel) {
   const std::string dir = scratchDir();
-  writeNeedingBundle(dir + "/top.devdl", image("chain_top.spv"), "mid.devdl", "$ORIGIN");
-  writeNeedingBundle(dir + "/mid.devdl", image("chain_mid.spv"), "base.devdl", "$ORIGIN");
-  writeNeedingBundle(dir + "/base.devdl", image("chain_base.spv"), "");
+  writeChain(dir);
   void *top = openPath(dir + "/top.devdl", DEVDL_NOW);
   ASSERT_NE(top, nullptr);
   EXPECT_EQ(loadedFiles(), (std::vector<std::string>{dir + "/top.devdl", dir + "/mid.devdl", dir + "/base.devdl"}));
@@ -160,9 +166,7 @@ TEST_F(LoaderNeeded, ANeededFileStaysWhileAnotherHandleHoldsIt) {
 TEST_F(LoaderNeeded, GlobalMakesTheNeededFilesGlobalToo) {
   // As RTLD_GLOBAL: the object and its dependencies join the global scope.
   const std::string dir = scratchDir();
-  writeNeedingBundle(dir + "/top.devdl", image("chain_top.spv"), "mid.devdl", "$ORIGIN");
-  writeNeedingBundle(dir + "/mid.devdl", image("chain_mid.spv"), "base.devdl", "$ORIGIN");
-  writeNeedingBundle(dir + "/base.devdl", image("chain_base.spv"), "");
+  writeChain(dir);
   void *local = openPath(dir + "/top.devdl", DEVDL_LAZY);
   EXPECT_EQ(openError("chain_mid.spv", DEVDL_NOW), label("chain_mid.spv") + ": undefined device symbol `ChainBase`")
       << "base.devdl is in top's local scope only";
