@@ -22,6 +22,7 @@
 // without), and a second machine's first load from a Redis store the first one filled.
 //
 // Needs the test images: run from the build directory, or pass DEVDL_TEST_IMAGES=<dir>.
+#include "backend/cuda/program_parts.h"
 #include "backend/opencl/host_variables.h"
 #include "backend/opencl/opencl_api.h"
 #include "cache/disk_cache.h"
@@ -227,12 +228,26 @@ int child(int argc, char **argv) {
     if (binary.empty()) return std::fprintf(stderr, "%s\n", error.c_str()), 1;
     mark("read");
     auto context = static_cast<cuda::CUcontext>(native.context);
-    cuda::CUmodule module = nullptr;
+    // A program linked in parts (backend/cuda/program_parts.h): each module loaded, the kernel
+    // taken from the one that holds it.
+    std::vector<devdl::backend::cuda::PartModule> parts;
+    if (devdl::backend::cuda::isPackedModules(binary)) {
+      auto unpacked = devdl::backend::cuda::unpackModules(binary);
+      if (!unpacked) return std::fprintf(stderr, "%s\n", llvm::toString(unpacked.takeError()).c_str()), 1;
+      parts = std::move(*unpacked);
+    } else {
+      parts.push_back({std::string(binary), {"AppKernel"}});
+    }
+    cuda::CUmodule module = nullptr, owner = nullptr;
     cuda::CUfunction function = nullptr;
     cu->cuCtxPushCurrent(context);
-    bool ok = cu->cuModuleLoadData(&module, binary.data()) == cuda::CUDA_SUCCESS;
+    bool ok = true;
+    for (const auto &part : parts) {
+      ok = ok && cu->cuModuleLoadData(&module, part.cubin.data()) == cuda::CUDA_SUCCESS;
+      if (llvm::is_contained(part.names, "AppKernel")) owner = module;
+    }
     mark("load");
-    ok = ok && cu->cuModuleGetFunction(&function, module, "AppKernel") == cuda::CUDA_SUCCESS;
+    ok = ok && cu->cuModuleGetFunction(&function, owner, "AppKernel") == cuda::CUDA_SUCCESS;
     mark("kernel");
     cuda::CUcontext popped;
     cu->cuCtxPopCurrent(&popped);
@@ -382,9 +397,29 @@ void BM_CudaLtoFirstKernelInAFreshProcess(benchmark::State &state) {
 void BM_CudaLargeLibraryLtoFirstKernelInAFreshProcess(benchmark::State &state) {
   cudaFirstKernelInAFreshProcess(state, "lib_large.lto.fatbin", "app.lto.fatbin", {"DEVDL_CUDA_LINKER=nvjitlink"});
 }
+// The same on one thread (issue 41): one module, as before the link was split into parts.
+void BM_CudaLargeLibraryLtoOneJobFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib_large.lto.fatbin", "app.lto.fatbin",
+                                 {"DEVDL_CUDA_LINKER=nvjitlink", "DEVDL_JOBS=1"});
+}
 void BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess(benchmark::State &state) {
   cudaFirstKernelInAFreshProcess(state, "lib_large.lto.fatbin", "app.lto.fatbin",
                                  {"DEVDL_CUDA_LINKER=nvjitlink", "DEVDL_LTO=0"});
+}
+
+// What kernels an application does not use cost its first kernel (issue 41): the seed's
+// application with its library beside 1,000 small kernels, against beside one.
+void BM_OpenClThousandKernelsFirstKernelInAFreshProcess(benchmark::State &state) {
+  firstKernelInAFreshProcess(state, "opencl", image("lib_kernels1000.spv"), image("app.spv"));
+}
+void BM_OpenClOneKernelFirstKernelInAFreshProcess(benchmark::State &state) {
+  firstKernelInAFreshProcess(state, "opencl", image("lib_kernels1.spv"), image("app.spv"));
+}
+void BM_CudaThousandKernelsLtoFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib_kernels1000.lto.fatbin", "app.lto.fatbin", {"DEVDL_CUDA_LINKER=nvjitlink"});
+}
+void BM_CudaOneKernelLtoFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib_kernels1.lto.fatbin", "app.lto.fatbin", {"DEVDL_CUDA_LINKER=nvjitlink"});
 }
 
 // Processes cold-starting together (issue 21): `processes` fresh processes load the seeds'
@@ -519,7 +554,12 @@ BENCHMARK(BM_CudaPtxFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark
 BENCHMARK(BM_CudaCuLinkFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaLargeLibraryLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
+BENCHMARK(BM_CudaLargeLibraryLtoOneJobFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 BENCHMARK(BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
+BENCHMARK(BM_OpenClThousandKernelsFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_OpenClOneKernelFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_CudaThousandKernelsLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
+BENCHMARK(BM_CudaOneKernelLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 BENCHMARK(BM_OpenClRemoteHitInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_CudaRemoteHitInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(15);
 BENCHMARK(BM_OpenClProcessesTogetherOnOneCache)->Arg(8)->Arg(32)->UseManualTime()->Unit(benchmark::kSecond)->Iterations(3);

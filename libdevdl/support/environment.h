@@ -18,4 +18,8 @@ const char *devdlVariable(const char *name);
 /// mistake, and its milliseconds must not overflow); nullopt where it is no such number.
 std::optional<double> secondsIn(const char *value);
 
+/// How many threads a build may keep busy at once: DEVDL_JOBS where it is a number from 1 to
+/// 1024, else the CPUs this process may run on (its affinity mask, as nproc counts them).
+unsigned jobs();
+
 }  // namespace devdl

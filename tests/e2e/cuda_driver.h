@@ -22,7 +22,8 @@ using CUstream = struct CUstream_st *;
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
      CUstream, void **, void **),                                                      \
     "cuLaunchKernel")                                                                  \
-  X(cuCtxSynchronize, (), "cuCtxSynchronize")
+  X(cuCtxSynchronize, (), "cuCtxSynchronize")                                         \
+  X(cuFuncGetModule, (CUmodule *, CUfunction), "cuFuncGetModule")
 
 struct Driver {
 #define DEVDL_TEST_DECLARE(name, parameters, symbol) CUresult(*name) parameters = nullptr;

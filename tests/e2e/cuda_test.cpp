@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <sys/wait.h>
 #include <tuple>
@@ -270,12 +271,14 @@ TEST_F(Cuda, CacheChildLoadsAndRuns) {
   device_dlclose(lib);
 }
 
-// Runs CacheChildLoadsAndRuns in a new process, with `environment` (NAME=VALUE ...) for devdl;
-// its exit status and what it printed.
-std::pair<int, std::string> runCacheChild(const std::string &dir, const std::string &environment = "") {
+// Runs `test` (CacheChildLoadsAndRuns, by default) in a new process with DEVDL_TEST_CACHE_CHILD
+// set, the disk cache in `dir`, and `environment` (NAME=VALUE ...) for devdl; its exit status and
+// what it printed.
+std::pair<int, std::string> runCacheChild(const std::string &dir, const std::string &environment = "",
+                                          const std::string &test = "Cuda.CacheChildLoadsAndRuns") {
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
   const std::string command = "DEVDL_TEST_CACHE_CHILD=1 DEVDL_CACHE= DEVDL_CACHE_DIR='" + dir + "' " + environment +
-                              " DEVDL_DEBUG=statistics '" + self + "' --gtest_filter=Cuda.CacheChildLoadsAndRuns 2>&1";
+                              " DEVDL_DEBUG=statistics '" + self + "' --gtest_filter=" + test + " 2>&1";
   std::string out;
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
@@ -317,6 +320,86 @@ TEST_F(Cuda, LtoIrLinkedByNvJitLinkAndCached) {
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("cuLinkComplete"), std::string::npos) << out;
   EXPECT_EQ(out.find("with nvJitLink"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
+// Run by Cuda.ProgramInParts in a process of its own: the library of parts.cu linked with LTO
+// (in parts where DEVDL_JOBS allows), each kernel's output checked, the variable one instance
+// for its two kernels and the host, one address of the function two kernels take; then the number
+// of modules the kernels are in, printed.
+TEST_F(Cuda, PartsChildRunsEveryKernel) {
+  if (!std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "run by Cuda.ProgramInParts in a process of its own";
+  void *h = device_dlopen(image("parts.lto.fatbin").c_str(), DEVDL_NOW);
+  ASSERT_NE(h, nullptr) << error();
+  std::set<cuda::CUmodule> modules;
+  auto kernel = [&](const char *name) {
+    void *k = device_dlsym(h, name);
+    EXPECT_NE(k, nullptr) << name << ": " << error();
+    cuda::CUmodule module = nullptr;
+    if (k && cu_->cuFuncGetModule(&module, static_cast<cuda::CUfunction>(k)) == cuda::CUDA_SUCCESS) modules.insert(module);
+    return k;
+  };
+  auto mix = [](int factor) {
+    std::vector<int> v;
+    for (int i = 0; i < 8; ++i) v.push_back(factor * (i * i + 1));
+    return v;
+  };
+  void *square = kernel("Square"), *negate = kernel("Negate"), *negateTwice = kernel("NegateTwice");
+  void *bump = kernel("BumpShared"), *read = kernel("ReadShared");
+  void *twiceAddress = kernel("TwiceAddress"), *addressOfTwice = kernel("AddressOfTwice");
+  ASSERT_FALSE(HasFailure());
+  std::vector<int> squares;
+  for (int i = 0; i < 8; ++i) squares.push_back(i * i);
+  EXPECT_EQ(run(square, 8), squares);
+  EXPECT_EQ(run(negate, 8), mix(-1));
+  EXPECT_EQ(run(negateTwice, 8), mix(-2));
+  // Shared: its initializer, a kernel's write seen by the other kernel and the host, the host's
+  // write seen by the kernel.
+  int shared = 0;
+  ASSERT_EQ(device_dlread(h, "Shared", 0, &shared, sizeof shared), 0) << error();
+  EXPECT_EQ(shared, 3);
+  EXPECT_EQ(run(read, 8), times(1, 3, 8));
+  EXPECT_EQ(run(bump, 8), mix(1));
+  EXPECT_EQ(run(read, 8), times(1, 103, 8));
+  ASSERT_EQ(device_dlread(h, "Shared", 0, &shared, sizeof shared), 0) << error();
+  EXPECT_EQ(shared, 103);
+  shared = 7;
+  ASSERT_EQ(device_dlwrite(h, "Shared", 0, &shared, sizeof shared), 0) << error();
+  EXPECT_EQ(run(read, 8), times(1, 7, 8));
+  // Twice called through its address in both kernels, and the address the same.
+  const std::vector<int> first = run(twiceAddress, 8), second = run(addressOfTwice, 8);
+  ASSERT_EQ(first.size(), 8u);
+  EXPECT_EQ(first, second);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(first[i] % 1000, 2 * i);
+  std::printf("modules: %zu\n", modules.size());
+  device_dlclose(h);
+}
+
+TEST_F(Cuda, ProgramInParts) {
+  // Linked in parts on four threads, stored in the disk cache and loaded from it by the next
+  // process; on one thread, one module: the same outputs every time.
+  if (std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "this is the child";
+  char dir[] = "/tmp/devdl-cuda-parts-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string test = "Cuda.PartsChildRunsEveryKernel";
+  auto [status, out] = runCacheChild(dir, "DEVDL_JOBS=4", test);
+  if (out.find("with nvJitLink") == std::string::npos) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "no nvJitLink on this machine (a CUDA 12 or later toolkit installs it): " << out;
+  }
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("as 4 modules on as many threads"), std::string::npos) << out;
+  EXPECT_NE(out.find("modules: 4\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << out;
+  std::tie(status, out) = runCacheChild(dir, "DEVDL_JOBS=4", test);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << out;
+  EXPECT_NE(out.find("loaded a program of 4 modules"), std::string::npos) << out;
+  EXPECT_NE(out.find("modules: 4\n"), std::string::npos) << out;
+  std::tie(status, out) = runCacheChild(dir, "DEVDL_JOBS=1 DEVDL_CACHE=0", test);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("one module: DEVDL_JOBS=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("modules: 1\n"), std::string::npos) << out;
   std::filesystem::remove_all(dir);
 }
 

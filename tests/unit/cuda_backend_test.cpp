@@ -4,6 +4,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/function_table.h"
 #include "backend/cuda/nvjitlink.h"
+#include "backend/cuda/program_parts.h"
 #include "image/read_image.h"
 #include "test_images.h"
 #include "test_support.h"
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <deque>
 #include <optional>
+#include <set>
 
 namespace devdl::test {
 namespace {
@@ -103,9 +105,8 @@ class NvJitLink : public ::testing::Test {
     if (!file_) GTEST_SKIP() << "no libnvJitLink.so.13 or .so.12 here (a CUDA 12 or later toolkit installs it)";
   }
 
-  // Links the images (read from the test images), and PTX `text` where given, for sm_90 and reads
-  // the cubin nvJitLink made.
-  llvm::Expected<DeviceImage> link(const std::vector<std::string> &names, bool lto, const std::string &text = "") {
+  // The images (read from the test images), and PTX `text` where given, as nvJitLink takes them.
+  std::vector<JitInput> inputs(const std::vector<std::string> &names, const std::string &text = "") {
     labels_.assign(names.begin(), names.end());
     files_.clear();
     for (const std::string &name : names) files_.push_back(readFile(image(name)));
@@ -121,7 +122,12 @@ class NvJitLink : public ::testing::Test {
                                                        : JitInputKind::Ptx,
                         asBytes(files_[i]), &labels_[i]});
     }
-    auto cubin = backend::cuda::linkWithNvJitLink(*file_, inputs, 90, lto);
+    return inputs;
+  }
+
+  // Links the images, and PTX `text` where given, for sm_90 and reads the cubin nvJitLink made.
+  llvm::Expected<DeviceImage> link(const std::vector<std::string> &names, bool lto, const std::string &text = "") {
+    auto cubin = backend::cuda::linkWithNvJitLink(*file_, inputs(names, text), 90, lto);
     if (!cubin) return cubin.takeError();
     cubin_ = std::move(*cubin);
     return readRawImage(asBytes(cubin_), ImageFormat::Cubin, nullptr);
@@ -232,6 +238,93 @@ TEST_F(NvJitLink, UndefinedSymbolIsNamed) {
   auto [code, text] = failure(compiled.takeError());
   EXPECT_EQ(code, ErrorCode::Unresolved);
   EXPECT_NE(text.find("app.cubin: undefined device symbol `LibDeviceFunc`"), std::string::npos) << text;
+}
+
+// Each part's kernels, as sets, sorted: the parts' order is the plan's business.
+std::vector<std::set<std::string>> kernelSets(std::span<const ProgramPart> parts) {
+  std::vector<std::set<std::string>> out;
+  for (const ProgramPart &part : parts) out.emplace_back(part.kernels.begin(), part.kernels.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// An LTO link in parts (backend/cuda/program_parts.h), planned from the fatbin's PTX and linked by
+// nvJitLink here: every part's cubin holds its own kernels and variables, and no other part's.
+TEST_F(NvJitLink, EachPartHoldsItsOwnKernelsAndVariablesAlone) {
+  const auto in = inputs({"parts.lto.fatbin"});
+  std::string why;
+  const auto parts = backend::cuda::planLtoParts(in, 90, 8, &why);
+  // Reaching one variable, taking one function's address, names one of which begins with the
+  // other: together; Square alone.
+  EXPECT_EQ(kernelSets(parts), (std::vector<std::set<std::string>>{{"AddressOfTwice", "TwiceAddress"},
+                                                                    {"BumpShared", "ReadShared"},
+                                                                    {"Negate", "NegateTwice"},
+                                                                    {"Square"}}))
+      << why;
+  auto modules = backend::cuda::linkLtoParts(*file_, in, 90, parts);
+  ASSERT_TRUE(!!modules) << errorText(modules);
+  ASSERT_EQ(modules->size(), parts.size());
+  size_t withShared = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto linked = readRawImage(asBytes((*modules)[i].cubin), ImageFormat::Cubin, nullptr);
+    ASSERT_TRUE(!!linked) << errorText(linked);
+    std::set<std::string> kernels;
+    for (const std::string &line : symbolLines(*linked))
+      if (line.starts_with("K ")) kernels.insert(line.substr(2));
+    EXPECT_EQ(kernels, std::set<std::string>(parts[i].kernels.begin(), parts[i].kernels.end()));
+    const bool shared = contains(symbolLines(*linked), "D Shared");
+    EXPECT_EQ(shared, contains(parts[i].variables, "Shared")) << "part " << i;
+    withShared += shared;
+    // The names the module answers for: its kernels, then its variables.
+    std::vector<std::string> names = parts[i].kernels;
+    names.insert(names.end(), parts[i].variables.begin(), parts[i].variables.end());
+    EXPECT_EQ((*modules)[i].names, names);
+  }
+  EXPECT_EQ(withShared, 1u) << "one instance of the variable";
+  // As the disk cache keeps them, and back.
+  const std::string packed = backend::cuda::packModules(*modules);
+  ASSERT_TRUE(backend::cuda::isPackedModules(packed));
+  auto unpacked = backend::cuda::unpackModules(packed);
+  ASSERT_TRUE(!!unpacked) << errorText(unpacked);
+  ASSERT_EQ(unpacked->size(), modules->size());
+  for (size_t i = 0; i < modules->size(); ++i) {
+    EXPECT_EQ((*unpacked)[i].cubin, (*modules)[i].cubin);
+    EXPECT_EQ((*unpacked)[i].names, (*modules)[i].names);
+  }
+  EXPECT_FALSE(backend::cuda::isPackedModules((*modules)[0].cubin)) << "a cubin is no program of parts";
+  for (size_t cut : {packed.size() - 1, packed.size() / 2, size_t(30)}) {
+    auto refused = backend::cuda::unpackModules(std::string_view(packed).substr(0, cut));
+    EXPECT_FALSE(!!refused) << cut;
+    if (!refused) {
+      EXPECT_NE(errorText(refused).find("cut short"), std::string::npos);
+    }
+  }
+}
+
+TEST_F(NvJitLink, TheLargeLibraryIsPlannedInAsManyPartsAsThreads) {
+  const auto in = inputs({"lib_large.lto.fatbin", "app.lto.fatbin"});
+  std::string why;
+  const auto parts = backend::cuda::planLtoParts(in, 90, 4, &why);
+  ASSERT_EQ(parts.size(), 4u) << why;
+  std::set<std::string> kernels;
+  size_t count = 0;
+  for (const ProgramPart &part : parts) {
+    kernels.insert(part.kernels.begin(), part.kernels.end());
+    count += part.kernels.size();
+    // LargeKernel10 begins LargeKernel100's name: nvJitLink would keep both for either.
+    EXPECT_EQ(contains(part.kernels, "LargeKernel10"), contains(part.kernels, "LargeKernel100"));
+  }
+  EXPECT_EQ(count, 97u);
+  EXPECT_EQ(kernels.size(), 97u) << "each kernel in one part";
+  EXPECT_TRUE(kernels.count("AppKernel"));
+  // Balanced: no part holds more than twice its share.
+  for (const ProgramPart &part : parts) EXPECT_LE(part.kernels.size(), 2 * 97 / 4u);
+  // One thread, or an input without LTO-IR: one part, saying why.
+  EXPECT_EQ(backend::cuda::planLtoParts(in, 90, 1, &why).size(), 1u);
+  EXPECT_EQ(why, "DEVDL_JOBS=1");
+  const auto compiled = inputs({"lib_large.lto.fatbin", "app.cubin"});
+  EXPECT_EQ(backend::cuda::planLtoParts(compiled, 90, 4, &why).size(), 1u);
+  EXPECT_NE(why.find("app.cubin is no LTO-IR"), std::string::npos) << why;
 }
 
 // Sets an environment variable for one scope.

@@ -17,4 +17,20 @@ llvm::Expected<const Api &> api();
 /// "CUDA_ERROR_INVALID_IMAGE (200)".
 std::string errorName(CUresult code);
 
+/// Makes a context current on this thread for the driver calls of one scope.
+class ContextScope {
+ public:
+  ContextScope(const Api &api, CUcontext context) : api_(api) {
+    pushed_ = api.cuCtxPushCurrent(context) == CUDA_SUCCESS;
+  }
+  ~ContextScope() {
+    CUcontext popped;
+    if (pushed_) api_.cuCtxPopCurrent(&popped);
+  }
+
+ private:
+  const Api &api_;
+  bool pushed_;
+};
+
 }  // namespace devdl::backend::cuda

@@ -57,22 +57,6 @@ bool ptxRunsOn(const Arch &a, int sm) {
   return a.version <= sm;
 }
 
-// Makes a context current on this thread for the driver calls of one scope.
-class ContextScope {
- public:
-  ContextScope(const Api &api, CUcontext context) : api_(api) {
-    pushed_ = api.cuCtxPushCurrent(context) == CUDA_SUCCESS;
-  }
-  ~ContextScope() {
-    CUcontext popped;
-    if (pushed_) api_.cuCtxPopCurrent(&popped);
-  }
-
- private:
-  const Api &api_;
-  bool pushed_;
-};
-
 }  // namespace
 
 bool runsOn(ImageFormat format, std::string_view arch, int sm) {
@@ -120,93 +104,6 @@ std::string describeLinkLog(std::string_view log) {
     out += (out.empty() ? "" : "\n") + line.str();
   }
   return out;
-}
-
-Program::~Program() {
-  CallTimes times;
-  ContextScope current(api_, context_);
-  api_.cuModuleUnload(module_);
-  times.mark("cuModuleUnload");
-  times.print("unloaded a program on " + device_);
-}
-
-llvm::Expected<void *> Program::kernel(std::string_view name) {
-  return kernels_.get(
-      name,
-      [&]() -> llvm::Expected<CUfunction> {
-        CallTimes times;
-        ContextScope current(api_, context_);
-        CUfunction function = nullptr;
-        if (CUresult err = api_.cuModuleGetFunction(&function, module_, std::string(name).c_str());
-            err != CUDA_SUCCESS)
-          return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
-                      "kernel `" + llvm::Twine(name) + "`: cuModuleGetFunction failed: " + errorName(err));
-        times.mark("cuModuleGetFunction");
-        times.print("kernel `" + std::string(name) + "`");
-        return function;
-      },
-      [](CUfunction) {});  // a function goes with its module: nothing to release
-}
-
-llvm::Expected<std::pair<CUdeviceptr, size_t>> Program::global(std::string_view name) {
-  CUdeviceptr address = 0;
-  size_t size = 0;
-  if (CUresult err = api_.cuModuleGetGlobal(&address, &size, module_, std::string(name).c_str()); err != CUDA_SUCCESS)
-    return fail(err == CUDA_ERROR_NOT_FOUND ? ErrorCode::NotFound : ErrorCode::Unsupported,
-                "variable `" + llvm::Twine(name) + "`: cuModuleGetGlobal failed: " + errorName(err));
-  return std::pair{address, size};
-}
-
-llvm::Expected<Extent> Program::variable(std::string_view name) {
-  ContextScope current(api_, context_);
-  auto found = global(name);
-  if (!found) return found.takeError();
-  return Extent{reinterpret_cast<void *>(static_cast<uintptr_t>(found->first)), found->second};
-}
-
-llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
-  ContextScope current(api_, context_);
-  auto found = global(name);
-  if (!found) return found.takeError();
-  const auto [address, bytes] = *found;
-  if (llvm::Error err = checkInsideVariable(name, bytes, offset, size)) return err;
-  const CUresult err = toDevice ? api_.cuMemcpyHtoD(address + offset, host, size)
-                                : api_.cuMemcpyDtoH(host, address + offset, size);
-  if (err != CUDA_SUCCESS)
-    return fail(ErrorCode::Unsupported, "variable `" + llvm::Twine(name) + "`: " +
-                                            (toDevice ? "cuMemcpyHtoD" : "cuMemcpyDtoH") + " failed: " + errorName(err));
-  return llvm::Error::success();
-}
-
-llvm::Expected<void *> Program::function(std::string_view name) {
-  std::call_once(functionsRead_, [&] {
-    ContextScope current(api_, context_);
-    auto addresses = global(kFunctionAddresses);
-    auto names = addresses ? global(kFunctionNames) : addresses.takeError();
-    if (!names) {
-      llvm::consumeError(names.takeError());
-      noFunctions_ = "this program has no table of its functions (devdl links one where an image takes a "
-                     "function's address, as only there can a function pointer be; not under LTO, where nvJitLink "
-                     "makes functions local to the kernels that call them)";
-      return;
-    }
-    std::string bytes[2] = {std::string(addresses->second, '\0'), std::string(names->second, '\0')};
-    CUresult err = api_.cuMemcpyDtoH(bytes[0].data(), addresses->first, bytes[0].size());
-    if (err == CUDA_SUCCESS) err = api_.cuMemcpyDtoH(bytes[1].data(), names->first, bytes[1].size());
-    if (err != CUDA_SUCCESS) {
-      noFunctions_ = "its program's table of functions could not be read: cuMemcpyDtoH failed: " + errorName(err);
-      return;
-    }
-    auto table = readFunctionTable(bytes[0], bytes[1]);
-    if (table) functions_ = std::move(*table);
-    else noFunctions_ = llvm::toString(table.takeError());
-  });
-  if (auto found = functions_.find(llvm::StringRef(name.data(), name.size())); found != functions_.end())
-    return found->second;
-  return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) +
-                                          "` is a device function: CUDA gives the host no device function pointers, "
-                                          "and " + (noFunctions_.empty() ? "its program's table of functions does "
-                                                                           "not hold it" : noFunctions_));
 }
 
 Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
@@ -464,31 +361,81 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     return cudaFailure("cuModuleLoadData of the linked program on " + name_, err);
   times.mark("cuModuleLoadData");
   times.print("linked " + std::to_string(inputs.size()) + " images on " + name_);
-  auto program = std::make_unique<Program>(api_, context_, module, name_);
+  auto program = std::make_unique<Program>(api_, context_, std::vector{module}, llvm::StringMap<unsigned>(), name_);
   if (binary) binary->assign(static_cast<const char *>(cubin), size);
   return program;
 }
 
 llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs, bool lto) const {
   CallTimes times;
-  auto cubin = linkWithNvJitLink(*jitLink_, inputs, sm_, lto);
+  const unsigned threads = jobs();
+  std::string whole;  // why the program is one module
+  const std::vector<ProgramPart> parts = lto ? planLtoParts(inputs, sm_, threads, &whole) : std::vector<ProgramPart>(1);
+  auto version = [&] {
+    auto known = nvJitLinkVersion(*jitLink_);
+    return "nvJitLink " + (known ? *known : llvm::toString(known.takeError())) + " (" + nvJitLinkOptions(sm_, lto) + ")";
+  };
+  const bool statistics = Debug::get().on(Debug::Statistics);
+  if (parts.size() > 1) {
+    times.mark("planned the parts");
+    std::vector<std::string> partTimes;
+    auto modules = linkLtoParts(*jitLink_, inputs, sm_, parts, statistics ? &partTimes : nullptr);
+    if (!modules) return modules.takeError();
+    times.mark("nvJitLink");
+    if (statistics) {
+      std::string each;
+      for (size_t i = 0; i < parts.size(); ++i)
+        each += "\n  part " + std::to_string(i) + ": " + std::to_string(parts[i].kernels.size()) + " kernels, " +
+                std::to_string(parts[i].size) + " bytes of PTX; " + partTimes[i];
+      times.print("linked " + std::to_string(inputs.size()) + " images for " + name_ + " with " + version() + " as " +
+                  std::to_string(parts.size()) + " modules on as many threads" + each);
+    }
+    return packModules(*modules);
+  }
+  // One module: nvJitLink's own threads for the optimization, where there are several.
+  std::vector<std::string> more;
+  if (lto && threads > 1) more.push_back("-split-compile=" + std::to_string(threads));
+  std::string jitTimes;
+  auto cubin = linkWithNvJitLink(*jitLink_, inputs, sm_, lto, more, statistics ? &jitTimes : nullptr);
   if (!cubin) return cubin.takeError();
   times.mark("nvJitLink");
-  if (Debug::get().on(Debug::Statistics)) {
-    auto version = nvJitLinkVersion(*jitLink_);
-    times.print("linked " + std::to_string(inputs.size()) + " images for " + name_ + " with nvJitLink " +
-                (version ? *version : llvm::toString(version.takeError())) + " (" + nvJitLinkOptions(sm_, lto) +
-                "), a " + std::to_string(cubin->size()) + "-byte cubin");
-  }
+  if (statistics)
+    times.print("linked " + std::to_string(inputs.size()) + " images for " + name_ + " with " + version() + ", a " +
+                std::to_string(cubin->size()) + "-byte cubin" + (whole.empty() ? "" : "; one module: " + whole) +
+                "\n  " + jitTimes);
   return cubin;
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
+  if (isPackedModules(binary)) {
+    auto modules = unpackModules(binary);
+    if (!modules) return modules.takeError();
+    return loadModules(*modules);
+  }
   ContextScope current(api_, context_);
   CUmodule module = nullptr;
   if (CUresult err = api_.cuModuleLoadData(&module, binary.data()); err != CUDA_SUCCESS)
-    return cudaFailure("cuModuleLoadData of a cached program on " + name_, err);
-  return std::make_unique<Program>(api_, context_, module, name_);
+    return cudaFailure("cuModuleLoadData of a program on " + name_, err);
+  return std::make_unique<Program>(api_, context_, std::vector{module}, llvm::StringMap<unsigned>(), name_);
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::loadModules(std::span<const PartModule> parts) {
+  CallTimes times;
+  ContextScope current(api_, context_);
+  std::vector<CUmodule> modules;
+  llvm::StringMap<unsigned> owners;
+  for (const PartModule &part : parts) {
+    CUmodule module = nullptr;
+    if (CUresult err = api_.cuModuleLoadData(&module, part.cubin.data()); err != CUDA_SUCCESS) {
+      for (CUmodule loaded : modules) api_.cuModuleUnload(loaded);
+      return cudaFailure("cuModuleLoadData of module " + llvm::Twine(modules.size()) + " of a program on " + name_, err);
+    }
+    for (const std::string &name : part.names) owners.try_emplace(name, static_cast<unsigned>(modules.size()));
+    modules.push_back(module);
+  }
+  times.mark("cuModuleLoadData");
+  times.print("loaded a program of " + std::to_string(modules.size()) + " modules on " + name_);
+  return std::make_unique<Program>(api_, context_, std::move(modules), std::move(owners), name_);
 }
 
 }  // namespace devdl::backend::cuda

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_api.h"
 #include "backend/kernel_table.h"
 #include "backend/cuda/nvjitlink.h"
+#include "backend/cuda/program_parts.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Error.h>
@@ -17,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace devdl::backend::cuda {
 
@@ -32,11 +34,16 @@ bool runsOn(ImageFormat format, std::string_view arch, int sm);
 /// are kept, without the driver's "error   : " prefixes.
 std::string describeLinkLog(std::string_view log);
 
-/// A linked module, and the kernels found in it; unloaded with this object.
+/// A linked program: one module, or one for each part of an LTO link split across threads
+/// (program_parts.h), each answering for the names of its part; the kernels found in them.
+/// Unloaded with this object.
 class Program final : public backend::Program {
  public:
-  Program(const Api &api, CUcontext context, CUmodule module, std::string device)
-      : api_(api), context_(context), module_(module), device_(std::move(device)) {}
+  /// `owners`: the module of each name, where there are several; names it lacks are the first's.
+  Program(const Api &api, CUcontext context, std::vector<CUmodule> modules, llvm::StringMap<unsigned> owners,
+          std::string device)
+      : api_(api), context_(context), modules_(std::move(modules)), owners_(std::move(owners)),
+        device_(std::move(device)) {}
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
   ~Program() override;
@@ -51,10 +58,12 @@ class Program final : public backend::Program {
  private:
   /// cuModuleGetGlobal: the variable's address and size (the caller has made the context current).
   llvm::Expected<std::pair<CUdeviceptr, size_t>> global(std::string_view name);
+  CUmodule moduleOf(std::string_view name) const;
 
   const Api &api_;
   CUcontext context_;
-  CUmodule module_;
+  std::vector<CUmodule> modules_;
+  llvm::StringMap<unsigned> owners_;
   std::string device_;
   KernelTable<CUfunction> kernels_;
   std::once_flag functionsRead_;  // the table, read at the first function()
@@ -80,10 +89,12 @@ class Device final : public backend::Device {
   /// Links the images into one cubin, with nvJitLink -lto where a fatbin carries LTO-IR for this
   /// device and nvJitLink is found (see linkMethod), else with the driver's cuLink; then
   /// cuModuleLoadData. Each image goes as it is, a fatbin as its best member for this device, or
-  /// whole where nvJitLink optimizes its LTO-IR with the others'.
+  /// whole where nvJitLink optimizes its LTO-IR with the others'. An LTO link whose kernels can be
+  /// split (program_parts.h) is linked as one module per part on DEVDL_JOBS threads; one that
+  /// cannot be, with nvJitLink's -split-compile on as many.
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
-  /// cuModuleLoadData of a linked cubin.
+  /// cuModuleLoadData of a linked cubin, or of each module of a program linked in parts.
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
   /// Names the linkers the device may use (nvJitLink by its file's path, size and mtime: any
   /// change to it changes the disk cache's key) and whether LTO is on.
@@ -101,8 +112,11 @@ class Device final : public backend::Device {
   CUdevice device_;
   CUcontext context_;
   bool primary_;  // a primary context devdl retained, released with this object
-  // The nvJitLink path of link(), from inputs made ready as for cuLink.
+  // The nvJitLink path of link(), from inputs made ready as for cuLink: one cubin, or the
+  // modules of a program linked in parts (packModules).
   llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto) const;
+  // The modules of a program linked in parts, loaded; each cubin is `binary` or packed in it.
+  llvm::Expected<std::unique_ptr<backend::Program>> loadModules(std::span<const PartModule> modules);
 
   int sm_ = 0;
   std::string name_;

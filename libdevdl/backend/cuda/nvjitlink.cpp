@@ -24,6 +24,7 @@ namespace {
 using nvJitLinkHandle = struct nvJitLink *;
 using nvJitLinkResult = int;
 enum nvJitLinkInputType : int { NVJITLINK_INPUT_CUBIN = 1, NVJITLINK_INPUT_PTX = 2, NVJITLINK_INPUT_FATBIN = 4 };
+constexpr nvJitLinkResult kUnrecognizedOption = 1, kIncompatibleOptions = 10;
 
 struct JitApi {
   nvJitLinkResult (*create)(nvJitLinkHandle *, uint32_t, const char *const *) = nullptr;
@@ -34,6 +35,8 @@ struct JitApi {
   nvJitLinkResult (*cubin)(nvJitLinkHandle, void *) = nullptr;
   nvJitLinkResult (*errorLogSize)(nvJitLinkHandle, size_t *) = nullptr;
   nvJitLinkResult (*errorLog)(nvJitLinkHandle, char *) = nullptr;
+  nvJitLinkResult (*infoLogSize)(nvJitLinkHandle, size_t *) = nullptr;
+  nvJitLinkResult (*infoLog)(nvJitLinkHandle, char *) = nullptr;
   nvJitLinkResult (*version)(unsigned *, unsigned *) = nullptr;  // CUDA 12.3 and later
 };
 
@@ -55,7 +58,8 @@ const Loaded &load(const NvJitLinkFile &file) {
   const std::string suffix = "_" + std::to_string(file.major) + "_0";
   const std::string names[] = {"__nvJitLinkCreate", "__nvJitLinkDestroy", "__nvJitLinkAddData",
                                "__nvJitLinkComplete", "__nvJitLinkGetLinkedCubinSize", "__nvJitLinkGetLinkedCubin",
-                               "__nvJitLinkGetErrorLogSize", "__nvJitLinkGetErrorLog"};
+                               "__nvJitLinkGetErrorLogSize", "__nvJitLinkGetErrorLog", "__nvJitLinkGetInfoLogSize",
+                               "__nvJitLinkGetInfoLog"};
   std::vector<std::string> symbols;
   for (const std::string &name : names) symbols.push_back(name + suffix);
   const EntryPoint entries[] = {
@@ -67,6 +71,8 @@ const Loaded &load(const NvJitLinkFile &file) {
       {symbols[5].c_str(), reinterpret_cast<void **>(&api.cubin)},
       {symbols[6].c_str(), reinterpret_cast<void **>(&api.errorLogSize)},
       {symbols[7].c_str(), reinterpret_cast<void **>(&api.errorLog)},
+      {symbols[8].c_str(), reinterpret_cast<void **>(&api.infoLogSize)},
+      {symbols[9].c_str(), reinterpret_cast<void **>(&api.infoLog)},
       {"nvJitLinkVersion", reinterpret_cast<void **>(&api.version), true},
   };
   slot->error = openDriverLibrary(file.path.c_str(), "nvJitLink", "nvJitLink of CUDA 12 or later", entries);
@@ -135,15 +141,21 @@ llvm::Expected<std::string> nvJitLinkVersion(const NvJitLinkFile &file) {
 }
 
 llvm::Expected<std::string> linkWithNvJitLink(const NvJitLinkFile &file, std::span<const JitInput> inputs, int sm,
-                                              bool lto) {
+                                              bool lto, std::span<const std::string> more, std::string *times) {
   auto loaded = api(file);
   if (!loaded) return loaded.takeError();
   const JitApi &jit = *loaded;
   const std::vector<std::string> given = optionList(sm, lto);
   std::vector<const char *> options;
   for (const std::string &option : given) options.push_back(option.c_str());
+  const size_t required = options.size();
+  options.push_back("-no-cache");
+  for (const std::string &option : more) options.push_back(option.c_str());
+  if (times) options.push_back("-time");
   nvJitLinkHandle handle = nullptr;
-  if (nvJitLinkResult err = jit.create(&handle, options.size(), options.data()); err != 0)
+  nvJitLinkResult err = jit.create(&handle, options.size(), options.data());
+  if (err == kUnrecognizedOption || err == kIncompatibleOptions) err = jit.create(&handle, required, options.data());
+  if (err != 0)
     return fail(ErrorCode::Unsupported, "nvJitLinkCreate (" + nvJitLinkOptions(sm, lto) + ") failed: error " +
                                             llvm::Twine(err));
   struct Destroy {
@@ -151,14 +163,15 @@ llvm::Expected<std::string> linkWithNvJitLink(const NvJitLinkFile &file, std::sp
     nvJitLinkHandle handle;
     ~Destroy() { jit.destroy(&handle); }
   } destroy{jit, handle};
-  auto log = [&] {
+  auto read = [&](auto logSize, auto getLog) {
     size_t size = 0;
-    if (jit.errorLogSize(handle, &size) != 0 || size == 0) return std::string();
+    if (logSize(handle, &size) != 0 || size == 0) return std::string();
     std::string text(size, '\0');
-    if (jit.errorLog(handle, text.data()) != 0) return std::string();
+    if (getLog(handle, text.data()) != 0) return std::string();
     text.resize(std::strlen(text.c_str()));
-    return describeLinkLog(text);
+    return text;
   };
+  auto log = [&] { return describeLinkLog(read(jit.errorLogSize, jit.errorLog)); };
   for (const JitInput &input : inputs) {
     const nvJitLinkInputType type = input.kind == JitInputKind::Cubin ? NVJITLINK_INPUT_CUBIN
                                     : input.kind == JitInputKind::Ptx ? NVJITLINK_INPUT_PTX
@@ -176,6 +189,14 @@ llvm::Expected<std::string> linkWithNvJitLink(const NvJitLinkFile &file, std::sp
     return fail(undefined ? ErrorCode::Unresolved : ErrorCode::Unsupported,
                 (text.empty() ? "" : text + "\n") + "nvJitLinkComplete (" + nvJitLinkOptions(sm, lto) +
                     ") failed: error " + std::to_string(err));
+  }
+  if (times) {
+    // "nvJitLinkComplete time to create PTX: 490.014008" and the like: one line.
+    llvm::SmallVector<llvm::StringRef, 4> lines;
+    const std::string info = read(jit.infoLogSize, jit.infoLog);
+    llvm::StringRef(info).split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      if (line.contains(" time ")) *times += (times->empty() ? "" : "; ") + line.trim().str();
   }
   size_t size = 0;
   if (nvJitLinkResult err = jit.cubinSize(handle, &size); err != 0)

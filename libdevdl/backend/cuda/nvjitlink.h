@@ -45,8 +45,18 @@ std::string nvJitLinkOptions(int sm, bool lto);
 /// nvJitLink takes a fat binary whole and picks its member (its LTO-IR under -lto). Fails naming
 /// the input nvJitLink refused, or the undefined symbol (Unresolved), with nvJitLink's log.
 /// Thread-safe: each call has its own nvJitLink handle.
+///
+/// `more`: options that change how fast the link is, or what of the program it keeps, never what
+/// the code it keeps does (-kernels-used=, -split-compile=). Always -no-cache: devdl's disk cache
+/// keeps linked programs under devdl's rules (DEVDL_CACHE=0 is a cold link), where nvJitLink's
+/// own cache, in the driver's, is keyed by nvJitLink. An nvJitLink that refuses one of these
+/// options (an older one) links without them.
+///
+/// With `times`, nvJitLink's own account of where the time went (-time): its optimization and
+/// code generation to PTX, then ptxas and the finish, in milliseconds, on one line.
 llvm::Expected<std::string> linkWithNvJitLink(const NvJitLinkFile &file, std::span<const JitInput> inputs, int sm,
-                                              bool lto);
+                                              bool lto, std::span<const std::string> more = {},
+                                              std::string *times = nullptr);
 
 /// The library's version ("13.0"), loading it; empty where it does not say (before CUDA 12.3).
 llvm::Expected<std::string> nvJitLinkVersion(const NvJitLinkFile &file);

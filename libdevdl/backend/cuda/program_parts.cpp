@@ -1,0 +1,149 @@
+#include "backend/cuda/program_parts.h"
+#include "backend/cuda/cuda_device.h"
+#include "image/code_graph.h"
+#include "image/readers.h"
+#include "support/error.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+namespace devdl::backend::cuda {
+
+std::vector<ProgramPart> planLtoParts(std::span<const JitInput> inputs, int sm, unsigned jobs, std::string *why) {
+  auto onePart = [&](const std::string &reason) {
+    if (why) *why = reason;
+    return std::vector<ProgramPart>(1);
+  };
+  if (jobs <= 1) return onePart("DEVDL_JOBS=1");
+  std::vector<CodeGraph> graphs;
+  for (const JitInput &input : inputs) {
+    if (input.kind != JitInputKind::Fatbin) return onePart(*input.label + " is no LTO-IR, linked as it is compiled");
+    Storage scratch;
+    auto members = readers::listFatbinMembers(input.data, scratch);
+    if (!members) return onePart(*input.label + ": " + llvm::toString(members.takeError()));
+    // The PTX of the highest version for the device: what nvcc compiled from the LTO-IR's source.
+    const readers::FatbinMember *ptx = nullptr;
+    for (const readers::FatbinMember &m : *members)
+      if (m.format == ImageFormat::Ptx && m.readable() && runsOn(ImageFormat::Ptx, m.arch, sm) &&
+          (!ptx || llvm::StringRef(m.arch).drop_front(8).compare_numeric(llvm::StringRef(ptx->arch).drop_front(8)) > 0))
+        ptx = &m;
+    if (!ptx) return onePart(*input.label + " has no readable PTX beside its LTO-IR to say what its code refers to");
+    auto text = readers::fatbinMemberImage(*ptx, scratch);
+    auto graph = text ? readers::ptxCodeGraph(*text) : text.takeError();
+    if (!graph) return onePart(*input.label + ": its PTX: " + llvm::toString(graph.takeError()));
+    graphs.push_back(std::move(*graph));
+  }
+  // nvJitLink keeps every kernel whose name begins with one it is given: such names, next to each
+  // other once sorted, go together.
+  std::vector<std::string_view> kernels;
+  for (const CodeGraph &graph : graphs)
+    for (const CodeGraph::Definition &d : graph.definitions)
+      if (d.kind == SymbolKind::Kernel) kernels.push_back(d.name);
+  std::sort(kernels.begin(), kernels.end());
+  std::vector<std::pair<std::string_view, std::string_view>> together;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    for (size_t j = i + 1; j < kernels.size() && kernels[j].substr(0, kernels[i].size()) == kernels[i]; ++j)
+      together.emplace_back(kernels[i], kernels[j]);
+  auto parts = partitionKernels(graphs, jobs, together);
+  if (parts.size() == 1 && why) *why = "every kernel reaches a variable, or a function whose address is taken, that another does";
+  return parts;
+}
+
+std::vector<std::string> partOptions(const ProgramPart &part) {
+  std::vector<std::string> options;
+  for (const std::string &kernel : part.kernels) options.push_back("-kernels-used=" + kernel);
+  for (const std::string &variable : part.variables) options.push_back("-variables-used=" + variable);
+  options.push_back("-optimize-unused-variables");
+  return options;
+}
+
+llvm::Expected<std::vector<PartModule>> linkLtoParts(const NvJitLinkFile &file, std::span<const JitInput> inputs,
+                                                     int sm, std::span<const ProgramPart> parts,
+                                                     std::vector<std::string> *times) {
+  std::vector<std::optional<llvm::Expected<std::string>>> linked(parts.size());
+  if (times) times->assign(parts.size(), "");
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 0; i < parts.size(); ++i)
+      threads.emplace_back([&, i] {
+        linked[i].emplace(
+            linkWithNvJitLink(file, inputs, sm, true, partOptions(parts[i]), times ? &(*times)[i] : nullptr));
+      });
+  }
+  std::vector<PartModule> modules;
+  llvm::Error first = llvm::Error::success();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    llvm::Expected<std::string> &cubin = *linked[i];
+    if (!cubin) {
+      if (first) llvm::consumeError(cubin.takeError());
+      else first = cubin.takeError();
+      continue;
+    }
+    PartModule &module = modules.emplace_back(PartModule{std::move(*cubin), parts[i].kernels});
+    module.names.insert(module.names.end(), parts[i].variables.begin(), parts[i].variables.end());
+  }
+  if (first) return first;
+  return modules;
+}
+
+namespace {
+
+// "devdl CUDA modules\n", then for each module: its names' bytes (each name ended by a NUL) and
+// its cubin, each after its size as 8 bytes, little-endian.
+constexpr std::string_view kMagic = "devdl CUDA modules\n";
+
+void putSize(std::string &out, uint64_t size) {
+  for (int i = 0; i < 8; ++i) out += static_cast<char>(size >> (8 * i));
+}
+
+}  // namespace
+
+std::string packModules(std::span<const PartModule> modules) {
+  std::string out(kMagic);
+  for (const PartModule &module : modules) {
+    std::string names;
+    for (const std::string &name : module.names) (names += name) += '\0';
+    putSize(out, names.size());
+    out += names;
+    putSize(out, module.cubin.size());
+    out += module.cubin;
+  }
+  return out;
+}
+
+bool isPackedModules(std::string_view binary) { return binary.substr(0, kMagic.size()) == kMagic; }
+
+llvm::Expected<std::vector<PartModule>> unpackModules(std::string_view binary) {
+  if (!isPackedModules(binary)) return fail(ErrorCode::BadFormat, "not a program of several CUDA modules");
+  std::string_view rest = binary.substr(kMagic.size());
+  auto take = [&](std::string_view &out) {
+    if (rest.size() < 8) return false;
+    uint64_t size = 0;
+    for (int i = 0; i < 8; ++i) size |= uint64_t(static_cast<uint8_t>(rest[i])) << (8 * i);
+    rest.remove_prefix(8);
+    if (size > rest.size()) return false;
+    out = rest.substr(0, size);
+    rest.remove_prefix(size);
+    return true;
+  };
+  std::vector<PartModule> modules;
+  while (!rest.empty()) {
+    std::string_view names, cubin;
+    if (!take(names) || !take(cubin) || (!names.empty() && names.back() != '\0'))
+      return fail(ErrorCode::BadFormat, "a program of several CUDA modules is cut short or garbled at module " +
+                                            llvm::Twine(modules.size()));
+    PartModule &module = modules.emplace_back(PartModule{std::string(cubin), {}});
+    for (size_t end; !names.empty(); names.remove_prefix(end + 1)) {
+      end = names.find('\0');
+      module.names.emplace_back(names.substr(0, end));
+    }
+  }
+  if (modules.empty()) return fail(ErrorCode::BadFormat, "a program of several CUDA modules holds none");
+  return modules;
+}
+
+}  // namespace devdl::backend::cuda

@@ -1,0 +1,52 @@
+// A program linked with LTO as several modules, one per part of its kernels (resolve/partition.h),
+// each linked by nvJitLink on a thread of its own: the code of a large library compiles on every
+// core, where one nvJitLink link compiles it on one (ptxas, most of the time, runs on one thread
+// whatever -split-compile says). Each part's link takes every input and keeps its own kernels
+// (-kernels-used) and variables (-variables-used, -optimize-unused-variables); the program answers
+// for each name from the module of the part that holds it, so a variable has one instance, the one
+// its kernels use and device_dlsym gives.
+#pragma once
+
+#include "backend/cuda/nvjitlink.h"
+#include "resolve/partition.h"
+
+#include <llvm/Support/Error.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace devdl::backend::cuda {
+
+/// One module of a program: its cubin, and the kernels and variables it answers for.
+struct PartModule {
+  std::string cubin;
+  std::vector<std::string> names;
+};
+
+/// The parts an LTO link of `inputs` for compute capability `sm` splits into for `jobs` threads:
+/// where every input is a fat binary whose LTO-IR is linked and whose PTX, compiled from the same
+/// source, shows what its code refers to. One part where the link cannot be split, with why in
+/// `why` where the inputs do not allow it. Kernels of which one's name begins with the other's go
+/// in one part: nvJitLink keeps every kernel whose name begins with one -kernels-used names.
+std::vector<ProgramPart> planLtoParts(std::span<const JitInput> inputs, int sm, unsigned jobs, std::string *why);
+
+/// The options of one part's link.
+std::vector<std::string> partOptions(const ProgramPart &part);
+
+/// Links `inputs` with -lto once for each part, the parts on threads of their own, with `file`.
+/// Fails as the first part (in order) that fails. With `times`, nvJitLink's account of each part's
+/// link (linkWithNvJitLink).
+llvm::Expected<std::vector<PartModule>> linkLtoParts(const NvJitLinkFile &file, std::span<const JitInput> inputs,
+                                                     int sm, std::span<const ProgramPart> parts,
+                                                     std::vector<std::string> *times = nullptr);
+
+/// A program's modules as one binary, as link() gives the disk cache, and back. A cubin (an ELF
+/// file) is never taken for one.
+std::string packModules(std::span<const PartModule> modules);
+bool isPackedModules(std::string_view binary);
+/// Fails with BadFormat where the binary does not hold what packModules writes.
+llvm::Expected<std::vector<PartModule>> unpackModules(std::string_view binary);
+
+}  // namespace devdl::backend::cuda

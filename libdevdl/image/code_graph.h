@@ -1,0 +1,37 @@
+// What an image's code refers to: each kernel, function and variable it defines, and the names
+// its code or initializer uses. A link may split a program along this graph
+// (resolve/partition.h): kernels that reach no common variable can be compiled apart.
+#pragma once
+
+#include "image/device_image.h"
+#include "support/bytes.h"
+
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace devdl {
+
+struct CodeGraph {
+  struct Definition {
+    std::string name;
+    SymbolKind kind;  // Kernel, Function or Variable; local ones too
+    uint64_t size;    // bytes of its text: the work its compilation is
+    std::vector<std::string> calls;   // the functions its code calls by name
+    std::vector<std::string> refers;  // every other name it uses: variables, and functions whose address it takes
+  };
+  std::vector<Definition> definitions;
+};
+
+namespace readers {
+
+/// The graph of a PTX module's definitions. Names are kept as written; names of registers,
+/// labels and parameters come along in `refers` (they match no definition). Fails with
+/// BadFormat where the text does not parse as readPtx reads it.
+llvm::Expected<CodeGraph> ptxCodeGraph(Bytes ptx);
+
+}  // namespace readers
+
+}  // namespace devdl

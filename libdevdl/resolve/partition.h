@@ -1,0 +1,31 @@
+// A program's kernels in parts that can be linked and optimized apart, on several threads, with
+// nothing a program can observe telling the difference from one module. Two kernels must share a
+// part where their code reaches a common variable (one instance, which both see), or a function
+// whose address is taken (one address, which both may compare or call) or another kernel: what
+// they reach through calls alone (pure code) each part compiles its own copy of.
+#pragma once
+
+#include "image/code_graph.h"
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace devdl {
+
+struct ProgramPart {
+  std::vector<std::string> kernels;    // the kernels this part's module holds and answers for
+  std::vector<std::string> variables;  // the variables it holds: those its kernels reach, and in the first part every variable no kernel reaches
+  uint64_t size = 0;                   // the code its kernels reach, in bytes: the work of its link
+};
+
+/// The kernels the `graphs` of a plan's images define (names bind across images) in at most
+/// `parts` parts, balanced by size, in the order their first kernels are defined. `together`:
+/// pairs of kernel names a linker needs in one part whatever their code. One part holding every
+/// kernel and variable where `parts` is 1 or nothing can be separated.
+std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, size_t parts,
+                                          std::span<const std::pair<std::string_view, std::string_view>> together = {});
+
+}  // namespace devdl
