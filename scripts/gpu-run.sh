@@ -88,7 +88,18 @@ if [ "$bench" != none ]; then
     # The second GPU's first kernel against a disk-cache hit, and N GPUs' set-up (where there are two).
     "$stage/bin/bench_devices" --cuda || status=1
   else
-    "$stage/bin/bench_cache" --benchmark_filter='Cuda(CuLink|Lto|LargeLibraryLto|LargeLibraryNoLto)' || status=1
+    "$stage/bin/bench_cache" \
+      --benchmark_filter='Cuda(CuLink|Lto|LargeLibraryLto|LargeLibraryNoLto|ThousandKernelsLto|OneKernelLto)' || status=1
+    # Where a cold LTO link's time goes, in nvJitLink's own words (-time) and devdl's, on one
+    # thread and on every CPU (the driver's JIT cache off, as in the benchmarks).
+    for jobs in 1 ""; do
+      for lib in lib_large lib_kernels1000; do
+        echo "\$ DEVDL_JOBS=$jobs cuda-seed $lib.lto.fatbin app.lto.fatbin"
+        DEVDL_JOBS=$jobs DEVDL_CACHE=0 CUDA_CACHE_DISABLE=1 DEVDL_DEBUG=statistics "$stage/bin/cuda-seed" \
+          "$DEVDL_TEST_IMAGES/$lib.lto.fatbin" "$DEVDL_TEST_IMAGES/app.lto.fatbin" 2>&1 |
+          grep -E "nvJitLink|part [0-9]|cuModuleLoadData|loaded a program|^[0-9]+ [0-9]+ " || status=1
+      done
+    done
   fi
   # Kernel time: one source file, cuLink, nvJitLink with and without LTO.
   "$stage/bin/bench_lto" --benchmark_filter=Cuda || status=1

@@ -261,7 +261,7 @@ TEST_F(NvJitLink, EachPartHoldsItsOwnKernelsAndVariablesAlone) {
                                                                     {"Negate", "NegateTwice"},
                                                                     {"Square"}}))
       << why;
-  auto modules = backend::cuda::linkLtoParts(*file_, in, 90, parts);
+  auto modules = backend::cuda::linkLtoParts(*file_, in, 90, parts, 2);
   ASSERT_TRUE(!!modules) << errorText(modules);
   ASSERT_EQ(modules->size(), parts.size());
   size_t withShared = 0;

@@ -379,7 +379,7 @@ llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs
   if (parts.size() > 1) {
     times.mark("planned the parts");
     std::vector<std::string> partTimes;
-    auto modules = linkLtoParts(*jitLink_, inputs, sm_, parts, statistics ? &partTimes : nullptr);
+    auto modules = linkLtoParts(*jitLink_, inputs, sm_, parts, threads, statistics ? &partTimes : nullptr);
     if (!modules) return modules.takeError();
     times.mark("nvJitLink");
     if (statistics) {
@@ -392,8 +392,8 @@ llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs
     }
     return packModules(*modules);
   }
-  // One module: nvJitLink's own threads for the optimization, where there are several.
-  std::vector<std::string> more;
+  // One module: nvJitLink's own threads for the optimization and ptxas's, where there are several.
+  std::vector<std::string> more = ptxasThreads(threads);
   if (lto && threads > 1) more.push_back("-split-compile=" + std::to_string(threads));
   std::string jitTimes;
   auto cubin = linkWithNvJitLink(*jitLink_, inputs, sm_, lto, more, statistics ? &jitTimes : nullptr);

@@ -91,7 +91,7 @@ class Device final : public backend::Device {
   /// cuModuleLoadData. Each image goes as it is, a fatbin as its best member for this device, or
   /// whole where nvJitLink optimizes its LTO-IR with the others'. An LTO link whose kernels can be
   /// split (program_parts.h) is linked as one module per part on DEVDL_JOBS threads; one that
-  /// cannot be, with nvJitLink's -split-compile on as many.
+  /// cannot be, with nvJitLink's and ptxas's split compilation on as many.
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
   /// cuModuleLoadData of a linked cubin, or of each module of a program linked in parts.

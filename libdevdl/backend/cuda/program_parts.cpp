@@ -53,16 +53,27 @@ std::vector<ProgramPart> planLtoParts(std::span<const JitInput> inputs, int sm, 
   return parts;
 }
 
-std::vector<std::string> partOptions(const ProgramPart &part) {
-  std::vector<std::string> options;
+std::vector<std::string> ptxasThreads(unsigned jobs) {
+  // ptxas compiles a module's functions on as many threads: "minimal (if any) impact on
+  // performance of the compiled binary", says its --help (bench_lto's kernels: none measured).
+  if (jobs <= 1) return {};
+  return {"-Xptxas=--split-compile=" + std::to_string(jobs)};
+}
+
+namespace {
+
+std::vector<std::string> partOptions(const ProgramPart &part, unsigned jobs) {
+  std::vector<std::string> options = ptxasThreads(jobs);
   for (const std::string &kernel : part.kernels) options.push_back("-kernels-used=" + kernel);
   for (const std::string &variable : part.variables) options.push_back("-variables-used=" + variable);
   options.push_back("-optimize-unused-variables");
   return options;
 }
 
+}  // namespace
+
 llvm::Expected<std::vector<PartModule>> linkLtoParts(const NvJitLinkFile &file, std::span<const JitInput> inputs,
-                                                     int sm, std::span<const ProgramPart> parts,
+                                                     int sm, std::span<const ProgramPart> parts, unsigned jobs,
                                                      std::vector<std::string> *times) {
   std::vector<std::optional<llvm::Expected<std::string>>> linked(parts.size());
   if (times) times->assign(parts.size(), "");
@@ -71,7 +82,7 @@ llvm::Expected<std::vector<PartModule>> linkLtoParts(const NvJitLinkFile &file, 
     for (size_t i = 0; i < parts.size(); ++i)
       threads.emplace_back([&, i] {
         linked[i].emplace(
-            linkWithNvJitLink(file, inputs, sm, true, partOptions(parts[i]), times ? &(*times)[i] : nullptr));
+            linkWithNvJitLink(file, inputs, sm, true, partOptions(parts[i], jobs), times ? &(*times)[i] : nullptr));
       });
   }
   std::vector<PartModule> modules;

@@ -32,15 +32,16 @@ struct PartModule {
 /// in one part: nvJitLink keeps every kernel whose name begins with one -kernels-used names.
 std::vector<ProgramPart> planLtoParts(std::span<const JitInput> inputs, int sm, unsigned jobs, std::string *why);
 
-/// The options of one part's link.
-std::vector<std::string> partOptions(const ProgramPart &part);
-
-/// Links `inputs` with -lto once for each part, the parts on threads of their own, with `file`.
-/// Fails as the first part (in order) that fails. With `times`, nvJitLink's account of each part's
-/// link (linkWithNvJitLink).
+/// Links `inputs` with -lto once for each part, the parts on threads of their own, with `file`;
+/// each part's ptxas may use `jobs` threads (`-Xptxas=--split-compile`), so that the cores the
+/// lighter parts leave go to the heavier. Fails as the first part (in order) that fails. With
+/// `times`, nvJitLink's account of each part's link (linkWithNvJitLink).
 llvm::Expected<std::vector<PartModule>> linkLtoParts(const NvJitLinkFile &file, std::span<const JitInput> inputs,
-                                                     int sm, std::span<const ProgramPart> parts,
+                                                     int sm, std::span<const ProgramPart> parts, unsigned jobs,
                                                      std::vector<std::string> *times = nullptr);
+
+/// The option that gives ptxas `jobs` threads for a link's functions; none for one thread.
+std::vector<std::string> ptxasThreads(unsigned jobs);
 
 /// A program's modules as one binary, as link() gives the disk cache, and back. A cubin (an ELF
 /// file) is never taken for one.
