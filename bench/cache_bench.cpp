@@ -405,6 +405,10 @@ void BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess(benchmark::State &state)
   cudaFirstKernelInAFreshProcess(state, "lib_large.lto.fatbin", "app.lto.fatbin",
                                  {"DEVDL_CUDA_LINKER=nvjitlink", "DEVDL_LTO=0"});
 }
+void BM_CudaLargeLibraryNoLtoOneJobFirstKernelInAFreshProcess(benchmark::State &state) {
+  cudaFirstKernelInAFreshProcess(state, "lib_large.lto.fatbin", "app.lto.fatbin",
+                                 {"DEVDL_CUDA_LINKER=nvjitlink", "DEVDL_LTO=0", "DEVDL_JOBS=1"});
+}
 
 // What kernels an application does not use cost its first kernel (issue 41): the seed's
 // application with its library beside 1,000 small kernels, against beside one.
@@ -555,6 +559,7 @@ BENCHMARK(BM_CudaLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark
 BENCHMARK(BM_CudaLargeLibraryLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 BENCHMARK(BM_CudaLargeLibraryLtoOneJobFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 BENCHMARK(BM_CudaLargeLibraryNoLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
+BENCHMARK(BM_CudaLargeLibraryNoLtoOneJobFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);
 BENCHMARK(BM_OpenClThousandKernelsFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_OpenClOneKernelFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_CudaThousandKernelsLtoFirstKernelInAFreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(9);

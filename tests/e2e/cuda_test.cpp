@@ -403,6 +403,44 @@ TEST_F(Cuda, ProgramInParts) {
   std::filesystem::remove_all(dir);
 }
 
+// Run by Cuda.LargeProgramsCompileOnEveryThread in a process of its own: the seed's application
+// with the library of 96 more kernels, from its -dlto fatbins.
+TEST_F(Cuda, LargeChildRunsTheSeed) {
+  if (!std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "run by Cuda.LargeProgramsCompileOnEveryThread";
+  void *lib = device_dlopen(image("lib_large.lto.fatbin").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  void *app = device_dlopen(image("app.lto.fatbin").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "AppKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 8), times(2, 0, 8));
+  device_dlclose(app);
+  device_dlclose(lib);
+}
+
+TEST_F(Cuda, LargeProgramsCompileOnEveryThread) {
+  // The 96-kernel library with LTO: in parts. From its PTX (DEVDL_LTO=0), 1 MB: by nvJitLink,
+  // whose ptxas compiles on every thread. On one thread: one module, and the driver's cuLink for
+  // PTX, as before DEVDL_JOBS.
+  if (std::getenv("DEVDL_TEST_CACHE_CHILD")) GTEST_SKIP() << "this is the child";
+  const std::string test = "Cuda.LargeChildRunsTheSeed";
+  auto [status, out] = runCacheChild("/nonexistent", "DEVDL_CACHE=0 DEVDL_JOBS=4", test);
+  if (out.find("with nvJitLink") == std::string::npos)
+    GTEST_SKIP() << "no nvJitLink on this machine (a CUDA 12 or later toolkit installs it): " << out;
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("as 4 modules on as many threads"), std::string::npos) << out;
+  std::tie(status, out) = runCacheChild("/nonexistent", "DEVDL_CACHE=0 DEVDL_JOBS=4 DEVDL_LTO=0", test);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("(-arch=sm_90), a "), std::string::npos) << out;
+  std::tie(status, out) = runCacheChild("/nonexistent", "DEVDL_CACHE=0 DEVDL_JOBS=1 DEVDL_LTO=0", test);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("cuLinkComplete"), std::string::npos) << out;
+  EXPECT_EQ(out.find("with nvJitLink"), std::string::npos) << out;
+  std::tie(status, out) = runCacheChild("/nonexistent", "DEVDL_CACHE=0 DEVDL_JOBS=1", test);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("one module: DEVDL_JOBS=1"), std::string::npos) << out;
+}
+
 // Where there is no driver, the library loads, and says so when CUDA is needed.
 TEST(CudaWithoutDriver, SaysSoCleanly) {
   std::string why;

@@ -1,8 +1,10 @@
 // One libFuzzer target per parser, selected at build time by DEVDL_FUZZ_PARSER. Every input
 // must be read or refused with an error: no crash, no out-of-bounds read (ASan), no leak. The
 // SPIR-V, device ELF and PTX targets also make the input's definitions local, as interposition
-// does to a copy it links (image/local_definitions.h). The Link target takes the input further,
+// does to a copy it links (image/local_definitions.h); the PTX and fatbin targets read what the
+// code refers to, as a link split into parts plans them (backend/cuda/program_parts.h). The Link target takes the input further,
 // along the path device_dlopen(DEVDL_NOW) takes up to the driver.
+#include "backend/cuda/program_parts.h"
 #include "backend/opencl/host_variables.h"
 #include "backend/spirv/copy_kernels.h"
 #include "backend/spirv/link.h"
@@ -12,6 +14,7 @@
 #include "cache/disk_cache.h"
 #include "cache/image_summary.h"
 #include "image/aspects.h"
+#include "image/code_graph.h"
 #include "image/registered_objects.h"
 #include "image/local_definitions.h"
 #include "image/read_image.h"
@@ -51,8 +54,10 @@ void readCacheEntry(devdl::Bytes bytes) {
   DiskCache cache(dir, uint64_t(1) << 30);
   if (!cache.list()) std::abort();  // the directory is there and readable
   cache.load(key);
-  // The bytes as the binary of an entry the OpenCL backend stored (tests/data/fuzz-seeds has one).
+  // The bytes as the binary of an entry the OpenCL backend stored (tests/data/fuzz-seeds has one),
+  // and as the CUDA backend's program of several modules.
   llvm::consumeError(devdl::backend::opencl::readStoredProgram(devdl::asText(bytes)).takeError());
+  llvm::consumeError(devdl::backend::cuda::unpackModules(devdl::asText(bytes)).takeError());
 }
 
 // The bytes as an image file's summary (cache/image_summary.h) come out of a disk cache entry
@@ -173,10 +178,16 @@ llvm::Error parse(devdl::Bytes bytes) {
   switch (Parser::DEVDL_FUZZ_PARSER) {
     case SpirV: return readAndHide(bytes, ImageFormat::SpirV, storage);
     case DeviceElf: return readAndHide(bytes, ImageFormat::Cubin, storage);
-    case Ptx: return readAndHide(bytes, ImageFormat::Ptx, storage);
-    case Fatbin:
+    case Ptx:
+      llvm::consumeError(readers::ptxCodeGraph(bytes).takeError());
+      return readAndHide(bytes, ImageFormat::Ptx, storage);
+    case Fatbin: {
       llvm::consumeError(readers::splitFatbins(bytes).takeError());
+      const std::string label = "fuzz";
+      const backend::cuda::JitInput input{backend::cuda::JitInputKind::Fatbin, bytes, &label};
+      backend::cuda::planLtoParts({&input, 1}, 90, 4, nullptr);
       return readRawImage(bytes, ImageFormat::Fatbin, storage).takeError();
+    }
     case Bitcode: return readRawImage(bytes, ImageFormat::SpirBitcode, storage).takeError();
     case Bundle: return readBundleAndProperties(bytes, storage);
     case HostElf: return bundle::findBundlesInElf(bytes).takeError();

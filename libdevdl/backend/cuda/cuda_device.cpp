@@ -24,6 +24,10 @@ namespace devdl::backend::cuda {
 
 namespace {
 
+// From this much PTX in a link on, ptxas's threads save more than nvJitLink's load costs (10-15 ms
+// on the H100): PTX compiles at about a megabyte in 1.5 s there (bench/README.md, issue 41).
+constexpr size_t kPtxForThreads = 64 << 10;
+
 llvm::Error cudaFailure(const llvm::Twine &what, CUresult code) {
   return fail(ErrorCode::Unsupported, what + " failed: " + errorName(code));
 }
@@ -127,16 +131,18 @@ Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
   const char *lto = devdlVariable("DEVDL_LTO");
   lto_ = !(lto && std::string_view(lto) == "0");
   jitAlways_ = linker == "nvjitlink";
-  // Unasked, nvJitLink is for LTO alone: for compiled code it links as cuLink does, after 5-10 ms
-  // of loading a 100 MB library (on the H100 the seed's cubins were linked in 8.3 ms, 4.1 by cuLink).
-  if (jitAlways_ || (linker != "culink" && lto_)) jitLink_ = findNvJitLink();
+  // Unasked, nvJitLink is for LTO and for much PTX (kPtxForThreads): for compiled code it links as
+  // cuLink does, after 5-10 ms of loading a 100 MB library (on the H100 the seed's cubins were
+  // linked in 8.3 ms, 4.1 by cuLink).
+  if (linker != "culink") jitLink_ = findNvJitLink();
   if (jitAlways_ && !jitLink_)
     linkerError_ = "DEVDL_CUDA_LINKER=nvjitlink, but there is no libnvJitLink.so.13 or .so.12 (DEVDL_NVJITLINK, "
                    "LD_LIBRARY_PATH, $CUDA_HOME/lib64, /usr/local/cuda/lib64, the system's library directories)";
   const std::string culink = "cuLinkCreate, cuLinkAddData, cuLinkComplete";
   linkMethod_ = !jitLink_   ? culink
                 : jitAlways_ ? "nvJitLink (" + jitLink_->path + ")" + (lto_ ? ", -lto over LTO-IR" : "")
-                             : culink + "; nvJitLink -lto where there is LTO-IR (" + jitLink_->path + ")";
+                             : culink + "; nvJitLink where there is LTO-IR" + (lto_ ? "" : " (linked from its PTX)") +
+                                   " or much PTX (" + jitLink_->path + ")";
   // The key names every linker the device may use: the programs either makes are equivalent.
   identity_ = "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
               culink + (jitLink_ ? "\n" + jitLink_->identity + (lto_ ? " lto" : "") : "") + "\n" + devdlBuild();
@@ -300,7 +306,12 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(table.c_str()), table.size() + 1),
                        &tableLabel});
   }
-  if (jitLink_ && (ltoIr || jitAlways_)) {
+  // PTX compiled in this link: nvJitLink's ptxas compiles each image's functions on DEVDL_JOBS
+  // threads, where the driver's compiles them on one.
+  size_t ptx = 0;
+  for (const Input &in : ready) ptx += in.type == CU_JIT_INPUT_PTX ? in.data.size() : 0;
+  const bool ptxOnThreads = ptx >= kPtxForThreads && jobs() > 1;
+  if (jitLink_ && (ltoIr || jitAlways_ || ptxOnThreads)) {
     std::vector<JitInput> jitInputs;
     for (const Input &in : ready)
       jitInputs.push_back({in.type == CU_JIT_INPUT_PTX     ? JitInputKind::Ptx

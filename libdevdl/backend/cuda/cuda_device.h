@@ -87,8 +87,9 @@ class Device final : public backend::Device {
   int computeCapability() const { return sm_; }
   llvm::Error accepts(const DeviceImage &image) const override;
   /// Links the images into one cubin, with nvJitLink -lto where a fatbin carries LTO-IR for this
-  /// device and nvJitLink is found (see linkMethod), else with the driver's cuLink; then
-  /// cuModuleLoadData. Each image goes as it is, a fatbin as its best member for this device, or
+  /// device and nvJitLink is found (see linkMethod), with nvJitLink too where the link compiles
+  /// 64 KB of PTX or more and DEVDL_JOBS is over 1 (its ptxas compiles on as many threads), else
+  /// with the driver's cuLink; then cuModuleLoadData. Each image goes as it is, a fatbin as its best member for this device, or
   /// whole where nvJitLink optimizes its LTO-IR with the others'. An LTO link whose kernels can be
   /// split (program_parts.h) is linked as one module per part on DEVDL_JOBS threads; one that
   /// cannot be, with nvJitLink's and ptxas's split compilation on as many.
@@ -99,7 +100,7 @@ class Device final : public backend::Device {
   /// Names the linkers the device may use (nvJitLink by its file's path, size and mtime: any
   /// change to it changes the disk cache's key) and whether LTO is on.
   const std::string &identity() const override { return identity_; }
-  /// cuLink, and nvJitLink -lto for programs with LTO-IR where findNvJitLink finds it; with
+  /// cuLink, and nvJitLink for programs with LTO-IR or much PTX where findNvJitLink finds it; with
   /// DEVDL_CUDA_LINKER=culink cuLink alone, =nvjitlink nvJitLink for every program (required).
   /// DEVDL_LTO=0 links LTO-IR images from their PTX instead.
   std::string_view linkMethod() const override { return linkMethod_; }

@@ -95,8 +95,10 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
       if (llvm::Error err = checkTranslatable(words)) return inImage(std::move(err), input.label);
     }
+    CallTimes times;  // where a cold build's time goes
     auto linked = linkSpirv(images, labels, caps_.variablePointers);
     if (!linked) return linked.takeError();
+    times.mark("SPIRV-Tools link");
     // The constants set, under the SpecIds they have in the linked module.
     SpecConstants specs;
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -138,8 +140,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     };
     auto spir = spirvToSpir(*linked, values, lto_, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
     if (!spir) return inImage(spir.takeError(), inputs.front().label);  // the program's root
+    times.mark(lto_ ? "translation to SPIR and -O2" : "translation to SPIR");
     auto built = buildSpir(*spir);
     if (built) (*built)->holdVariables(std::move(placed));
+    times.mark("clBuildProgram");
+    times.print("built " + std::to_string(inputs.size()) + " images as SPIR on " + name_);
     return built;
   }();
   if (!program) return program.takeError();
