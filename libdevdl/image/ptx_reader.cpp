@@ -296,7 +296,8 @@ llvm::Expected<CodeGraph> ptxCodeGraph(Bytes bytes) {
       auto value = llvm::find(statement.tokens, "=");
       if (value != statement.tokens.end())
         addUses(std::vector<std::string_view>(value + 1, statement.tokens.end()), *definition, calls, refers);
-    } else if (st.tokens.empty() && (tok == ".version" || tok == ".target" || tok == ".address_size" || tok == ".file")) {
+    } else if (st.tokens.empty() &&
+               (tok == ".version" || tok == ".target" || tok == ".address_size" || tok == ".file")) {
       scanner.restOfLine();
     } else {
       initializer |= tok == "=";

@@ -16,9 +16,11 @@
 namespace devdl {
 
 struct ProgramPart {
-  std::vector<std::string> kernels;    // the kernels this part's module holds and answers for
-  std::vector<std::string> variables;  // the variables it holds: those its kernels reach, and in the first part every variable no kernel reaches
-  uint64_t size = 0;                   // the code its kernels reach, in bytes: the work of its link
+  std::vector<std::string> kernels;  // the kernels this part's module holds and answers for
+  // The variables it holds: those its kernels reach, and in the first part every variable no
+  // kernel reaches.
+  std::vector<std::string> variables;
+  uint64_t size = 0;  // the code its kernels reach, in bytes: the work of its link
 };
 
 /// The kernels the `graphs` of a plan's images define (names bind across images) in at most

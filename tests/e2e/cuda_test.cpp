@@ -336,7 +336,8 @@ TEST_F(Cuda, PartsChildRunsEveryKernel) {
     void *k = device_dlsym(h, name);
     EXPECT_NE(k, nullptr) << name << ": " << error();
     cuda::CUmodule module = nullptr;
-    if (k && cu_->cuFuncGetModule(&module, static_cast<cuda::CUfunction>(k)) == cuda::CUDA_SUCCESS) modules.insert(module);
+    if (k && cu_->cuFuncGetModule(&module, static_cast<cuda::CUfunction>(k)) == cuda::CUDA_SUCCESS)
+      modules.insert(module);
     return k;
   };
   auto mix = [](int factor) {

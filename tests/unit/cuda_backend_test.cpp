@@ -322,6 +322,8 @@ TEST_F(NvJitLink, TheLargeLibraryIsPlannedInAsManyPartsAsThreads) {
   // One thread, or an input without LTO-IR: one part, saying why.
   EXPECT_EQ(backend::cuda::planLtoParts(in, 90, 1, &why).size(), 1u);
   EXPECT_EQ(why, "DEVDL_JOBS=1");
+  EXPECT_EQ(backend::cuda::planLtoParts(inputs({"lib.lto.fatbin", "app.lto.fatbin"}), 90, 4, &why).size(), 1u);
+  EXPECT_EQ(why, "one kernel");
   const auto compiled = inputs({"lib_large.lto.fatbin", "app.cubin"});
   EXPECT_EQ(backend::cuda::planLtoParts(compiled, 90, 4, &why).size(), 1u);
   EXPECT_NE(why.find("app.cubin is no LTO-IR"), std::string::npos) << why;

@@ -384,7 +384,8 @@ llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs
   const std::vector<ProgramPart> parts = lto ? planLtoParts(inputs, sm_, threads, &whole) : std::vector<ProgramPart>(1);
   auto version = [&] {
     auto known = nvJitLinkVersion(*jitLink_);
-    return "nvJitLink " + (known ? *known : llvm::toString(known.takeError())) + " (" + nvJitLinkOptions(sm_, lto) + ")";
+    return "nvJitLink " + (known ? *known : llvm::toString(known.takeError())) + " (" + nvJitLinkOptions(sm_, lto) +
+           ")";
   };
   const bool statistics = Debug::get().on(Debug::Statistics);
   if (parts.size() > 1) {
@@ -439,7 +440,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::loadModules(std::span<
     CUmodule module = nullptr;
     if (CUresult err = api_.cuModuleLoadData(&module, part.cubin.data()); err != CUDA_SUCCESS) {
       for (CUmodule loaded : modules) api_.cuModuleUnload(loaded);
-      return cudaFailure("cuModuleLoadData of module " + llvm::Twine(modules.size()) + " of a program on " + name_, err);
+      return cudaFailure("cuModuleLoadData of module " + llvm::Twine(modules.size()) + " of a program on " + name_,
+                         err);
     }
     for (const std::string &name : part.names) owners.try_emplace(name, static_cast<unsigned>(modules.size()));
     modules.push_back(module);

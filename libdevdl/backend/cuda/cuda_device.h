@@ -89,10 +89,11 @@ class Device final : public backend::Device {
   /// Links the images into one cubin, with nvJitLink -lto where a fatbin carries LTO-IR for this
   /// device and nvJitLink is found (see linkMethod), with nvJitLink too where the link compiles
   /// 64 KB of PTX or more and DEVDL_JOBS is over 1 (its ptxas compiles on as many threads), else
-  /// with the driver's cuLink; then cuModuleLoadData. Each image goes as it is, a fatbin as its best member for this device, or
-  /// whole where nvJitLink optimizes its LTO-IR with the others'. An LTO link whose kernels can be
-  /// split (program_parts.h) is linked as one module per part on DEVDL_JOBS threads; one that
-  /// cannot be, with nvJitLink's and ptxas's split compilation on as many.
+  /// with the driver's cuLink; then cuModuleLoadData. Each image goes as it is, a fatbin as its
+  /// best member for this device, or whole where nvJitLink optimizes its LTO-IR with the others'.
+  /// An LTO link whose kernels can be split (program_parts.h) is linked as one module per part on
+  /// DEVDL_JOBS threads; one that cannot be, with nvJitLink's and ptxas's split compilation on as
+  /// many.
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
   /// cuModuleLoadData of a linked cubin, or of each module of a program linked in parts.
@@ -116,7 +117,7 @@ class Device final : public backend::Device {
   // The nvJitLink path of link(), from inputs made ready as for cuLink: one cubin, or the
   // modules of a program linked in parts (packModules).
   llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto) const;
-  // The modules of a program linked in parts, loaded; each cubin is `binary` or packed in it.
+  // The modules of a program linked in parts, loaded, each answering for its part's names.
   llvm::Expected<std::unique_ptr<backend::Program>> loadModules(std::span<const PartModule> modules);
 
   int sm_ = 0;

@@ -27,9 +27,10 @@ std::vector<ProgramPart> planLtoParts(std::span<const JitInput> inputs, int sm, 
     if (!members) return onePart(*input.label + ": " + llvm::toString(members.takeError()));
     // The PTX of the highest version for the device: what nvcc compiled from the LTO-IR's source.
     const readers::FatbinMember *ptx = nullptr;
+    auto version = [](const readers::FatbinMember &m) { return llvm::StringRef(m.arch).drop_front(8); };  // compute_
     for (const readers::FatbinMember &m : *members)
       if (m.format == ImageFormat::Ptx && m.readable() && runsOn(ImageFormat::Ptx, m.arch, sm) &&
-          (!ptx || llvm::StringRef(m.arch).drop_front(8).compare_numeric(llvm::StringRef(ptx->arch).drop_front(8)) > 0))
+          (!ptx || version(m).compare_numeric(version(*ptx)) > 0))
         ptx = &m;
     if (!ptx) return onePart(*input.label + " has no readable PTX beside its LTO-IR to say what its code refers to");
     auto text = readers::fatbinMemberImage(*ptx, scratch);
@@ -49,13 +50,15 @@ std::vector<ProgramPart> planLtoParts(std::span<const JitInput> inputs, int sm, 
     for (size_t j = i + 1; j < kernels.size() && kernels[j].substr(0, kernels[i].size()) == kernels[i]; ++j)
       together.emplace_back(kernels[i], kernels[j]);
   auto parts = partitionKernels(graphs, jobs, together);
-  if (parts.size() == 1 && why) *why = "every kernel reaches a variable, or a function whose address is taken, that another does";
+  if (parts.size() == 1 && why)
+    *why = kernels.size() <= 1 ? "one kernel"
+                               : "its kernels reach variables, or functions whose address is taken, in common";
   return parts;
 }
 
 std::vector<std::string> ptxasThreads(unsigned jobs) {
   // ptxas compiles a module's functions on as many threads: "minimal (if any) impact on
-  // performance of the compiled binary", says its --help (bench_lto's kernels: none measured).
+  // performance of the compiled binary", says its --help (bench_lto's kernel times unchanged).
   if (jobs <= 1) return {};
   return {"-Xptxas=--split-compile=" + std::to_string(jobs)};
 }
