@@ -3,7 +3,8 @@
 #   scripts/test.sh               the tests (build/test)
 #   scripts/test.sh --sanitize    the tests built with AddressSanitizer and UBSan (build/asan)
 #   scripts/test.sh --tsan        the loader's tests, threads included (over PoCL and over the
-#                                 fake backend), under ThreadSanitizer (build/tsan)
+#                                 fake backend), and the CUDA link in parts, under
+#                                 ThreadSanitizer (build/tsan)
 #   scripts/test.sh --fuzz [S]    every parser's libFuzzer target for S seconds each (default 30;
 #                                 build/fuzz with clang-14), seeded from build/test
 #   scripts/test.sh --portable    the portable library (DEVDL_PORTABLE: LLVM linked in, no SPIR
@@ -36,9 +37,10 @@ case "${1:-}" in
   --tsan)
     cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVDL_BUILD_TESTS=ON \
       -DDEVDL_BUILD_BENCH=OFF -DDEVDL_BUILD_SAMPLES=OFF -DDEVDL_TSAN=ON
-    cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests devdl_loader_tests
+    cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests devdl_loader_tests devdl_unit_tests
+    # NvJitLink.*: a CUDA link in parts, each on a thread of its own (where the toolkit is here).
     TSAN_OPTIONS=halt_on_error=1:suppressions=$PWD/tests/tsan.supp ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
-      -R '^(Threads|DeviceDlopen|TwoDevices|Loader[A-Za-z]+)\.'
+      -R '^(Threads|DeviceDlopen|TwoDevices|Loader[A-Za-z]+|NvJitLink)\.'
     ;;
   --fuzz)
     [ -d build/test/tests/images ] || configure build/test -DDEVDL_BUILD_TESTS=ON
