@@ -19,8 +19,9 @@ struct CodeGraph {
     std::string name;
     SymbolKind kind;  // Kernel, Function or Variable; local ones too
     uint64_t size;    // bytes of its text: the work its compilation is
-    std::vector<std::string> calls;   // the functions its code calls by name
-    std::vector<std::string> refers;  // every other name it uses: variables, and functions whose address it takes
+    std::vector<std::string> calls;  // the functions its code calls by name
+    // Every other name it uses: variables, and functions whose address it takes.
+    std::vector<std::string> refers;
   };
   std::vector<Definition> definitions;
 };

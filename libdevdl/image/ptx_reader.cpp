@@ -1,5 +1,6 @@
 // PTX text: the module directives (.version, .target) and the linkage of top-level .entry, .func
-// and .global/.const declarations. Bodies and initializers are skipped by brace matching.
+// and .global/.const declarations, bodies and initializers skipped by brace matching; and, for a
+// link split into parts, what each body and initializer names (ptxCodeGraph).
 #include "image/code_graph.h"
 #include "image/readers.h"
 #include "support/error.h"
