@@ -163,11 +163,12 @@ void Loader::applyProcess(ProcessView view) {
 std::vector<std::vector<Loader::OpenedFile>> Loader::readNeededOf(const host::LoadedBundle &object,
                                                                     const std::vector<NewImage> &images,
                                                                     const std::vector<Handle::Identity> &open) {
-  // $ORIGIN is the directory of the object's file: the executable's own, for its images.
-  const std::string file = object.object.empty() ? llvm::sys::fs::getMainExecutable(nullptr, nullptr) : object.object;
   std::vector<std::vector<OpenedFile>> needed;
+  std::string file;  // $ORIGIN's: the object's, the executable's for its images; asked only for a need
   for (const NewImage &image : images)
     for (std::string_view name : image.image.neededFiles()) {
+      if (file.empty())
+        file = object.object.empty() ? llvm::sys::fs::getMainExecutable(nullptr, nullptr) : object.object;
       // The host loaded the object whatever devdl finds: what cannot be loaded is said and passed
       // over, as DEVDL_PRELOAD's files are.
       const std::string runPath(image.image.runPath());

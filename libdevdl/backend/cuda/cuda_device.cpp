@@ -310,7 +310,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   // threads, where the driver's compiles them on one.
   size_t ptx = 0;
   for (const Input &in : ready) ptx += in.type == CU_JIT_INPUT_PTX ? in.data.size() : 0;
-  const bool ptxOnThreads = ptx >= kPtxForThreads && jobs() > 1;
+  const unsigned threads = jobs();
+  const bool ptxOnThreads = ptx >= kPtxForThreads && threads > 1;
   if (jitLink_ && (ltoIr || jitAlways_ || ptxOnThreads)) {
     std::vector<JitInput> jitInputs;
     for (const Input &in : ready)
@@ -319,7 +320,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
                                                            : JitInputKind::Fatbin,
                            in.data, in.label});
     // -lto only where there is LTO-IR: nvJitLink refuses -lto without any.
-    auto cubin = linkWithJit(jitInputs, ltoIr);
+    auto cubin = linkWithJit(jitInputs, ltoIr, threads);
     if (!cubin) return cubin.takeError();
     auto program = load(*cubin);
     if (program && binary) *binary = std::move(*cubin);
@@ -377,9 +378,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   return program;
 }
 
-llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs, bool lto) const {
+llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs, bool lto, unsigned threads) const {
   CallTimes times;
-  const unsigned threads = jobs();
   std::string whole;  // why the program is one module
   const std::vector<ProgramPart> parts = lto ? planLtoParts(inputs, sm_, threads, &whole) : std::vector<ProgramPart>(1);
   auto version = [&] {

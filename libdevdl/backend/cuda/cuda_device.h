@@ -114,9 +114,9 @@ class Device final : public backend::Device {
   CUdevice device_;
   CUcontext context_;
   bool primary_;  // a primary context devdl retained, released with this object
-  // The nvJitLink path of link(), from inputs made ready as for cuLink: one cubin, or the
-  // modules of a program linked in parts (packModules).
-  llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto) const;
+  // The nvJitLink path of link(), from inputs made ready as for cuLink, on `threads` (DEVDL_JOBS):
+  // one cubin, or the modules of a program linked in parts (packModules).
+  llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto, unsigned threads) const;
   // The modules of a program linked in parts, loaded, each answering for its part's names.
   llvm::Expected<std::unique_ptr<backend::Program>> loadModules(std::span<const PartModule> modules);
 
