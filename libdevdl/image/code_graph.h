@@ -33,6 +33,14 @@ namespace readers {
 /// BadFormat where the text does not parse as readPtx reads it.
 llvm::Expected<CodeGraph> ptxCodeGraph(Bytes ptx);
 
+/// The graph of a SPIR-V module's definitions: kernels by their entry points' names (llvm-spirv's
+/// entry-point wrapper and the exported body of the same name are one kernel), functions and
+/// variables by their linkage names, and what has none by a name of its id and the module's hash,
+/// which no other module's definition has. Only writable program-scope variables (CrossWorkgroup,
+/// Generic storage) are variables here: built-ins, work-group memory and constants, whose copies
+/// no kernel can tell apart, are its code's own. Fails with BadFormat where SPIRV-Tools cannot parse the module.
+llvm::Expected<CodeGraph> spirvCodeGraph(Bytes spirv);
+
 }  // namespace readers
 
 }  // namespace devdl

@@ -1,13 +1,17 @@
 // SPIR-V: SPIRV-Tools validates the module and parses it; exports and imports come from
-// LinkageAttributes decorations, kernels from OpEntryPoint, spec constants from SpecId.
+// LinkageAttributes decorations, kernels from OpEntryPoint, spec constants from SpecId. And, for a
+// link split into parts, what each function and variable uses (spirvCodeGraph).
+#include "image/code_graph.h"
 #include "image/readers.h"
 #include "support/error.h"
 #include "support/spirv_tools.h"
+#include "support/xxh3.h"
 
 #include <spirv-tools/libspirv.h>
 #include <spirv/unified1/spirv.h>
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/SwapByteOrder.h>
 
 #include <cstring>
@@ -177,6 +181,155 @@ llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<con
       return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
   }
   return std::string(reinterpret_cast<const char *>(edit.out.data()), edit.out.size() * 4);
+}
+
+namespace {
+
+// What spirvCodeGraph reads in one pass: the names ids have, and what each function and
+// module-scope value uses, by id.
+struct GraphFacts {
+  struct Function {
+    uint32_t id;
+    uint64_t size = 0;                    // bytes of its instructions
+    std::vector<uint32_t> calls, uses;  // callees; every other id an operand names
+  };
+  std::unordered_map<uint32_t, std::string_view> entryNames, linkNames;
+  std::unordered_set<uint32_t> imports;
+  std::unordered_map<uint32_t, uint32_t> storage;  // module-scope variable -> storage class
+  std::vector<uint32_t> variables;                 // module-scope, in order
+  std::unordered_set<uint32_t> debugSets;          // extended instruction sets of debug information
+  // Module-scope values (constants, variables' initializers) -> the ids they name: a function
+  // pointer constant names its function.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> values;
+  std::vector<Function> functions;
+  bool inFunction = false;
+};
+
+std::string_view literalOf(const spv_parsed_instruction_t *inst, uint16_t operand) {
+  const spv_parsed_operand_t &op = inst->operands[operand];
+  const char *s = reinterpret_cast<const char *>(inst->words + op.offset);
+  return std::string_view(s, strnlen(s, op.num_words * 4u));
+}
+
+spv_result_t onGraphInstruction(void *user, const spv_parsed_instruction_t *inst) {
+  auto &f = *static_cast<GraphFacts *>(user);
+  auto word = [&](uint16_t operand) { return inst->words[inst->operands[operand].offset]; };
+  // The ids an instruction names besides its type and result (from operand `first` on).
+  auto ids = [&](uint16_t first, std::vector<uint32_t> &out) {
+    for (uint16_t i = first; i < inst->num_operands; ++i)
+      if (inst->operands[i].type == SPV_OPERAND_TYPE_ID) out.push_back(word(i));
+  };
+  switch (inst->opcode) {
+    case SpvOpEntryPoint:
+      if (word(0) == SpvExecutionModelKernel) f.entryNames.emplace(word(1), literalOf(inst, 2));
+      return SPV_SUCCESS;
+    case SpvOpDecorate:
+      if (word(1) == SpvDecorationLinkageAttributes && inst->num_operands >= 4) {
+        f.linkNames.emplace(word(0), literalOf(inst, 2));
+        if (word(3) == SpvLinkageTypeImport) f.imports.insert(word(0));
+      }
+      return SPV_SUCCESS;
+    case SpvOpExtInstImport:
+      // Debug information names every function (DebugFunction) and scopes all code: it neither
+      // calls nor takes an address.
+      if (literalOf(inst, 1).starts_with("OpenCL.DebugInfo") || literalOf(inst, 1).starts_with("NonSemantic."))
+        f.debugSets.insert(inst->result_id);
+      return SPV_SUCCESS;
+    case SpvOpExtInst:
+      if (inst->num_operands >= 3 && f.debugSets.count(word(2))) return SPV_SUCCESS;
+      break;
+    case SpvOpFunction:
+      f.inFunction = true;
+      f.functions.emplace_back().id = inst->result_id;
+      break;
+    case SpvOpFunctionEnd:
+      f.inFunction = false;
+      if (!f.functions.empty()) f.functions.back().size += inst->num_words * 4u;
+      return SPV_SUCCESS;
+    default:
+      break;
+  }
+  if (!f.inFunction) {
+    if (inst->opcode == SpvOpVariable) {
+      f.storage.emplace(inst->result_id, word(2));
+      f.variables.push_back(inst->result_id);
+    }
+    if (inst->result_id) ids(0, f.values[inst->result_id]);
+    return SPV_SUCCESS;
+  }
+  GraphFacts::Function &function = f.functions.back();
+  function.size += inst->num_words * 4u;
+  if (inst->opcode == SpvOpFunctionCall && inst->num_operands >= 3) {
+    function.calls.push_back(word(2));
+    ids(3, function.uses);
+  } else {
+    ids(0, function.uses);
+  }
+  return SPV_SUCCESS;
+}
+
+}  // namespace
+
+llvm::Expected<CodeGraph> spirvCodeGraph(Bytes bytes) {
+  if (bytes.size() < 20 || bytes.size() % 4 != 0)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  GraphFacts facts;
+  spirv::Context context;
+  if (spirv::Diagnostic parsing; spvBinaryParse(context.get(), &facts, words.data(), words.size(), nullptr,
+                                                onGraphInstruction, parsing.out()) != SPV_SUCCESS)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
+
+  const std::string local = "@" + llvm::utohexstr(xxh3::hash64(bytes.data(), bytes.size()));
+  std::unordered_set<uint32_t> functionIds;
+  for (const GraphFacts::Function &function : facts.functions) functionIds.insert(function.id);
+  auto nameOf = [&](uint32_t id) -> std::string {
+    if (auto it = facts.entryNames.find(id); it != facts.entryNames.end()) return std::string(it->second);
+    if (auto it = facts.linkNames.find(id); it != facts.linkNames.end()) return std::string(it->second);
+    return "%" + std::to_string(id) + local;
+  };
+  auto isVariable = [&](uint32_t id) {
+    auto it = facts.storage.find(id);
+    return it != facts.storage.end() &&
+           (it->second == SpvStorageClassCrossWorkgroup || it->second == SpvStorageClassGeneric);
+  };
+  // The names `id` stands for as a use: a variable or a function (its address taken), or those a
+  // module-scope value it is names, through constants made of constants.
+  auto addUses = [&](uint32_t id, std::vector<std::string> &refers, std::unordered_set<uint32_t> &seen) {
+    std::vector<uint32_t> stack{id};
+    while (!stack.empty()) {
+      const uint32_t next = stack.back();
+      stack.pop_back();
+      if (!seen.insert(next).second) continue;
+      if (isVariable(next) || functionIds.count(next)) {
+        refers.push_back(nameOf(next));
+      } else if (!facts.storage.count(next)) {
+        if (auto it = facts.values.find(next); it != facts.values.end())
+          stack.insert(stack.end(), it->second.begin(), it->second.end());
+      }
+    }
+  };
+  CodeGraph graph;
+  for (const GraphFacts::Function &function : facts.functions) {
+    if (facts.imports.count(function.id)) continue;  // a declaration: another module defines it
+    CodeGraph::Definition &d = graph.definitions.emplace_back();
+    d.name = nameOf(function.id);
+    d.kind = facts.entryNames.count(function.id) ? SymbolKind::Kernel : SymbolKind::Function;
+    d.size = function.size;
+    for (uint32_t callee : function.calls) d.calls.push_back(nameOf(callee));
+    std::unordered_set<uint32_t> seen;
+    for (uint32_t id : function.uses) addUses(id, d.refers, seen);
+  }
+  for (uint32_t id : facts.variables) {
+    if (!isVariable(id) || facts.imports.count(id)) continue;
+    CodeGraph::Definition &d = graph.definitions.emplace_back();
+    d.name = nameOf(id);
+    d.kind = SymbolKind::Variable;
+    std::unordered_set<uint32_t> seen{id};
+    for (uint32_t value : facts.values[id]) addUses(value, d.refers, seen);
+  }
+  return graph;
 }
 
 }  // namespace devdl::readers

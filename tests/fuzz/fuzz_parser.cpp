@@ -8,6 +8,7 @@
 #include "backend/opencl/host_variables.h"
 #include "backend/spirv/copy_kernels.h"
 #include "backend/spirv/link.h"
+#include "backend/spirv/program_part.h"
 #include "backend/spirv/place_variables.h"
 #include "backend/spirv/translation.h"
 #include "bundle/host_elf.h"
@@ -176,7 +177,21 @@ llvm::Error parse(devdl::Bytes bytes) {
   using namespace devdl;
   auto storage = std::make_shared<Storage>();
   switch (Parser::DEVDL_FUZZ_PARSER) {
-    case SpirV: return readAndHide(bytes, ImageFormat::SpirV, storage);
+    case SpirV: {
+      // What a link in parts reads of a module, and each part's cut of one the reader accepts
+      // (a link cuts only modules read and validated).
+      auto graph = readers::spirvCodeGraph(bytes);
+      llvm::Error read = readAndHide(bytes, ImageFormat::SpirV, storage);
+      if (graph && !read) {
+        const std::vector<ProgramPart> parts = partitionKernels({&*graph, 1}, 2);
+        std::vector<uint32_t> words(bytes.size() / 4);
+        std::memcpy(words.data(), bytes.data(), words.size() * 4);
+        for (size_t p = 0; p < parts.size(); ++p)
+          llvm::consumeError(backend::spirvForPart(words, parts, p, {}).takeError());
+      }
+      if (!graph) llvm::consumeError(graph.takeError());
+      return read;
+    }
     case DeviceElf: return readAndHide(bytes, ImageFormat::Cubin, storage);
     case Ptx:
       llvm::consumeError(readers::ptxCodeGraph(bytes).takeError());

@@ -266,7 +266,7 @@ TEST_F(NvJitLink, EachPartHoldsItsOwnKernelsAndVariablesAlone) {
   ASSERT_EQ(modules->size(), parts.size());
   size_t withShared = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
-    auto linked = readRawImage(asBytes((*modules)[i].cubin), ImageFormat::Cubin, nullptr);
+    auto linked = readRawImage(asBytes((*modules)[i].binary), ImageFormat::Cubin, nullptr);
     ASSERT_TRUE(!!linked) << errorText(linked);
     std::set<std::string> kernels;
     for (const std::string &line : symbolLines(*linked))
@@ -288,10 +288,10 @@ TEST_F(NvJitLink, EachPartHoldsItsOwnKernelsAndVariablesAlone) {
   ASSERT_TRUE(!!unpacked) << errorText(unpacked);
   ASSERT_EQ(unpacked->size(), modules->size());
   for (size_t i = 0; i < modules->size(); ++i) {
-    EXPECT_EQ((*unpacked)[i].cubin, (*modules)[i].cubin);
+    EXPECT_EQ((*unpacked)[i].binary, (*modules)[i].binary);
     EXPECT_EQ((*unpacked)[i].names, (*modules)[i].names);
   }
-  EXPECT_FALSE(backend::cuda::isPackedModules((*modules)[0].cubin)) << "a cubin is no program of parts";
+  EXPECT_FALSE(backend::cuda::isPackedModules((*modules)[0].binary)) << "a cubin is no program of parts";
   for (size_t cut : {packed.size() - 1, packed.size() / 2, size_t(30)}) {
     auto refused = backend::cuda::unpackModules(std::string_view(packed).substr(0, cut));
     EXPECT_FALSE(!!refused) << cut;

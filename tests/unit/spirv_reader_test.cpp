@@ -1,7 +1,12 @@
 // SPIR-V images compiled from OpenCL C by clang-15 + llvm-spirv-15: exports, imports, kernels,
 // spec constants, and refusal of invalid modules.
+#include "backend/spirv/program_part.h"
+#include "image/code_graph.h"
 #include "image/read_image.h"
+#include "image/readers.h"
 #include "test_support.h"
+
+#include <cstring>
 
 namespace devdl::test {
 namespace {
@@ -113,6 +118,72 @@ TEST(SpirvReader, TruncatedModulesFailCleanly) {
     }
     EXPECT_NE(errorText(file).find("cut.spv"), std::string::npos);
   }
+}
+
+// What a link in parts reads (issue 41): each kernel, the variable, and which kernels use it; the
+// built-in a kernel reads is no variable of the program's.
+TEST(SpirvCodeGraph, KernelsVariablesAndWhatTheyUse) {
+  const DeviceImage lib = readOne(image("parts.spv"));
+  auto graph = readers::spirvCodeGraph(lib.bytes);
+  ASSERT_TRUE(!!graph) << errorText(graph);
+  auto find = [&](std::string_view name, SymbolKind kind) -> const CodeGraph::Definition * {
+    for (const CodeGraph::Definition &d : graph->definitions)
+      if (d.name == name && d.kind == kind) return &d;
+    return nullptr;
+  };
+  for (const char *kernel : {"BumpShared", "ReadShared", "Square", "Negate", "NegateTwice"})
+    EXPECT_NE(find(kernel, SymbolKind::Kernel), nullptr) << kernel;
+  ASSERT_NE(find("Shared", SymbolKind::Variable), nullptr);
+  size_t variables = 0;
+  for (const CodeGraph::Definition &d : graph->definitions) variables += d.kind == SymbolKind::Variable;
+  EXPECT_EQ(variables, 1u) << "the built-in global id is the driver's, not a variable of the program";
+  // llvm-spirv's entry point calls the kernel's exported body, which uses the variable.
+  auto reaches = [&](const char *kernel, const char *name) {
+    for (const CodeGraph::Definition &d : graph->definitions)
+      if (d.name == kernel &&
+          (llvm::is_contained(d.refers, std::string(name)) || llvm::is_contained(d.calls, std::string(name))))
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(reaches("BumpShared", "Shared"));
+  EXPECT_TRUE(reaches("ReadShared", "Shared"));
+  EXPECT_FALSE(reaches("Square", "Shared"));
+  auto refused = readers::spirvCodeGraph(Bytes(lib.bytes.data(), 22));
+  EXPECT_FALSE(!!refused);
+  llvm::consumeError(refused.takeError());
+}
+
+// A module cut to one part: the other parts' kernels and variables are gone, its own are there.
+TEST(SpirvCodeGraph, AModuleCutToAPartHoldsItsKernelsAlone) {
+  const DeviceImage lib = readOne(image("parts.spv"));
+  auto graph = readers::spirvCodeGraph(lib.bytes);
+  ASSERT_TRUE(!!graph) << errorText(graph);
+  const std::vector<ProgramPart> parts = partitionKernels({&*graph, 1}, 4);
+  ASSERT_EQ(parts.size(), 4u);
+  std::vector<uint32_t> words(lib.bytes.size() / 4);
+  std::memcpy(words.data(), lib.bytes.data(), words.size() * 4);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    auto cut = backend::spirvForPart(words, parts, p, {});
+    ASSERT_TRUE(!!cut) << errorText(cut);
+    auto read = readImageMemory(Bytes(reinterpret_cast<const uint8_t *>(cut->data()), cut->size() * 4), "part",
+                                std::make_shared<Storage>());
+    ASSERT_TRUE(!!read) << errorText(read) << " (part " << p << ", validated as it is read)";
+    std::vector<std::string> expected;
+    for (const std::string &kernel : parts[p].kernels) expected.push_back("K " + kernel);
+    for (const std::string &variable : parts[p].variables) expected.push_back("D " + variable);
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(symbolLines(read->images[0]), expected) << "part " << p;
+    EXPECT_LT(cut->size(), words.size()) << "what other parts alone use is gone";
+  }
+  // A plan that parts two kernels of one variable (a graph that missed a use) is refused: the part
+  // without the variable would have an instance of its own.
+  const std::vector<ProgramPart> wrong = {{{"BumpShared", "Square", "Negate", "NegateTwice"}, {"Shared"}, 0},
+                                          {{"ReadShared"}, {}, 0}};
+  EXPECT_TRUE(!!backend::spirvForPart(words, wrong, 0, {}));
+  auto refused = backend::spirvForPart(words, wrong, 1, {});
+  ASSERT_FALSE(!!refused);
+  EXPECT_EQ(errorText(refused), "part 1's code uses variable `Shared`, which another part holds: it would have two "
+                                "instances");
 }
 
 }  // namespace

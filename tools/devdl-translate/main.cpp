@@ -1,9 +1,12 @@
 // devdl-translate: the SPIRV-LLVM-Translator's work for libdevdl, in a process of its own
 // (backend/spirv/translator_process.h), so that a module the translator ends its process on ends
-// only this one. libdevdl starts it; it reads requests from its standard input, one after
-// another, and writes the messages of backend/spirv/translator_protocol.h to its standard output,
-// until libdevdl closes the channel (or its process ends). Not a command for people: it is
-// installed beside the library (devdl/libexec/), not on the PATH.
+// only this one; and the OpenCL builds of a program's parts, which a driver that builds one
+// program at a time in a process (Intel's) runs side by side only in processes of their own.
+// libdevdl starts it; it reads requests from its standard input, one after another, and writes
+// the messages of backend/spirv/translator_protocol.h to its standard output, until libdevdl
+// closes the channel (or its process ends). Not a command for people: it is installed beside the
+// library (devdl/libexec/), not on the PATH.
+#include "backend/opencl/opencl_device.h"
 #include "backend/spirv/copy_kernels.h"
 #include "backend/spirv/translation.h"
 #include "backend/spirv/translator_protocol.h"
@@ -11,6 +14,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <deque>
 #include <fcntl.h>
 #include <string>
 #include <unistd.h>
@@ -65,6 +69,33 @@ std::string wordsAsBytes(const std::vector<uint32_t> &words) {
   return std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4);
 }
 
+// The driver's binary of the request's modules compiled and linked on this process's default
+// OpenCL device (opened at the first build, kept for the next), which must be the one libdevdl
+// links for: the same identity.
+llvm::Expected<std::string> buildOpenCl(const Request &request) {
+  using devdl::backend::opencl::Device;
+  static Device *device = nullptr;  // never destroyed: the driver's own teardown is the process's end
+  if (!device) {
+    auto opened = Device::openDefault();
+    if (!opened) return opened.takeError();
+    device = opened->release();
+  }
+  if (device->identity() != request.device)
+    return devdl::fail(devdl::ErrorCode::Unsupported,
+                       "the helper's default OpenCL device is " + device->name() + ", not the device linking");
+  std::deque<devdl::DeviceImage> images;
+  std::vector<devdl::backend::LinkInput> inputs;
+  for (const auto &[label, words] : request.modules) {
+    devdl::DeviceImage &image = images.emplace_back();
+    image.format = devdl::ImageFormat::SpirV;
+    image.bytes = devdl::Bytes(reinterpret_cast<const uint8_t *>(words.data()), words.size() * 4);
+    inputs.push_back({&image, label});
+  }
+  auto program = device->linkObjects(inputs);
+  if (!program) return program.takeError();
+  return device->driverBinary(**program);
+}
+
 // What the request asks, done here.
 llvm::Expected<std::string> serve(const Request &request) {
   switch (request.operation) {
@@ -90,6 +121,8 @@ llvm::Expected<std::string> serve(const Request &request) {
       if (!words) return words.takeError();
       return wordsAsBytes(*words);
     }
+    case Operation::BuildOpenCl:
+      return buildOpenCl(request);
   }
   return devdl::fail(devdl::ErrorCode::InvalidArgument, "no such operation");
 }

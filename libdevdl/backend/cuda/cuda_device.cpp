@@ -438,7 +438,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::loadModules(std::span<
   llvm::StringMap<unsigned> owners;
   for (const PartModule &part : parts) {
     CUmodule module = nullptr;
-    if (CUresult err = api_.cuModuleLoadData(&module, part.cubin.data()); err != CUDA_SUCCESS) {
+    if (CUresult err = api_.cuModuleLoadData(&module, part.binary.data()); err != CUDA_SUCCESS) {
       for (CUmodule loaded : modules) api_.cuModuleUnload(loaded);
       return cudaFailure("cuModuleLoadData of module " + llvm::Twine(modules.size()) + " of a program on " + name_,
                          err);

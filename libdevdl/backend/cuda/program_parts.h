@@ -8,6 +8,7 @@
 #pragma once
 
 #include "backend/cuda/nvjitlink.h"
+#include "backend/packed_parts.h"
 #include "resolve/partition.h"
 
 #include <llvm/Support/Error.h>
@@ -20,10 +21,7 @@
 namespace devdl::backend::cuda {
 
 /// One module of a program: its cubin, and the kernels and variables it answers for.
-struct PartModule {
-  std::string cubin;
-  std::vector<std::string> names;
-};
+using PartModule = PartBinary;
 
 /// The parts an LTO link of `inputs` for compute capability `sm` splits into for `jobs` threads:
 /// where every input is a fat binary whose LTO-IR is linked and whose PTX, compiled from the same
@@ -43,11 +41,14 @@ llvm::Expected<std::vector<PartModule>> linkLtoParts(const NvJitLinkFile &file, 
 /// The option that gives ptxas `jobs` threads for a link's functions; none for one thread.
 std::vector<std::string> ptxasThreads(unsigned jobs);
 
-/// A program's modules as one binary, as link() gives the disk cache, and back. A cubin (an ELF
-/// file) is never taken for one.
-std::string packModules(std::span<const PartModule> modules);
-bool isPackedModules(std::string_view binary);
+/// A program's modules as one binary, as link() gives the disk cache (backend/packed_parts.h),
+/// and back. A cubin (an ELF file) is never taken for one.
+inline constexpr std::string_view kPackedModules = "devdl CUDA modules\n";
+inline std::string packModules(std::span<const PartModule> modules) { return packParts(kPackedModules, modules); }
+inline bool isPackedModules(std::string_view binary) { return isPackedParts(kPackedModules, binary); }
 /// Fails with BadFormat where the binary does not hold what packModules writes.
-llvm::Expected<std::vector<PartModule>> unpackModules(std::string_view binary);
+inline llvm::Expected<std::vector<PartModule>> unpackModules(std::string_view binary) {
+  return unpackParts(kPackedModules, binary, "CUDA modules");
+}
 
 }  // namespace devdl::backend::cuda

@@ -54,6 +54,10 @@ struct StoredProgram {
   std::string_view driverBinary;
 };
 
+/// What a program linked in parts stores as the driver's binary (backend/packed_parts.h): each
+/// part's CL_PROGRAM_BINARIES and the names it answers for.
+inline constexpr std::string_view kPackedPrograms = "devdl OpenCL programs\n";
+
 /// The binary devdl stores for a program: a header with its host variables (none on most
 /// devices), then the driver's binary (docs/cache-format.md).
 std::string storedProgram(const HostVariables *variables, std::string_view driverBinary);

@@ -4,6 +4,7 @@
 #include "backend/opencl/kept_regions.h"
 #include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
+#include "backend/packed_parts.h"
 
 #include "support/debug.h"
 #include "support/error.h"
@@ -44,11 +45,7 @@ llvm::Expected<std::string> programBinary(const Api &api, cl_program program, cl
 
 }  // namespace
 
-std::string Device::binaryOf(const Program &program) const {
-  auto notStored = [&](const std::string &why) {
-    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program not stored on " + name_ + ": " + why);
-    return std::string();
-  };
+llvm::Expected<std::string> Device::driverBinary(const Program &program) const {
   if (binaryKernelNameBound_ != SIZE_MAX) {
     size_t size = 0;
     std::string names;
@@ -58,12 +55,32 @@ std::string Device::binaryOf(const Program &program) const {
     }
     for (llvm::StringRef name : llvm::split(llvm::StringRef(names.c_str()), ';'))
       if (name.size() > binaryKernelNameBound_)
-        return notStored("the driver makes a program's binary in a directory named after each kernel, and kernel `" +
-                         name.str() + "` is " + std::to_string(name.size()) + " bytes, longer than a file name may be");
+        return fail(ErrorCode::Unsupported,
+                    "the driver makes a program's binary in a directory named after each kernel, and kernel `" +
+                        name.str() + "` is " + std::to_string(name.size()) +
+                        " bytes, longer than a file name may be");
   }
-  auto bytes = programBinary(api_, program.get(), device_);
+  return programBinary(api_, program.get(), device_);
+}
+
+std::string Device::binaryOf(const backend::Program &program) const {
+  auto notStored = [&](const std::string &why) {
+    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program not stored on " + name_ + ": " + why);
+    return std::string();
+  };
+  if (const auto *parted = dynamic_cast<const ProgramOfParts *>(&program)) {
+    std::vector<PartBinary> parts;
+    for (size_t i = 0; i < parted->parts().size(); ++i) {
+      auto bytes = driverBinary(*parted->parts()[i]);
+      if (!bytes) return notStored("part " + std::to_string(i) + ": " + llvm::toString(bytes.takeError()));
+      parts.push_back({std::move(*bytes), parted->names()[i]});
+    }
+    return storedProgram(nullptr, packParts(kPackedPrograms, parts));
+  }
+  const auto &one = static_cast<const Program &>(program);
+  auto bytes = driverBinary(one);
   if (!bytes) return notStored(llvm::toString(bytes.takeError()));
-  return storedProgram(program.hostVariables(), *bytes);
+  return storedProgram(one.hostVariables(), *bytes);
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
@@ -80,9 +97,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
     if (!region) return region.takeError();
     variables = std::move(*region);
   }
+  if (isPackedParts(kPackedPrograms, stored->driverBinary)) return loadParts(stored->driverBinary);
   auto program = buildBinary(stored->driverBinary, options_, "a cached program");
-  if (program) (*program)->holdVariables(std::move(variables));
-  return program;
+  if (!program) return program.takeError();
+  (*program)->holdVariables(std::move(variables));
+  return std::unique_ptr<backend::Program>(std::move(*program));
 }
 
 std::unique_ptr<Program> Device::own(cl_program program) const {

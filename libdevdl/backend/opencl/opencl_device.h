@@ -7,6 +7,9 @@
 #include "backend/kernel_table.h"
 #include "backend/opencl/host_variables.h"
 #include "backend/opencl/opencl_api.h"
+#include "resolve/partition.h"
+
+#include <llvm/ADT/StringMap.h>
 
 #include <llvm/Support/Error.h>
 
@@ -81,6 +84,35 @@ class Program final : public backend::Program {
   std::unique_ptr<HostVariables> variables_;  // unmapped after the program is released
 };
 
+/// A program linked in parts (resolve/partition.h), each built as a program of its own in a helper
+/// process of its own (Device::linkParts): each kernel and variable is the one of the part that
+/// holds it, which is the one its kernels use. A name no part holds is asked of the first part.
+class ProgramOfParts final : public backend::Program {
+ public:
+  /// `names[i]`: the kernels and variables part `parts[i]` answers for.
+  ProgramOfParts(std::vector<std::unique_ptr<opencl::Program>> parts, std::vector<std::vector<std::string>> names);
+  const std::vector<std::unique_ptr<opencl::Program>> &parts() const { return parts_; }
+  const std::vector<std::vector<std::string>> &names() const { return names_; }
+
+  llvm::Expected<void *> kernel(std::string_view name) override { return partOf(name).kernel(name); }
+  llvm::Expected<Extent> variable(std::string_view name) override { return partOf(name).variable(name); }
+  llvm::Expected<void *> function(std::string_view name) override { return partOf(name).function(name); }
+  llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override {
+    return partOf(name).copyVariable(name, offset, host, size, toDevice);
+  }
+
+ private:
+  opencl::Program &partOf(std::string_view name) const;
+  std::vector<std::unique_ptr<opencl::Program>> parts_;
+  std::vector<std::vector<std::string>> names_;
+  llvm::StringMap<size_t> owner_;
+};
+
+/// The SPIR-V a program's kernels reach below which it is linked whole: a helper process costs
+/// some 60 ms to start and open the driver, where Intel's CPU runtime compiles 64 KiB of small
+/// kernels (256 of 256 bytes) in about a second.
+inline constexpr uint64_t kSpirvForParts = 64 * 1024;
+
 class Device final : public backend::Device {
  public:
   /// The first device, over all platforms, that has a compiler, or the one DEVDL_DEVICE names
@@ -129,6 +161,17 @@ class Device final : public backend::Device {
   /// Compiles each SPIR-V image as IL, takes each native binary as the compiled object it is,
   /// and links the objects with the device's own linker.
   llvm::Expected<std::unique_ptr<Program>> linkObjects(std::span<const LinkInput> inputs) const;
+  /// The driver's binary of one program, or why there is none.
+  llvm::Expected<std::string> driverBinary(const Program &program) const;
+  /// The parts `inputs` may be linked in for `jobs` processes (linkParts): one, with why in `why`,
+  /// where an input is a native binary or has specialization constants set, the build has no
+  /// helper, or the kernels cannot be separated.
+  std::vector<ProgramPart> planParts(std::span<const LinkInput> inputs, unsigned jobs, std::string *why) const;
+  /// Each part's images cut to it (spirvForPart), compiled and linked by the driver in a helper
+  /// process of its own (devdl-translate), all at once, and the binaries built here. Fails as the
+  /// first part (in order) that fails.
+  llvm::Expected<std::unique_ptr<ProgramOfParts>> linkParts(std::span<const LinkInput> inputs,
+                                                            std::span<const ProgramPart> parts) const;
 
  private:
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
@@ -144,7 +187,9 @@ class Device final : public backend::Device {
   static constexpr size_t kCopyKernelsKept = 256;
   /// The linked program's binary, for the disk cache; empty, saying why under
   /// DEVDL_DEBUG=statistics, where the driver cannot give it (or cannot without ending the process).
-  std::string binaryOf(const Program &program) const;
+  std::string binaryOf(const backend::Program &program) const;
+  /// The programs of a stored program of parts, built.
+  llvm::Expected<std::unique_ptr<backend::Program>> loadParts(std::string_view packed) const;
   /// clCreateProgramWithBinary, checked (the binary's status too).
   llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
   /// A native binary as this device's compiled object, or why the device does not take it (no

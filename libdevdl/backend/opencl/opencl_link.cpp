@@ -14,6 +14,7 @@
 
 #include "image/local_definitions.h"
 #include "support/debug.h"
+#include "support/environment.h"
 #include "support/error.h"
 #include "support/xxh3.h"
 
@@ -41,7 +42,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   // Devdl's copy kernels, where the program has some, and their labels: one module for each image.
   std::deque<std::shared_ptr<const std::vector<uint32_t>>> copyWords;
   std::deque<DeviceImage> copyImages;
-  auto program = [&]() -> llvm::Expected<std::unique_ptr<Program>> {
+  auto program = [&]() -> llvm::Expected<std::unique_ptr<backend::Program>> {
     const LinkInput *native = nullptr, *spirv = nullptr;
     for (const LinkInput &input : inputs) {
       const bool isNative = input.image->format == ImageFormat::OpenClBinary;
@@ -82,7 +83,47 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       inputs.push_back({&image, "devdl's copy kernels for " + input.label});
       times.print(inputs.back().label);
     }
-    if (native || (caps_.spirvIl && caps_.linker)) return linkObjects(inputs);
+    if (native || (caps_.spirvIl && caps_.linker)) {
+      // The driver compiles every kernel when it links: a program of many is linked in parts, in
+      // as many helper processes, where its kernels can be separated and their code repays them.
+      std::string whole;
+      CallTimes times;
+      uint64_t bytes = 0;
+      for (const LinkInput &input : inputs) bytes += input.image->bytes.size();
+      std::vector<ProgramPart> parts(1);
+      if (bytes >= kSpirvForParts) parts = planParts(inputs, jobs(), &whole);
+      uint64_t code = 0;
+      for (const ProgramPart &part : parts) code += part.size;
+      if (parts.size() > 1 && code < kSpirvForParts) {
+        whole = "its kernels' code is " + std::to_string(code) + " bytes, less than helpers' start repays";
+        parts.resize(1);
+      }
+      if (parts.size() == 1) {
+        if (Debug::get().on(Debug::Statistics) && !whole.empty())
+          Debug::get().print("linked as one program on " + name_ + ": " + whole);
+        return linkObjects(inputs);
+      }
+      times.mark("planned the parts");
+      auto linked = linkParts(inputs, parts);
+      if (!linked) {
+        // In this process, as one program: what fails there fails the link, said as it is here.
+        const std::string why = llvm::toString(linked.takeError());
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("linked as one program on " + name_ + ": its parts were not: " + why);
+        return linkObjects(inputs);
+      }
+      times.mark("built in helpers and loaded");
+      if (Debug::get().on(Debug::Statistics)) {
+        std::string each;
+        for (size_t i = 0; i < parts.size(); ++i)
+          each += "\n  part " + std::to_string(i) + ": " + std::to_string(parts[i].kernels.size()) + " kernels, " +
+                  std::to_string(parts[i].variables.size()) + " variables, " + std::to_string(parts[i].size) +
+                  " bytes of SPIR-V";
+        times.print("linked " + std::to_string(inputs.size()) + " images on " + name_ + " as " +
+                    std::to_string(parts.size()) + " programs in as many helper processes" + each);
+      }
+      return std::unique_ptr<backend::Program>(std::move(*linked));
+    }
     // The software link, then the linked module as IL where the device takes it, else as SPIR.
     std::vector<const DeviceImage *> images;
     std::vector<std::string> labels;
@@ -142,10 +183,11 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     if (!spir) return inImage(spir.takeError(), inputs.front().label);  // the program's root
     times.mark(lto_ ? "translation to SPIR and -O2" : "translation to SPIR");
     auto built = buildSpir(*spir);
-    if (built) (*built)->holdVariables(std::move(placed));
+    if (!built) return built.takeError();
+    (*built)->holdVariables(std::move(placed));
     times.mark("clBuildProgram");
     times.print("built " + std::to_string(inputs.size()) + " images as SPIR on " + name_);
-    return built;
+    return std::unique_ptr<backend::Program>(std::move(*built));
   }();
   if (!program) return program.takeError();
   if (binary) *binary = binaryOf(**program);

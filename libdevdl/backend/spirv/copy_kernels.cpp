@@ -90,7 +90,7 @@ llvm::Expected<std::vector<uint32_t>> copyKernels(std::span<const uint32_t> defi
                                       "copy kernels with");
 #else
   translator::Request request{translator::Operation::CopyKernels, false, false, {},
-                              {variables.begin(), variables.end()}, {definer.begin(), definer.end()}};
+                              {variables.begin(), variables.end()}, {definer.begin(), definer.end()}, {}, {}};
   auto written = translateInHelper(request);
   if (!written) return written.takeError();
   return validSpirv(*written, "the copy kernels");  // checked here too: a driver links them next

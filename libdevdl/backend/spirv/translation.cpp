@@ -53,7 +53,7 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
                                       "device must take SPIR-V itself");
 #else
   translator::Request request{translator::Operation::Spir, optimize, static_cast<bool>(place),
-                              {specConstants.begin(), specConstants.end()}, {}, {words.begin(), words.end()}};
+                              {specConstants.begin(), specConstants.end()}, {}, {words.begin(), words.end()}, {}, {}};
   auto bitcode = translateInHelper(request, place);
   if (!bitcode) return bitcode.takeError();
   // The driver parses it next: what the helper made must at least be bitcode.
@@ -69,7 +69,7 @@ llvm::Expected<std::vector<uint32_t>> optimizeSpirv(std::span<const uint32_t> wo
   return fail(ErrorCode::Unsupported, "this build of devdl has no SPIRV-LLVM-Translator (DEVDL_PORTABLE)");
 #else
   translator::Request request{translator::Operation::OptimizeSpirv, false, false,
-                              {specConstants.begin(), specConstants.end()}, {}, {words.begin(), words.end()}};
+                              {specConstants.begin(), specConstants.end()}, {}, {words.begin(), words.end()}, {}, {}};
   auto written = translateInHelper(request);
   if (!written) return written.takeError();
   return validSpirv(*written, "the optimized module");  // checked here too: the driver takes it next

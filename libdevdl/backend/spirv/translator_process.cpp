@@ -125,7 +125,8 @@ llvm::Expected<std::string> exchange(std::unique_ptr<HelperProcess> helper, cons
         continue;
       }
       case Message::Result:
-        IdleHelpers::process().give(std::move(helper));
+        // One that built on OpenCL holds the driver: it ends now.
+        if (request.operation != Operation::BuildOpenCl) IdleHelpers::process().give(std::move(helper));
         return std::move(payload);
       case Message::Failure: {
         // A refusal, said as devdl says it in one process.

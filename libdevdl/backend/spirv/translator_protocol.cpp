@@ -106,6 +106,12 @@ std::string encode(const Request &request) {
   out.u64(request.variables.size());
   for (const std::string &name : request.variables) out.bytes(name);
   out.bytes({reinterpret_cast<const char *>(request.words.data()), request.words.size() * 4});
+  out.bytes(request.device);
+  out.u64(request.modules.size());
+  for (const auto &[label, words] : request.modules) {
+    out.bytes(label);
+    out.bytes({reinterpret_cast<const char *>(words.data()), words.size() * 4});
+  }
   return out.take();
 }
 
@@ -121,12 +127,23 @@ llvm::Expected<Request> decodeRequest(std::string_view payload) {
     request.specConstants.emplace_back(id, in.u64());
   }
   for (uint64_t n = in.count(8); n--;) request.variables.emplace_back(in.bytes());
+  auto wordsOf = [](std::string_view bytes) {
+    std::vector<uint32_t> words(bytes.size() / 4);
+    if (!words.empty()) std::memcpy(words.data(), bytes.data(), words.size() * 4);
+    return words;
+  };
   const std::string_view words = in.bytes();
-  if (!in.done() || words.size() % 4 || request.operation < Operation::Spir ||
-      request.operation > Operation::CopyKernels)
+  bool whole = words.size() % 4 == 0;
+  request.words = wordsOf(words);
+  request.device = std::string(in.bytes());
+  for (uint64_t n = in.count(16); n--;) {
+    std::string label(in.bytes());
+    const std::string_view module = in.bytes();
+    whole = whole && module.size() % 4 == 0;
+    request.modules.emplace_back(std::move(label), wordsOf(module));
+  }
+  if (!in.done() || !whole || request.operation < Operation::Spir || request.operation > Operation::BuildOpenCl)
     return notExpected("a request that does not decode");
-  request.words.resize(words.size() / 4);
-  std::memcpy(request.words.data(), words.data(), words.size());
   return request;
 }
 

@@ -30,6 +30,7 @@ enum class Operation : uint32_t {
   Spir = 1,           // spirvToSpir
   OptimizeSpirv = 2,  // optimizeSpirv
   CopyKernels = 3,    // copyKernels
+  BuildOpenCl = 4,    // the driver's binary of `modules` linked on the OpenCL device `device`
 };
 
 struct Request {
@@ -39,6 +40,10 @@ struct Request {
   std::vector<SpecConstant> specConstants;
   std::vector<std::string> variables;  // CopyKernels: those to copy
   std::vector<uint32_t> words;         // the module
+  // BuildOpenCl: the identity of the device to build on (the helper opens its default device,
+  // which must be that one), and the modules, each with its label for errors.
+  std::string device;
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> modules;
 };
 
 enum class Message : uint32_t {
