@@ -104,8 +104,8 @@ TEST(HostVariables, ADamagedStoredProgramIsRefusedSayingWhy) {
     EXPECT_NE(errorText(cut).find("cut short"), std::string::npos) << errorText(cut);
   }
   std::string version = binary;
-  version[8] = 2;
-  EXPECT_EQ(errorText(readStoredProgram(version)), prefix + "version 2, not 1");
+  version[8] = 1;
+  EXPECT_EQ(errorText(readStoredProgram(version)), prefix + "version 1, not 2");
   std::string outside = binary;
   const uint64_t large = 1 << 20;
   std::memcpy(&outside[48 + 16 + 8], &large, sizeof large);  // after the relocation and Counter's offset: its size

@@ -46,13 +46,18 @@ class HostVariables {
 };
 
 /// The version of storedProgram's format, part of the device's identity.
-inline constexpr uint32_t kStoredProgramVersion = 1;
+inline constexpr uint32_t kStoredProgramVersion = 2;
 
 /// What load() takes back: the driver's binary, and the host variables it addresses.
 struct StoredProgram {
   std::optional<std::pair<uint64_t, VariableLayout>> variables;  // address and layout, where it has some
   std::string_view driverBinary;
 };
+
+/// What a program built from SPIR on a device that compiles each kernel at its first launch
+/// (PoCL) stores, where the driver's binary would cost compiling every kernel: this, then the SPIR
+/// bitcode, built again on load (the driver keeps what it compiles in a cache of its own).
+inline constexpr std::string_view kStoredSpir = "devdl SPIR 1.2\n";
 
 /// What a program linked in parts stores as the driver's binary (backend/packed_parts.h): each
 /// part's CL_PROGRAM_BINARIES and the names it answers for.

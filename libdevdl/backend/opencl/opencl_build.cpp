@@ -63,7 +63,7 @@ llvm::Expected<std::string> Device::driverBinary(const Program &program) const {
   return programBinary(api_, program.get(), device_);
 }
 
-std::string Device::binaryOf(const backend::Program &program) const {
+std::string Device::binaryOf(const backend::Program &program, std::string_view spir) const {
   auto notStored = [&](const std::string &why) {
     if (Debug::get().on(Debug::Statistics)) Debug::get().print("program not stored on " + name_ + ": " + why);
     return std::string();
@@ -78,8 +78,23 @@ std::string Device::binaryOf(const backend::Program &program) const {
     return storedProgram(nullptr, packParts(kPackedPrograms, parts));
   }
   const auto &one = static_cast<const Program &>(program);
+  // A device that compiles each kernel at its first launch compiles them all for its binary: a
+  // program of many is stored as the SPIR it was built from.
+  auto asSpir = [&](const std::string &why) {
+    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program stored on " + name_ + " as SPIR: " + why);
+    return storedProgram(one.hostVariables(), std::string(kStoredSpir) + std::string(spir));
+  };
+  if (!spir.empty() && placesVariables()) {
+    size_t kernels = 0;
+    if (api_.clGetProgramInfo(one.get(), CL_PROGRAM_NUM_KERNELS, sizeof kernels, &kernels, nullptr) == CL_SUCCESS &&
+        kernels > kKernelsForDriverBinary)
+      return asSpir(std::to_string(kernels) + " kernels, which the driver would compile every one of for its binary");
+  }
   auto bytes = driverBinary(one);
-  if (!bytes) return notStored(llvm::toString(bytes.takeError()));
+  if (!bytes) {
+    if (!spir.empty() && placesVariables()) return asSpir(llvm::toString(bytes.takeError()));
+    return notStored(llvm::toString(bytes.takeError()));
+  }
   return storedProgram(one.hostVariables(), *bytes);
 }
 
@@ -98,7 +113,9 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
     variables = std::move(*region);
   }
   if (isPackedParts(kPackedPrograms, stored->driverBinary)) return loadParts(stored->driverBinary);
-  auto program = buildBinary(stored->driverBinary, options_, "a cached program");
+  auto program = stored->driverBinary.starts_with(kStoredSpir)
+                     ? buildSpir(stored->driverBinary.substr(kStoredSpir.size()))
+                     : buildBinary(stored->driverBinary, options_, "a cached program");
   if (!program) return program.takeError();
   (*program)->holdVariables(std::move(variables));
   return std::unique_ptr<backend::Program>(std::move(*program));

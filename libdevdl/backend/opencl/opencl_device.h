@@ -113,6 +113,11 @@ class ProgramOfParts final : public backend::Program {
 /// kernels (256 of 256 bytes) in about a second.
 inline constexpr uint64_t kSpirvForParts = 64 * 1024;
 
+/// The most kernels a program built from SPIR on a device that compiles each kernel at its first
+/// launch (PoCL) is stored with the driver's binary for: asking for it compiles every kernel (some
+/// 40 ms each here, 40 s for 1,000), so past this the SPIR is stored (kStoredSpir).
+inline constexpr size_t kKernelsForDriverBinary = 16;
+
 class Device final : public backend::Device {
  public:
   /// The first device, over all platforms, that has a compiler, or the one DEVDL_DEVICE names
@@ -187,7 +192,10 @@ class Device final : public backend::Device {
   static constexpr size_t kCopyKernelsKept = 256;
   /// The linked program's binary, for the disk cache; empty, saying why under
   /// DEVDL_DEBUG=statistics, where the driver cannot give it (or cannot without ending the process).
-  std::string binaryOf(const backend::Program &program) const;
+  /// `spir`: the bitcode it was built from, on the SPIR path; on a device that compiles each kernel
+  /// at its first launch, that is stored instead where the driver's binary would compile more than
+  /// kKernelsForDriverBinary kernels, or cannot be made.
+  std::string binaryOf(const backend::Program &program, std::string_view spir = {}) const;
   /// The programs of a stored program of parts, built.
   llvm::Expected<std::unique_ptr<backend::Program>> loadParts(std::string_view packed) const;
   /// clCreateProgramWithBinary, checked (the binary's status too).

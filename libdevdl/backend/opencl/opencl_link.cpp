@@ -42,6 +42,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   // Devdl's copy kernels, where the program has some, and their labels: one module for each image.
   std::deque<std::shared_ptr<const std::vector<uint32_t>>> copyWords;
   std::deque<DeviceImage> copyImages;
+  std::string spirBuilt;  // the bitcode, where the program was built from SPIR
   auto program = [&]() -> llvm::Expected<std::unique_ptr<backend::Program>> {
     const LinkInput *native = nullptr, *spirv = nullptr;
     for (const LinkInput &input : inputs) {
@@ -185,12 +186,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     auto built = buildSpir(*spir);
     if (!built) return built.takeError();
     (*built)->holdVariables(std::move(placed));
+    if (binary) spirBuilt = std::move(*spir);
     times.mark("clBuildProgram");
     times.print("built " + std::to_string(inputs.size()) + " images as SPIR on " + name_);
     return std::unique_ptr<backend::Program>(std::move(*built));
   }();
   if (!program) return program.takeError();
-  if (binary) *binary = binaryOf(**program);
+  if (binary) *binary = binaryOf(**program, spirBuilt);
   return std::move(*program);
 }
 
