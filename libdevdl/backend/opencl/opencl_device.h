@@ -112,6 +112,9 @@ class ProgramOfParts final : public backend::Program {
 /// some 60 ms to start and open the driver, where Intel's CPU runtime compiles 64 KiB of small
 /// kernels (256 of 256 bytes) in about a second.
 inline constexpr uint64_t kSpirvForParts = 64 * 1024;
+/// The SPIR-V the images of a program bring for each part at most: each helper holds the driver
+/// (some 250 MB with Intel's CPU runtime), so their number follows the work, not the cores alone.
+inline constexpr uint64_t kSpirvPerPart = 32 * 1024;
 
 /// The most kernels a program built from SPIR on a device that compiles each kernel at its first
 /// launch (PoCL) is stored with the driver's binary for: asking for it compiles every kernel (some

@@ -92,7 +92,8 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       uint64_t bytes = 0;
       for (const LinkInput &input : inputs) bytes += input.image->bytes.size();
       std::vector<ProgramPart> parts(1);
-      if (bytes >= kSpirvForParts) parts = planParts(inputs, jobs(), &whole);
+      if (bytes >= kSpirvForParts)
+        parts = planParts(inputs, static_cast<unsigned>(std::min<uint64_t>(jobs(), bytes / kSpirvPerPart)), &whole);
       uint64_t code = 0;
       for (const ProgramPart &part : parts) code += part.size;
       if (parts.size() > 1 && code < kSpirvForParts) {
