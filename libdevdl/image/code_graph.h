@@ -38,7 +38,8 @@ llvm::Expected<CodeGraph> ptxCodeGraph(Bytes ptx);
 /// variables by their linkage names, and what has none by a name of its id and the module's hash,
 /// which no other module's definition has. Only writable program-scope variables (CrossWorkgroup,
 /// Generic storage) are variables here: built-ins, work-group memory and constants, whose copies
-/// no kernel can tell apart, are its code's own. Fails with BadFormat where SPIRV-Tools cannot parse the module.
+/// no kernel can tell apart, are its code's own. Fails with BadFormat where the module is not in
+/// this host's byte order or SPIRV-Tools cannot parse it.
 llvm::Expected<CodeGraph> spirvCodeGraph(Bytes spirv);
 
 }  // namespace readers

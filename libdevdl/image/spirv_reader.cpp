@@ -275,6 +275,10 @@ llvm::Expected<CodeGraph> spirvCodeGraph(Bytes bytes) {
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
+  // The names read are views of these words: the parser hands a module of the other byte order
+  // over in copies.
+  if (words[0] != SpvMagicNumber)
+    return fail(ErrorCode::BadFormat, "SPIR-V of the other byte order, or no SPIR-V: its graph is not read");
   GraphFacts facts;
   spirv::Context context;
   if (spirv::Diagnostic parsing; spvBinaryParse(context.get(), &facts, words.data(), words.size(), nullptr,

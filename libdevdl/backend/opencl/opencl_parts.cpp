@@ -13,8 +13,6 @@
 #include "image/code_graph.h"
 #include "support/error.h"
 
-#include <spirv/unified1/spirv.h>
-
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -41,14 +39,10 @@ std::vector<ProgramPart> Device::planParts(std::span<const LinkInput> inputs, un
   if (!canTranslateToSpir()) return onePart("this build has no helper (devdl-translate) to build parts in");
   std::vector<CodeGraph> graphs;
   for (const LinkInput &input : inputs) {
-    const Bytes bytes = input.image->bytes;
     if (input.image->format != ImageFormat::SpirV) return onePart(input.label + " is a native binary, compiled already");
     if (input.specConstants && !input.specConstants->empty())
       return onePart(input.label + " has specialization constants set");
-    uint32_t magic = 0;
-    if (bytes.size() >= 4) std::memcpy(&magic, bytes.data(), 4);
-    if (magic != SpvMagicNumber) return onePart(input.label + " is SPIR-V of the other byte order");
-    auto graph = readers::spirvCodeGraph(bytes);
+    auto graph = readers::spirvCodeGraph(input.image->bytes);
     if (!graph) return onePart(input.label + ": " + llvm::toString(graph.takeError()));
     graphs.push_back(std::move(*graph));
   }
