@@ -16,7 +16,7 @@ namespace devdl::backend {
 
 namespace {
 
-// A literal string operand from word `at` of an instruction `count` words long, within it.
+// A literal string operand from word `at` on, within the instruction, which ends before `end`.
 std::string_view literalAt(std::span<const uint32_t> words, size_t at, size_t end) {
   if (at >= end) return {};
   const char *text = reinterpret_cast<const char *>(words.data() + at);
