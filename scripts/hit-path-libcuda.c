@@ -49,6 +49,7 @@ CUresult cuLinkDestroy(void *state) { return 0; }
 CUresult cuModuleLoadData(void **mod, const void *image) { *mod = &module; return 0; }
 CUresult cuModuleUnload(void *mod) { return 0; }
 CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) { *fn = &function; return 0; }
+CUresult cuFuncGetModule(void **mod, void *fn) { *mod = &module; return 0; }
 CUresult cuModuleGetGlobal_v2(unsigned long long *address, size_t *size, void *mod, const char *name) {
   *address = 0x1000;
   *size = 4;
