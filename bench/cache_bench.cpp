@@ -225,10 +225,15 @@ int child(int argc, char **argv) {
     cl_int err = CL_SUCCESS;
     cl_program owner = nullptr;
     for (const auto &part : parts) {
-      const auto *bytes = reinterpret_cast<const unsigned char *>(part.binary.data());
-      const size_t size = part.binary.size();
+      // PoCL's program of many kernels is kept as the SPIR it was built from.
+      std::string_view code = part.binary;
+      const bool spir = code.starts_with(devdl::backend::opencl::kStoredSpir);
+      if (spir) code.remove_prefix(devdl::backend::opencl::kStoredSpir.size());
+      const auto *bytes = reinterpret_cast<const unsigned char *>(code.data());
+      const size_t size = code.size();
       cl_program program = cl.clCreateProgramWithBinary(context, 1, &device, &size, &bytes, nullptr, &err);
-      if (err == CL_SUCCESS) err = cl.clBuildProgram(program, 1, &device, "", nullptr, nullptr);
+      if (err == CL_SUCCESS)
+        err = cl.clBuildProgram(program, 1, &device, spir ? "-x spir -spir-std=1.2" : "", nullptr, nullptr);
       if (err != CL_SUCCESS) break;
       if (llvm::is_contained(part.names, "AppKernel")) owner = program;
     }
