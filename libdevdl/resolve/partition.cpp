@@ -36,7 +36,8 @@ struct Components {
 }  // namespace
 
 std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, size_t parts,
-                                          std::span<const std::pair<std::string_view, std::string_view>> together) {
+                                          std::span<const std::pair<std::string_view, std::string_view>> together,
+                                          std::string *why) {
   llvm::StringMap<uint32_t> index;
   std::vector<Node> nodes;
   for (const CodeGraph &graph : graphs)
@@ -64,6 +65,9 @@ std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, siz
     if (nodes[n].kind == SymbolKind::Kernel) kernels.push_back(n);
 
   auto onePart = [&] {
+    if (why && parts > 1)
+      *why = kernels.size() <= 1 ? "one kernel"
+                                 : "its kernels reach variables, or functions whose address is taken, in common";
     ProgramPart part;
     for (const Node &node : nodes) {
       if (node.kind == SymbolKind::Kernel) part.kernels.emplace_back(node.name);

@@ -26,8 +26,10 @@ struct ProgramPart {
 /// The kernels the `graphs` of a plan's images define (names bind across images) in at most
 /// `parts` parts, balanced by size, in the order their first kernels are defined. `together`:
 /// pairs of kernel names a linker needs in one part whatever their code. One part holding every
-/// kernel and variable where `parts` is 1 or nothing can be separated.
+/// kernel and variable where `parts` is 1 or nothing can be separated; then, with `why`, why the
+/// kernels could not be ("one kernel", or what they reach in common).
 std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, size_t parts,
-                                          std::span<const std::pair<std::string_view, std::string_view>> together = {});
+                                          std::span<const std::pair<std::string_view, std::string_view>> together = {},
+                                          std::string *why = nullptr);
 
 }  // namespace devdl

@@ -49,11 +49,7 @@ std::vector<ProgramPart> planLtoParts(std::span<const JitInput> inputs, int sm, 
   for (size_t i = 0; i < kernels.size(); ++i)
     for (size_t j = i + 1; j < kernels.size() && kernels[j].substr(0, kernels[i].size()) == kernels[i]; ++j)
       together.emplace_back(kernels[i], kernels[j]);
-  auto parts = partitionKernels(graphs, jobs, together);
-  if (parts.size() == 1 && why)
-    *why = kernels.size() <= 1 ? "one kernel"
-                               : "its kernels reach variables, or functions whose address is taken, in common";
-  return parts;
+  return partitionKernels(graphs, jobs, together, why);
 }
 
 std::vector<std::string> ptxasThreads(unsigned jobs) {

@@ -79,22 +79,19 @@ std::string Device::binaryOf(const backend::Program &program, std::string_view s
   }
   const auto &one = static_cast<const Program &>(program);
   // A device that compiles each kernel at its first launch compiles them all for its binary: a
-  // program of many is stored as the SPIR it was built from.
+  // program of many is stored as the SPIR it was built from, as is one the driver has no binary of.
+  const bool spirStored = !spir.empty() && placesVariables();
   auto asSpir = [&](const std::string &why) {
     if (Debug::get().on(Debug::Statistics)) Debug::get().print("program stored on " + name_ + " as SPIR: " + why);
     return storedProgram(one.hostVariables(), std::string(kStoredSpir) + std::string(spir));
   };
-  if (!spir.empty() && placesVariables()) {
-    size_t kernels = 0;
-    if (api_.clGetProgramInfo(one.get(), CL_PROGRAM_NUM_KERNELS, sizeof kernels, &kernels, nullptr) == CL_SUCCESS &&
-        kernels > kKernelsForDriverBinary)
-      return asSpir(std::to_string(kernels) + " kernels, which the driver would compile every one of for its binary");
-  }
+  size_t kernels = 0;
+  if (spirStored &&
+      api_.clGetProgramInfo(one.get(), CL_PROGRAM_NUM_KERNELS, sizeof kernels, &kernels, nullptr) == CL_SUCCESS &&
+      kernels > kKernelsForDriverBinary)
+    return asSpir(std::to_string(kernels) + " kernels, which the driver would compile every one of for its binary");
   auto bytes = driverBinary(one);
-  if (!bytes) {
-    if (!spir.empty() && placesVariables()) return asSpir(llvm::toString(bytes.takeError()));
-    return notStored(llvm::toString(bytes.takeError()));
-  }
+  if (!bytes) return spirStored ? asSpir(llvm::toString(bytes.takeError())) : notStored(llvm::toString(bytes.takeError()));
   return storedProgram(one.hostVariables(), *bytes);
 }
 

@@ -77,6 +77,9 @@ Device::~Device() { api_.clReleaseContext(context_); }
 int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
 
 std::string_view Device::linkMethod() const {
+  // A large program is linked in parts, each in a helper, where the build has the helper.
+  if (caps_.spirvIl && caps_.linker && canTranslateToSpir())
+    return "SPIR-V IL, clCompileProgram, clLinkProgram; a large program in parts, in helper processes";
   if (caps_.spirvIl) return caps_.linker ? "SPIR-V IL, clCompileProgram, clLinkProgram"
                                          : lto_ ? "SPIRV-Tools link, LLVM -O2 across images, SPIR-V IL, clBuildProgram"
                                                 : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";

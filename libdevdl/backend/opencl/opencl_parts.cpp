@@ -46,14 +46,7 @@ std::vector<ProgramPart> Device::planParts(std::span<const LinkInput> inputs, un
     if (!graph) return onePart(input.label + ": " + llvm::toString(graph.takeError()));
     graphs.push_back(std::move(*graph));
   }
-  auto parts = partitionKernels(graphs, jobs);
-  if (parts.size() == 1 && why) {
-    size_t kernels = 0;
-    for (const CodeGraph &graph : graphs)
-      for (const CodeGraph::Definition &d : graph.definitions) kernels += d.kind == SymbolKind::Kernel;
-    *why = kernels <= 1 ? "one kernel" : "its kernels reach variables, or functions whose address is taken, in common";
-  }
-  return parts;
+  return partitionKernels(graphs, jobs, {}, why);
 }
 
 llvm::Expected<std::unique_ptr<ProgramOfParts>> Device::linkParts(std::span<const LinkInput> inputs,

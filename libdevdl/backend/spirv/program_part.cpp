@@ -7,23 +7,11 @@
 #include <spirv-tools/optimizer.hpp>
 #include <spirv/unified1/spirv.h>
 
-#include <cstring>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace devdl::backend {
-
-namespace {
-
-// A literal string operand from word `at` on, within the instruction, which ends before `end`.
-std::string_view literalAt(std::span<const uint32_t> words, size_t at, size_t end) {
-  if (at >= end) return {};
-  const char *text = reinterpret_cast<const char *>(words.data() + at);
-  return std::string_view(text, strnlen(text, (end - at) * 4));
-}
-
-}  // namespace
 
 llvm::Expected<std::vector<uint32_t>> spirvForPart(std::span<const uint32_t> words, std::span<const ProgramPart> parts,
                                                    size_t part, const llvm::StringSet<> &imported) {

@@ -64,8 +64,7 @@ SPIRV::TranslatorOpts::ExtensionsStatusMap declaredExtensions(std::span<const ui
   SPIRV::TranslatorOpts::ExtensionsStatusMap declared;
   walkInstructions(words, [&](size_t at, size_t count) {
     if ((words[at] & 0xffff) != SpvOpExtension || count < 2) return true;
-    const char *text = reinterpret_cast<const char *>(&words[at + 1]);
-    if (auto it = kIds.find(std::string_view(text, strnlen(text, (count - 1) * 4))); it != kIds.end())
+    if (auto it = kIds.find(literalAt(words, at + 1, at + count)); it != kIds.end())
       declared[it->second] = true;
     return true;
   });

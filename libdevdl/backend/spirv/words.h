@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace devdl::backend {
@@ -23,6 +25,14 @@ void walkInstructions(std::span<const uint32_t> words, Visit visit) {
   for (size_t at = kHeaderWords, count; at < words.size() && (count = words[at] >> 16) && count <= words.size() - at;
        at += count)
     if (!visit(at, count)) return;
+}
+
+// The literal string operand at word `at` of an instruction that ends before word `end`: up to its
+// NUL, and never past the instruction.
+inline std::string_view literalAt(std::span<const uint32_t> words, size_t at, size_t end) {
+  if (at >= end) return {};
+  const char *text = reinterpret_cast<const char *>(words.data() + at);
+  return std::string_view(text, strnlen(text, (end - at) * 4));
 }
 
 // `words` without the instructions `drop(offset, word count)` picks. What the walk stopped at is
