@@ -29,6 +29,10 @@ struct LinkInput {
   /// Its definitions another image of the plan interposes: the link must see them local to this
   /// image (image/local_definitions.h).
   std::span<const std::string_view> hidden = {};
+  /// Its variables, defined or imported, whose one instance on the device lies in another
+  /// program: the link reaches each through its cell (image/instance_cells.h), which the program
+  /// cache rewrites the image for and sets once the program is made.
+  std::span<const std::string_view> elsewhere = {};
 };
 
 /// Where a variable of a program lies in device memory: its address and its size in bytes.

@@ -1,5 +1,6 @@
 #include "cache/program_cache.h"
 
+#include "image/instance_cells.h"
 #include "image/read_image.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -42,6 +43,8 @@ Key ProgramKey::storeKey(std::string_view deviceIdentity) const {
   KeyBuilder builder;
   builder.add(deviceIdentity);
   for (const ContentHash &hash : hashes) builder.add(hash.low).add(hash.high);
+  if (!elsewhere.empty()) builder.add(std::string_view("elsewhere"));
+  for (const std::string &name : elsewhere) builder.add(std::string_view(name));
   return builder.finish();
 }
 
@@ -89,8 +92,28 @@ SameModel ProgramCache::sameModel(const backend::Device &device, const ProgramKe
   return {};
 }
 
+namespace {
+
+// Sets each cell of `program` to its instance's address: the program is whole then, wherever it
+// came from (linked, or a binary, which holds no address of this process).
+llvm::Expected<std::unique_ptr<backend::Program>> withCellsSet(llvm::Expected<std::unique_ptr<backend::Program>> program,
+                                                              std::span<const InstanceAddress> instances) {
+  if (!program) return program;
+  for (const InstanceAddress &instance : instances) {
+    void *address = instance.address;
+    if (llvm::Error err = (*program)->copyVariable(instanceCellName(instance.name), 0, &address, sizeof address, true))
+      return fail(ErrorCode::Unsupported, "the address of `" + llvm::Twine(instance.name) +
+                                              "`'s instance could not be set in the program that reaches it: " +
+                                              llvm::toString(std::move(err)));
+  }
+  return program;
+}
+
+}  // namespace
+
 llvm::Expected<Built> ProgramCache::build(backend::Device &device, const ProgramKey &key,
-                                          std::span<const backend::LinkInput> inputs, const SameModel &sameModel,
+                                          std::span<const backend::LinkInput> inputs,
+                                          std::span<const InstanceAddress> instances, const SameModel &sameModel,
                                           bool keepBinary) {
   using Clock = std::chrono::steady_clock;
   auto nanoseconds = [](Clock::time_point since) {
@@ -101,7 +124,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
   };
   // Another device of this model linked it in this process: its binary is this device's too.
   if (sameModel.binary) {
-    auto loaded = device.load(*sameModel.binary);
+    auto loaded = withCellsSet(device.load(*sameModel.binary), instances);
     if (loaded) return Built{std::move(*loaded), sameModel.source, sameModel.binary};
     if (Debug::get().on(Debug::Statistics))
       Debug::get().print(sameModel.source + ": refused by " + device.name() + ": " +
@@ -131,7 +154,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
       // What came after the miss was reported by the store (the wait, the remote store).
       const uint64_t read = awaited ? 0 : nanoseconds(start);
       const auto loading = Clock::now();
-      auto loaded = device.load(entry->binary());
+      auto loaded = withCellsSet(device.load(entry->binary()), instances);
       if (loaded) {
         const uint64_t load = nanoseconds(loading);
         store.saved(entry->buildNanoseconds, read + load);
@@ -172,7 +195,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
     if (llvm::Error err = checkImage(*input.image)) return inImage(std::move(err), input.label);
   std::string binary;
   const auto start = Clock::now();
-  auto built = device.link(linked, asking ? &binary : nullptr);
+  auto built = withCellsSet(device.link(linked, asking ? &binary : nullptr), instances);
   if (!built) return built.takeError();
   if (storing && !binary.empty()) {
     std::string description = device.name();
@@ -194,17 +217,25 @@ LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
 }
 
 std::vector<std::unique_ptr<LinkedProgram>> ProgramCache::dropUses(std::span<const uint32_t> roots,
+                                                                   llvm::function_ref<bool(uint32_t)> loaded,
                                                                    std::vector<std::shared_ptr<const void>> &released) {
-  std::vector<std::unique_ptr<LinkedProgram>> unused;
-  for (auto &program : programs_) {
+  for (auto &program : programs_)
     llvm::erase_if(program->uses, [&](LinkedProgram::Use &use) {
       if (!llvm::is_contained(roots, use.root)) return false;
       for (auto &pin : use.pins) released.push_back(std::move(pin));
       return true;
     });
-    if (!program->uses.empty()) continue;
-    released.push_back(std::move(program->program));
-    unused.push_back(std::move(program));
+  // A program let go may leave the programs whose instances it reached unneeded: until none is.
+  std::vector<std::unique_ptr<LinkedProgram>> unused;
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (auto &program : programs_) {
+      if (!program || program->needed(loaded)) continue;
+      for (LinkedProgram *lender : program->lenders) --lender->borrowers;
+      released.push_back(std::move(program->program));
+      unused.push_back(std::move(program));
+      dropped = true;
+    }
   }
   llvm::erase_if(programs_, [](const std::unique_ptr<LinkedProgram> &p) { return !p; });
   return unused;

@@ -46,18 +46,28 @@ struct ContentHash {
 };
 
 /// What a program is keyed by: the hashes of its images, sorted (the seed's key, with the images
-/// sorted by content rather than by the names they define).
+/// sorted by content rather than by the names they define); the loaded images whose variables it
+/// reaches, since each has one instance on a device; and the variables it reaches in another
+/// program (which change its code, not what it serves).
 struct ProgramKey {
   std::vector<ContentHash> hashes;
+  /// The ids of its images that define variables it links (not made local), sorted: two loaded
+  /// images of the same bytes each have their variables' instance, as two copies of a host
+  /// library have their own data.
+  std::vector<uint32_t> instances;
+  /// The names of the variables it reaches through cells (image/instance_cells.h), sorted.
+  std::vector<std::string> elsewhere;
 
   /// The key of the program linked from `plan`, `hashOf(id)` being image `id`'s hash.
   static ProgramKey of(const LinkPlan &plan, llvm::function_ref<ContentHash(uint32_t)> hashOf);
   /// Whether a program of this key holds every image of `other`: it serves `other`'s plan too
   /// (the seed's nested key), its images defining each symbol once.
   bool includes(const ProgramKey &other) const {
-    return std::includes(hashes.begin(), hashes.end(), other.hashes.begin(), other.hashes.end());
+    return std::includes(hashes.begin(), hashes.end(), other.hashes.begin(), other.hashes.end()) &&
+           std::includes(instances.begin(), instances.end(), other.instances.begin(), other.instances.end());
   }
-  /// The binary store's key of this program linked for a device of `deviceIdentity`.
+  /// The binary store's key of this program linked for a device of `deviceIdentity`: its code,
+  /// whichever loaded images it was linked from.
   Key storeKey(std::string_view deviceIdentity) const;
   auto operator<=>(const ProgramKey &) const = default;
 };
@@ -88,15 +98,29 @@ struct LinkedProgram {
   /// Its native binary, kept where another device of its model (the same identity()) was in use
   /// when it was built: that device loads it rather than link again (ProgramCache::sameModel).
   std::shared_ptr<const std::string> binary;
+  /// The images whose variables have their one instance on the device in this program (it was
+  /// the first linked with them): it lives while one of them is loaded, as a host library's data
+  /// does, whatever uses it.
+  std::vector<uint32_t> instances;
+  /// The programs holding the instances it reaches through cells (key.elsewhere), which live
+  /// while it does; and how many programs reach one of its instances.
+  std::vector<LinkedProgram *> lenders;
+  unsigned borrowers = 0;
 
   bool holds(uint32_t image) const { return std::find(images.begin(), images.end(), image) != images.end(); }
   /// Whether `image`'s definition of `name` is the program's: it holds the image, and the name
-  /// is not made local there.
+  /// is neither made local there nor reached in another program.
   bool defines(uint32_t image, std::string_view name) const {
     auto it = std::find(images.begin(), images.end(), image);
     if (it == images.end()) return false;
     const auto &local = hidden[static_cast<size_t>(it - images.begin())];
-    return !std::binary_search(local.begin(), local.end(), name);
+    return !std::binary_search(local.begin(), local.end(), name) &&
+           !std::binary_search(key.elsewhere.begin(), key.elsewhere.end(), name);
+  }
+  /// Whether it lives: a plan uses it, it holds the instance of a loaded image's variables
+  /// (`loaded`), or a program reaches one of its instances.
+  bool needed(llvm::function_ref<bool(uint32_t)> loaded) const {
+    return !uses.empty() || borrowers || std::any_of(instances.begin(), instances.end(), loaded);
   }
 };
 
@@ -107,6 +131,13 @@ struct Built {
   std::string source;
   std::shared_ptr<const std::string> binary;  // where build() was asked to keep it
   bool fromStore() const { return !source.empty(); }
+};
+
+/// Where the instance of a variable a program reaches through its cell lies: what the cell is
+/// set to.
+struct InstanceAddress {
+  std::string_view name;
+  void *address;
 };
 
 /// A binary another device of the same model linked in this process, that device, and where
@@ -133,7 +164,7 @@ class ProgramCache {
   /// A program on `device` whose images include every image of `key`, or null.
   LinkedProgram *find(const backend::Device *device, const ProgramKey &key) const;
   /// The first program on `device`, in the order they were made, whose definition of `name` is
-  /// image `id`'s (LinkedProgram::defines); or null.
+  /// image `id`'s (LinkedProgram::defines): the one that holds its instance there; or null.
   LinkedProgram *defining(uint32_t id, std::string_view name, const backend::Device *device) const;
   /// Whether any program was made for `device`.
   bool anyOn(const backend::Device *device) const;
@@ -165,7 +196,8 @@ class ProgramCache {
   std::optional<Turn> takeTurn(std::unique_lock<std::mutex> &held, const backend::Device *device,
                                const ProgramKey &key);
 
-  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes): loaded from
+  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes), its cells
+  /// set to `instances` (the inputs' `elsewhere`, rewritten here: image/instance_cells.h): loaded from
   /// `sameModel`'s binary where there is one and `device` takes it, else the binary store's where
   /// it has one `device` loads, else linked by `device` and stored. Build once across processes:
   /// where another process builds it (the store's build lock), its entry is waited for. Errors
@@ -173,17 +205,20 @@ class ProgramCache {
   /// from the store and the program linked. With `keepBinary` (another device of the model is in
   /// use), the program's binary comes back with it.
   llvm::Expected<Built> build(backend::Device &device, const ProgramKey &key, std::span<const backend::LinkInput> inputs,
-                              const SameModel &sameModel = {}, bool keepBinary = false);
+                              std::span<const InstanceAddress> instances = {}, const SameModel &sameModel = {},
+                              bool keepBinary = false);
   /// Keeps a program made by build() from `images` (with `hidden` made local in each), for the
   /// plans it serves.
   LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<std::vector<std::string_view>> hidden,
                      std::vector<LinkedProgram::Use> uses, backend::Device *device,
                      std::shared_ptr<backend::Program> program, std::shared_ptr<const std::string> binary = nullptr);
-  /// Drops the plans rooted at `roots` (images unloaded) and returns the programs left with
-  /// none, which the caller releases with the images they hold. What the dropped plans and
-  /// programs kept (their pins, the native programs) goes to `released`, for the caller to let
-  /// go when it may call the host loader and the backend.
+  /// Drops the plans rooted at `roots` (images unloaded) and returns the programs no longer
+  /// needed (LinkedProgram::needed, `loaded` telling which images are), which the caller
+  /// releases with the images they hold. What the dropped plans and programs kept (their pins,
+  /// the native programs) goes to `released`, for the caller to let go when it may call the host
+  /// loader and the backend.
   std::vector<std::unique_ptr<LinkedProgram>> dropUses(std::span<const uint32_t> roots,
+                                                       llvm::function_ref<bool(uint32_t)> loaded,
                                                        std::vector<std::shared_ptr<const void>> &released);
   /// Whether `program` is one of this cache's.
   bool contains(const LinkedProgram *program) const;

@@ -2,6 +2,7 @@
 // and .global/.const declarations, bodies and initializers skipped by brace matching; and, for a
 // link split into parts, what each body and initializer names (ptxCodeGraph).
 #include "image/code_graph.h"
+#include "image/instance_cells.h"
 #include "image/readers.h"
 #include "support/error.h"
 
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <set>
 
 namespace devdl::readers {
 
@@ -338,6 +340,97 @@ llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const
       },
       version, target);
   if (walked) return walked;
+  return out;
+}
+
+}  // namespace devdl::readers
+
+namespace devdl::readers {
+
+llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names) {
+  auto text = ptxText(bytes);
+  if (!text) return text.takeError();
+  // The edits, in the text's order: each declaration of a variable replaced by its cell's, each
+  // use in a body by the register its cell's address is loaded into at the body's start.
+  struct Edit {
+    size_t at, length;
+    std::string text;
+  };
+  std::vector<Edit> edits;
+  auto target = [&](std::string_view token) -> std::optional<size_t> {
+    auto it = llvm::find(names, token);
+    return it == names.end() ? std::nullopt : std::optional<size_t>(static_cast<size_t>(it - names.begin()));
+  };
+  auto reg = [](size_t k) { return "%devdl_cell" + std::to_string(k); };
+  auto offset = [&](std::string_view token) { return static_cast<size_t>(token.data() - text->data()); };
+  auto held = [&](std::string_view name) {
+    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "`'s address is held by another variable's "
+                                            "initializer, which cannot hold the address of an instance elsewhere");
+  };
+  PtxScanner scanner(*text);
+  Statement st;
+  int depth = 0;             // inside a body or an initializer's braces
+  bool initializer = false;  // those braces are an initializer's
+  size_t body = 0;           // where the body's '{' is
+  std::set<size_t> used;     // the variables its body names
+  for (std::string_view tok = scanner.next(); !tok.empty(); tok = scanner.next()) {
+    if (depth > 0) {
+      if (tok == "{") {
+        ++depth;
+      } else if (tok == "}" && --depth == 0 && !initializer) {
+        std::string loads;
+        for (size_t k : used)
+          loads += "\n\t.reg .b64 " + reg(k) + ";\n\tld.global.u64 " + reg(k) + ", [" + instanceCellName(names[k]) + "];";
+        if (!loads.empty()) edits.push_back({body + 1, 0, std::move(loads)});
+        used.clear();
+        st.tokens.clear();
+      } else if (auto k = target(tok)) {
+        if (initializer) return held(tok);
+        used.insert(*k);
+        edits.push_back({offset(tok), tok.size(), reg(*k)});
+      }
+      continue;
+    }
+    if (tok == "{") {
+      depth = 1;
+      initializer = llvm::is_contained(st.tokens, "=");
+      body = offset(tok);
+    } else if (tok == "}") {
+      return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '}'");
+    } else if (tok == ";") {
+      // A declaration of one of them becomes its cell's: the address it holds, 8 bytes.
+      const std::optional<Declared> d = declarationOf(st);
+      initializer = false;
+      const bool variable = llvm::is_contained(st.tokens, ".global") || llvm::is_contained(st.tokens, ".const");
+      if (d && variable && target(d->name)) {
+        if (llvm::is_contained(st.tokens, ".const"))
+          return fail(ErrorCode::Unsupported, "`" + llvm::Twine(d->name) + "` is in the constant bank (.const), "
+                                                  "which cannot be reached in another program");
+        const std::string directive = d->kind == SymbolKind::Import ? ".extern" : std::string(d->linkage);
+        edits.push_back({offset(st.tokens.front()), offset(tok) - offset(st.tokens.front()),
+                         directive + " .global .align 8 .u64 " + instanceCellName(d->name)});
+      } else {
+        for (std::string_view t : st.tokens)
+          if (target(t)) return held(t);
+      }
+      st.tokens.clear();
+    } else if (st.tokens.empty() && (tok == ".version" || tok == ".target" || tok == ".address_size" || tok == ".file")) {
+      scanner.restOfLine();
+    } else {
+      st.tokens.push_back(tok);
+    }
+  }
+  if (depth > 0) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
+  if (scanner.failed()) return fail(ErrorCode::BadFormat, "invalid PTX: unterminated comment");
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
+  std::string out;
+  size_t from = 0;
+  for (const Edit &edit : edits) {
+    out.append(*text, from, edit.at - from);
+    out += edit.text;
+    from = edit.at + edit.length;
+  }
+  out.append(*text, from);
   return out;
 }
 

@@ -124,14 +124,19 @@ void Loader::dropImages(const std::vector<uint32_t> &ids) {
   // A host object's images may be another handle's recorded dependencies.
   for (const auto &handle : handles_) handle->local.remove(ids, images_.pointers());
   for (uint32_t id : ids) images_.unload(id);
-  for (std::unique_ptr<cache::LinkedProgram> &unused : programs_.dropUses(ids, released_)) {
+  dropPrograms(ids);
+  changed();
+}
+
+void Loader::dropPrograms(std::span<const uint32_t> roots) {
+  auto loaded = [&](uint32_t id) { return images_.contains(id) && images_[id].loaded; };
+  for (std::unique_ptr<cache::LinkedProgram> &unused : programs_.dropUses(roots, loaded, released_)) {
     for (uint32_t id = 0; id < images_.end(); ++id)
       if (images_.contains(id))
         for (cache::LinkedProgram *&program : images_[id].programs)
           if (program == unused.get()) program = nullptr;
     for (uint32_t id : unused->images) images_.release(id);
   }
-  changed();
 }
 
 cache::LinkedProgram *Loader::keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,

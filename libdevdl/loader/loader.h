@@ -320,6 +320,9 @@ class Loader {
   /// Unloads images: out of every scope at once, their plans dropped, and the programs left
   /// with none released, with the images only they held.
   void dropImages(const std::vector<uint32_t> &ids);
+  /// Drops the plans rooted at `roots` and releases the programs no longer needed
+  /// (cache::LinkedProgram::needed), with the images only they held.
+  void dropPrograms(std::span<const uint32_t> roots);
   /// Keeps a program made for `uses`, holding `images` while it lives (and its binary, where it
   /// was kept for another device of the model).
   cache::LinkedProgram *keepProgram(cache::ProgramKey key, std::vector<uint32_t> images,
@@ -401,14 +404,20 @@ class Loader {
   /// uses it serves; null: look again.
   llvm::Expected<cache::LinkedProgram *> buildProgram(Lock &lock, ProgramRequest &request, PlannedProgram &planned);
   struct BuildJob;
+  struct BuildInputs;
   /// What a build needs once the lock is let go, its images held.
   BuildJob prepareBuild(const ProgramRequest &request, PlannedProgram &planned);
+  /// Which variables of `plan` a program linked for `device` reaches in the programs that hold
+  /// their instances, and which it will hold: into `into` (its inputs' `elsewhere`, its key's).
+  void reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const;
   /// The host objects carrying images of `plan` but for `except`'s (loaded while it is).
   std::vector<host::ObjectLoad> hostsOf(std::span<const uint32_t> plan, const host::LoadedBundle *except) const;
-  /// The key of the program linked from `plan`, by its images' hashes.
-  cache::ProgramKey keyOf(const LinkPlan &plan) const {
-    return cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
-  }
+  /// The key of the program linked from `plan`, by its images' hashes, and the images whose
+  /// variables it links (each has one instance on a device).
+  cache::ProgramKey keyOf(const LinkPlan &plan) const;
+  /// The variables of image `id` a program links, where `hidden` are made local: those it
+  /// exports that are not.
+  std::vector<std::string_view> variablesOf(uint32_t id, std::span<const std::string_view> hidden) const;
   /// References on host objects, dropped once the lock is let go (Lock::release).
   void releaseLater(std::optional<std::vector<std::shared_ptr<const void>>> &references) {
     if (references)

@@ -224,16 +224,19 @@ llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::str
     // kernels use this very instance.
     program = programFor(lock, *found->through, found->place);
   } else if (definition.kind != SymbolKind::Kernel) {
-    // A variable has an instance in each program its image is linked into: the address given
-    // is the one in the first program whose definition it is (not made local there: another
-    // image's interposes it), which is where the kernels that were requested before it read it.
-    // Only with no such program is one linked for the image. Each device has its own.
+    // A variable has one instance on each device, in the first program whose definition it is
+    // (not made local there: another image's interposes it), which every other program that
+    // uses it reaches. Only with no such program is one linked for the image.
     auto device = deviceAt(images_[definition.image].image, found->place);
     if (device) program = programs_.defining(definition.image, name, *device);
     else llvm::consumeError(device.takeError());  // programFor says why
   }
   if (program && !*program) program = programFor(lock, definition.image, found->place);
   if (!program) return program.takeError();
+  // The program found reaches the variable's instance in the one that holds it.
+  if (definition.kind == SymbolKind::Variable && !(*program)->defines(definition.image, name))
+    if (cache::LinkedProgram *holder = programs_.defining(definition.image, name, (*program)->device))
+      program = holder;
   // The program holds the image: its label is there, whatever was unloaded meanwhile.
   Bound bound{(*program)->program, definition, images_[definition.image].label, nullptr};
   if (inGlobalScope && images_[definition.image].host)

@@ -151,6 +151,22 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
   }
 }
 
+std::vector<std::string_view> Loader::variablesOf(uint32_t id, std::span<const std::string_view> hidden) const {
+  std::vector<std::string_view> variables;
+  for (const Symbol &s : images_[id].image.symbols)
+    if (s.kind == SymbolKind::Variable && !std::binary_search(hidden.begin(), hidden.end(), s.name))
+      variables.push_back(s.name);
+  return variables;
+}
+
+cache::ProgramKey Loader::keyOf(const LinkPlan &plan) const {
+  cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
+  for (size_t i = 0; i < plan.images.size(); ++i)
+    if (!variablesOf(plan.images[i], plan.hidden[i]).empty()) key.instances.push_back(plan.images[i]);
+  llvm::sort(key.instances);
+  return key;
+}
+
 llvm::Expected<Loader::PlannedProgram> Loader::planProgram(const ProgramRequest &request) {
   const Planner planner = this->planner(request.place);
   const uint32_t roots[] = {request.root};
@@ -191,21 +207,63 @@ llvm::Expected<cache::LinkedProgram *> Loader::useProgram(Lock &lock, ProgramReq
 }
 
 // What a build needs once the lock is let go: copies of whatever the loader may change meanwhile.
-struct Loader::BuildJob {
-  struct Inputs {
-    cache::ProgramKey key;
-    std::vector<uint32_t> images;
-    std::vector<std::vector<std::string_view>> hidden;  // the inputs' spans are into it
-    std::vector<backend::LinkInput> inputs;
-    size_t bindings = 0;
+struct Loader::BuildInputs {
+  cache::ProgramKey key;
+  std::vector<uint32_t> images;
+  std::vector<std::vector<std::string_view>> hidden;     // the inputs' spans are into it
+  std::vector<std::vector<std::string_view>> elsewhere;  // and into it
+  std::vector<backend::LinkInput> inputs;
+  size_t bindings = 0;
+  /// One instance of each variable on a device: those whose instance another program holds,
+  /// with that program (referenced while the job lives; its native program, to ask the address
+  /// with the lock let go) and how messages name it and the variable's image; and the variables
+  /// whose instance this program will hold, by image.
+  struct Reached {
+    std::string_view name;
+    uint32_t image;
+    cache::LinkedProgram *lender;
+    std::shared_ptr<backend::Program> program;
+    std::string imageLabel, lenderLabel;
   };
+  std::vector<Reached> reached;
+  std::vector<std::pair<uint32_t, std::string_view>> instances;
+};
+
+struct Loader::BuildJob {
+  using Inputs = BuildInputs;
   Inputs linked, alone;  // with the importers, and the root's plan alone should that not link
   std::vector<cache::LinkedProgram::Use> uses;  // the root's first, then the importers'
   std::deque<backend::SpecConstants> specConstants;
   std::vector<uint32_t> held;                          // the linked images, held while it builds
+  std::vector<cache::LinkedProgram *> lenders;         // holding instances it reaches: referenced while it builds
   std::vector<host::ObjectLoad> hosts;                 // of the linked images: held while it builds
   std::vector<std::vector<host::ObjectLoad>> useHosts;  // of each use's plan: held while it is used
 };
+
+void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const {
+  // Like a host library's data, a loaded image's variables have one instance on a device: in the
+  // first program linked with them, which every later program reaches through cells (the
+  // definition's, and each importer's in the plan).
+  into.elsewhere.assign(plan.images.size(), {});
+  for (size_t i = 0; i < plan.images.size(); ++i) {
+    const uint32_t id = plan.images[i];
+    for (std::string_view name : variablesOf(id, plan.hidden[i])) {
+      cache::LinkedProgram *lender = programs_.defining(id, name, device);
+      if (!lender) {
+        into.instances.emplace_back(id, name);
+        continue;
+      }
+      into.elsewhere[i].push_back(name);
+      for (const Binding &b : plan.bindings)
+        if (b.definer == id && b.symbol == name && b.importer != id)
+          into.elsewhere[static_cast<size_t>(llvm::find(plan.images, b.importer) - plan.images.begin())].push_back(name);
+      const uint32_t first = lender->uses.empty() ? lender->images.front() : lender->uses.front().root;
+      into.reached.push_back({name, id, lender, lender->program, images_[id].label, images_[first].label});
+      into.key.elsewhere.emplace_back(name);
+    }
+  }
+  llvm::sort(into.key.elsewhere);
+}
 
 Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProgram &planned) {
   // Linked with the loaded images that import from it, so that their kernels find this program
@@ -243,10 +301,12 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
     into.images = what.images;
     into.hidden = what.hidden;
     into.bindings = what.bindings.size();
+    reachInstances(what, planned.device, into);
     for (size_t i = 0; i < what.images.size(); ++i) {
       LoadedImage &image = images_[what.images[i]];
       const backend::SpecConstants &specs = job.specConstants.emplace_back(image.specConstants);
-      into.inputs.push_back({&image.image, image.label, &specs, into.hidden[i]});  // the job's copy: `joint` goes
+      // The job's copies: `joint` goes.
+      into.inputs.push_back({&image.image, image.label, &specs, into.hidden[i], into.elsewhere[i]});
     }
   };
   inputsOf(linked, joint ? jointKey : planned.key, job.linked);
@@ -259,6 +319,12 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
       for (std::string_view name : linked.hidden[i])
         Debug::get().print("interposed `" + std::string(name) + "`: made local in " + images_[linked.images[i]].label);
   }
+  // The programs holding the instances it reaches stay while it builds.
+  for (const BuildJob::Inputs *inputs : {&job.linked, &job.alone})
+    for (const BuildJob::Inputs::Reached &reached : inputs->reached) {
+      job.lenders.push_back(reached.lender);
+      ++reached.lender->borrowers;
+    }
   // The images stay whatever happens meanwhile; their host objects stay loaded while the build
   // reads them (the root's own too).
   job.held = linked.images;
@@ -278,6 +344,8 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   auto letGo = [&](std::optional<std::vector<std::shared_ptr<const void>>> &references) {
     releaseLater(references);
     for (uint32_t id : job.held) images_.release(id);
+    for (cache::LinkedProgram *lender : job.lenders) --lender->borrowers;
+    dropPrograms({});
   };
   std::optional<std::vector<std::shared_ptr<const void>>> references;
   if (!turn) {
@@ -298,8 +366,43 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   const auto start = std::chrono::steady_clock::now();
   references = host::referenceAll(job.hosts);
   llvm::Expected<cache::Built> made = cache::Built{};
+  // Where the instances it reaches lie, asked of the programs that hold them.
+  auto build = [&](const BuildJob::Inputs &inputs, const cache::SameModel &same) -> llvm::Expected<cache::Built> {
+    std::vector<cache::InstanceAddress> instances;
+    for (const BuildJob::Inputs::Reached &reached : inputs.reached) {
+      auto extent = reached.program->variable(reached.name);
+      if (!extent)
+        return fail(ErrorCode::Unsupported,
+                    "`" + llvm::Twine(reached.name) + "` of " + reached.imageLabel + " has its instance on " +
+                        planned.device->description() + " in the program of " + reached.lenderLabel +
+                        ", which the program of " + request.label + " cannot reach: " +
+                        llvm::toString(extent.takeError()) +
+                        " (opening the application before the library's own kernels run links them into one "
+                        "program)");
+      instances.push_back({reached.name, extent->address});
+    }
+    auto built = programs_.build(*planned.device, inputs.key, inputs.inputs, instances, same, keepBinary);
+    if (built || inputs.reached.empty()) return built;
+    // Where what failed is reaching an instance (an image devdl cannot rewrite to), say whose.
+    std::string why;
+    llvm::Error err = llvm::handleErrors(built.takeError(), [&](std::unique_ptr<llvm::ErrorInfoBase> info) {
+      why += info->message();
+      return llvm::Error(std::move(info));
+    });
+    for (const BuildJob::Inputs::Reached &reached : inputs.reached)
+      if (why.find("`" + std::string(reached.name) + "`") != std::string::npos) {
+        llvm::consumeError(std::move(err));
+        return fail(ErrorCode::Unsupported,
+                    "`" + llvm::Twine(reached.name) + "` of " + reached.imageLabel + " has its instance on " +
+                        planned.device->description() + " in the program of " + reached.lenderLabel +
+                        ", which the program of " + request.label + " cannot reach: " + why +
+                        " (an image with PTX or LTO-IR beside its cubins, or opening the application before the "
+                        "library's own kernels run, which links them into one program, would do)");
+      }
+    return std::move(err);
+  };
   if (references) {
-    made = programs_.build(*planned.device, job.linked.key, job.linked.inputs, sameModel, keepBinary);
+    made = build(job.linked, sameModel);
     if (!made && !job.alone.inputs.empty()) {
       if (Debug::get().on(Debug::Statistics))
         Debug::get().print("program for " + request.label + ": with its importers it did not link (" +
@@ -308,7 +411,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
         llvm::consumeError(made.takeError());
       job.uses.resize(1);
       job.linked = std::move(job.alone);
-      made = programs_.build(*planned.device, job.linked.key, job.linked.inputs, aloneModel, keepBinary);
+      made = build(job.linked, aloneModel);
     }
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -345,12 +448,25 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     uses.push_back(std::move(use));
   }
   const bool rootUses = !uses.empty() && uses.front().root == request.root;
+  // A program made meanwhile holds an instance this one holds too: this one is a second
+  // instance, never kept; the plan is looked at again, and reaches that one.
+  const bool second = llvm::any_of(job.linked.instances, [&](const auto &variable) {
+    return programs_.defining(variable.first, variable.second, planned.device) != nullptr;
+  });
   cache::LinkedProgram *kept = nullptr;
-  if (!uses.empty() && !programs_.find(planned.device, job.linked.key))
+  if (!uses.empty() && !second && !programs_.find(planned.device, job.linked.key)) {
     kept = keepProgram(job.linked.key, job.linked.images, job.linked.hidden, std::move(uses), planned.device,
                        std::move(made->program), std::move(made->binary));
-  else
+    for (const auto &[image, name] : job.linked.instances)
+      if (!llvm::is_contained(kept->instances, image)) kept->instances.push_back(image);
+    for (const BuildJob::Inputs::Reached &reached : job.linked.reached)
+      if (!llvm::is_contained(kept->lenders, reached.lender)) {
+        kept->lenders.push_back(reached.lender);
+        ++reached.lender->borrowers;
+      }
+  } else {
     released_.push_back(std::shared_ptr<backend::Program>(std::move(made->program)));
+  }
   letGo(references);
   // The root's program is the one just linked for its plan: bound now rather than planned again.
   return kept && rootUses ? kept : nullptr;

@@ -1,11 +1,13 @@
 #include "unit/fake_backend.h"
 
+#include "image/instance_cells.h"
 #include "support/error.h"
 
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -27,9 +29,12 @@ void opening() {
   if (openHook()) openHook()();
 }
 
+using Values = std::map<std::string, uint64_t, std::less<>>;
+
 class Program final : public backend::Program {
  public:
-  explicit Program(std::map<std::string, SymbolKind, std::less<>> defined) : defined_(std::move(defined)) {}
+  Program(std::map<std::string, SymbolKind, std::less<>> defined, std::shared_ptr<Values> values)
+      : defined_(std::move(defined)), values_(std::move(values)) {}
 
   llvm::Expected<void *> kernel(std::string_view name) override { return address(name, SymbolKind::Kernel); }
   llvm::Expected<backend::Extent> variable(std::string_view name) override {
@@ -38,8 +43,13 @@ class Program final : public backend::Program {
     return backend::Extent{*at, sizeof(int)};
   }
   llvm::Expected<void *> function(std::string_view name) override { return address(name, SymbolKind::Function); }
-  llvm::Error copyVariable(std::string_view name, size_t, void *, size_t, bool) override {
-    return fail(ErrorCode::Unsupported, "fake program: no copies of `" + std::string(name) + "`");
+  llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) override {
+    if (auto at = address(name, SymbolKind::Variable); !at) return at.takeError();
+    if (llvm::Error err = backend::checkInsideVariable(name, sizeof(uint64_t), offset, size)) return err;
+    std::lock_guard lock(linksMutex());
+    char *there = reinterpret_cast<char *>(&(*values_)[std::string(name)]) + offset;
+    std::memcpy(toDevice ? there : host, toDevice ? host : there, size);
+    return llvm::Error::success();
   }
 
  private:
@@ -53,6 +63,7 @@ class Program final : public backend::Program {
     return static_cast<void *>(&*it);
   }
   std::map<std::string, SymbolKind, std::less<>> defined_;
+  std::shared_ptr<Values> values_;
 };
 
 class Device final : public backend::Device {
@@ -76,26 +87,32 @@ class Device final : public backend::Device {
       link.inputs.push_back(input.label);
       link.hidden.emplace_back(input.hidden.begin(), input.hidden.end());
       link.specConstants.push_back(input.specConstants ? *input.specConstants : backend::SpecConstants());
+      link.elsewhere.emplace_back(input.elsewhere.begin(), input.elsewhere.end());
     }
+    link.values = std::make_shared<Values>();
     {
       std::lock_guard lock(linksMutex());
       links().push_back(link);
     }
     if (hook()) hook()(link);
-    // As a linker: one definition of each name among the inputs, and one for every import.
+    // As a linker: one definition of each name among the inputs, and one for every import; a
+    // variable reached elsewhere is its cell, as the backends' edits make it.
+    auto linkName = [](const backend::LinkInput &input, std::string_view name) {
+      return llvm::is_contained(input.elsewhere, name) ? instanceCellName(name) : std::string(name);
+    };
     std::map<std::string, SymbolKind, std::less<>> defined;
     for (const backend::LinkInput &input : inputs)
       for (const Symbol &s : input.image->symbols) {
         if (s.kind == SymbolKind::Import || llvm::is_contained(input.hidden, s.name)) continue;
-        if (!defined.emplace(std::string(s.name), s.kind).second)
+        if (!defined.emplace(linkName(input, s.name), s.kind).second)
           return fail(ErrorCode::Unsupported, input.label + ": multiple definition of `" + std::string(s.name) + "`");
       }
     for (const backend::LinkInput &input : inputs)
       for (const Symbol &s : input.image->symbols)
-        if (s.kind == SymbolKind::Import && !defined.count(s.name))
+        if (s.kind == SymbolKind::Import && !defined.count(linkName(input, s.name)))
           return fail(ErrorCode::Unresolved, input.label + ": undefined device symbol `" + std::string(s.name) + "`");
     if (binary) binary->clear();
-    return std::make_unique<Program>(std::move(defined));
+    return std::make_unique<Program>(std::move(defined), link.values);
   }
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view) override {
     return fail(ErrorCode::Unsupported, "the fake device loads no binaries");

@@ -2,13 +2,16 @@
 // SPIR-V images, records every link it is asked for, and links as a linker would check the
 // inputs: each import must be defined by exactly one input, nothing defined twice (a name an
 // input is to have local does not count as its definition). Its programs
-// hand out a distinct non-null pointer for each kernel, variable and function they define.
+// hand out a distinct non-null pointer for each kernel, variable and function they define, and
+// keep 8 bytes for each variable, which the host writes and reads.
 #pragma once
 
 #include "backend/registry.h"
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,6 +32,11 @@ struct Link {
   std::vector<std::string> inputs;
   std::vector<std::vector<std::string>> hidden;
   std::vector<backend::SpecConstants> specConstants;
+  /// By input: the variables it reaches in another program, through cells named instanceCellName.
+  std::vector<std::vector<std::string>> elsewhere;
+  /// What the program's variables hold, by name, as copyVariable wrote them (8 bytes each, zero
+  /// at first): the cells the loader sets among them. Shared with the program.
+  std::shared_ptr<std::map<std::string, uint64_t, std::less<>>> values;
 };
 
 /// Every link made by fake devices since the last reset, in order. Guarded by linksMutex().

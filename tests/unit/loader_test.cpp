@@ -47,13 +47,28 @@ TEST_F(LoaderLinks, ALibrarysKernelFirstLinksItsLoadedImportersWithIt) {
 }
 
 TEST_F(LoaderLinks, ClosingAndReopeningLinksAgain) {
+  void *lib = open("kernel_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("kernel_app.spv", DEVDL_NOW);
+  EXPECT_EQ(links().size(), 1u);
+  close(app);
+  app = open("kernel_app.spv", DEVDL_NOW);
+  EXPECT_NE(symbol(app, "UserKernel"), nullptr);
+  EXPECT_EQ(links(), (Links{{"kernel_app.spv", "kernel_lib.spv"}, {"kernel_app.spv", "kernel_lib.spv"}}));
+  close(app);
+  close(lib);
+}
+
+// Unless the program holds the instance of the library's variables, which lives while the library
+// is loaded (loader_instances_test.cpp): then it serves the application again.
+TEST_F(LoaderLinks, ClosingAndReopeningAnApplicationKeepsTheLibrarysInstance) {
   void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = open("app.spv", DEVDL_NOW);
-  EXPECT_EQ(links().size(), 1u);
+  void *counter = symbol(lib, "LibCounter");
   close(app);
   app = open("app.spv", DEVDL_NOW);
   EXPECT_NE(symbol(app, "AppKernel"), nullptr);
-  EXPECT_EQ(links(), (Links{{"app.spv", "lib.spv"}, {"app.spv", "lib.spv"}}));
+  EXPECT_EQ(links(), (Links{{"app.spv", "lib.spv"}}));
+  EXPECT_EQ(symbol(app, "LibCounter"), counter);
   close(app);
   close(lib);
 }
@@ -116,10 +131,13 @@ TEST_F(LoaderLinks, ClosingALibraryKeepsItForTheProgramThatUsesIt) {
   info.size = sizeof info;
   ASSERT_FALSE(!!loader_.symbolInfo(app, "LibDeviceFunc", info));
   EXPECT_EQ(std::string(info.file), image("lib.spv"));
-  // Reopened, the library is a new handle in the scopes, its code still app's program's.
+  // Reopened, the library is a new handle in the scopes, its code still app's program's; its
+  // variables have a new instance (the last reference to the old one was closed), linked for it.
   lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
-  EXPECT_EQ(symbol(lib, "LibCounter"), counter);
-  EXPECT_EQ(links().size(), 1u);
+  void *reopened = symbol(lib, "LibCounter");
+  EXPECT_NE(reopened, counter);
+  EXPECT_EQ(links().size(), 2u);
+  EXPECT_EQ(symbol(app, "LibCounter"), counter) << "app's program still binds to the lib.spv it was linked with";
   close(app);
   close(lib);
 }

@@ -1,6 +1,6 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/function_table.h"
-#include "image/local_definitions.h"
+#include "image/instance_cells.h"
 #include "image/readers.h"
 #include "support/debug.h"
 #include "support/environment.h"
@@ -243,12 +243,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       auto members = readers::listFatbinMembers(image.bytes, scratch);
       if (!members) return inImage(members.takeError(), input.label);
       // nvJitLink takes it whole and picks its LTO-IR under -lto: optimized with every other
-      // input. Not where interposition edits it: devdl edits the PTX or cubin beside it.
+      // input. Not where interposition or an instance elsewhere edits it: devdl edits the PTX
+      // (or, for interposition, the cubin) beside it.
       const bool optimizable = llvm::any_of(*members, [&](const readers::FatbinMember &m) {
         auto arch = parseArch(m.arch);  // LTO-IR compiles for its own and later versions, as PTX does
         return m.format == ImageFormat::LtoIr && arch && ptxRunsOn(*arch, sm_);
       });
-      if (jitLink_ && lto_ && optimizable && input.hidden.empty()) {
+      if (jitLink_ && lto_ && optimizable && input.hidden.empty() && input.elsewhere.empty()) {
         ltoIr = true;
         ready.push_back(in);
         continue;
@@ -257,6 +258,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
       for (const readers::FatbinMember &m : *members) {
         if (m.format == ImageFormat::Unknown || !runsOn(m.format, m.arch, sm_)) continue;
+        if (!input.elsewhere.empty() && m.format != ImageFormat::Ptx) continue;  // only PTX reaches them
         const bool better = !best || (m.format == ImageFormat::Cubin && best->format == ImageFormat::Ptx) ||
                             (m.format == best->format && version(m) > version(*best));
         if (better) best = &m;
@@ -268,16 +270,21 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         in.data = *member;
       }
     }
-    if (!input.hidden.empty()) {
-      // Definitions another image interposes, made local in a copy (of the member picked).
+    if (!input.hidden.empty() || !input.elsewhere.empty()) {
+      // Definitions another image interposes made local, and variables whose instance is another
+      // program's reached through cells, in a copy (of the member picked).
       if (in.type == CU_JIT_INPUT_FATBINARY)
-        return fail(ErrorCode::Unsupported, input.label + ": cannot make `" + std::string(input.hidden.front()) +
-                                                "` local: the fatbin's member for " + name_ +
-                                                " is in NVIDIA's compression, which devdl does not read");
-      auto edited = withLocalDefinitions(in.data, in.type == CU_JIT_INPUT_PTX ? ImageFormat::Ptx : ImageFormat::Cubin,
-                                         input.hidden);
+        return fail(ErrorCode::Unsupported,
+                    input.label + ": " +
+                        (input.elsewhere.empty()
+                             ? "cannot make `" + std::string(input.hidden.front()) + "` local: the fatbin's member for " +
+                                   name_ + " is in NVIDIA's compression, which devdl does not read"
+                             : "`" + std::string(input.elsewhere.front()) + "` cannot be reached in another program: "
+                               "the fatbin has no PTX for " + name_ + " that devdl reads, and only PTX is rewritten so"));
+      auto edited = editedForLink(in.data, in.type == CU_JIT_INPUT_PTX ? ImageFormat::Ptx : ImageFormat::Cubin,
+                                  input.hidden, input.elsewhere, edits);
       if (!edited) return inImage(edited.takeError(), input.label);
-      in.data = asBytes(edits.emplace_back(std::move(*edited)));
+      in.data = *edited;
     }
     if (in.type == CU_JIT_INPUT_PTX) {
       texts.emplace_back(asText(in.data));

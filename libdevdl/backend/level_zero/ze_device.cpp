@@ -1,5 +1,5 @@
 #include "backend/level_zero/ze_device.h"
-#include "image/local_definitions.h"
+#include "image/instance_cells.h"
 #include "support/environment.h"
 #include "support/error.h"
 #include "support/version.h"
@@ -273,7 +273,8 @@ std::string Device::unexported(std::span<const LinkInput> inputs, const Program 
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
-  // The images, each as the driver gets it: a copy with interposed definitions made local.
+  // The images, each as the driver gets it: a copy with interposed definitions made local, and
+  // variables whose instance is another program's reached through cells.
   std::deque<std::string> edits;
   std::vector<Bytes> bytes;
   std::string labels;
@@ -282,13 +283,9 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     if (input.image->format != ImageFormat::IntelNative)
       if (llvm::Error refused = accepts(*input.image)) return inImage(std::move(refused), input.label);
     labels += (labels.empty() ? "" : ", ") + input.label;
-    if (input.hidden.empty()) {
-      bytes.push_back(input.image->bytes);
-      continue;
-    }
-    auto edited = withLocalDefinitions(input.image->bytes, input.image->format, input.hidden);
+    auto edited = editedForLink(input.image->bytes, input.image->format, input.hidden, input.elsewhere, edits);
     if (!edited) return inImage(edited.takeError(), input.label);
-    bytes.push_back(asBytes(edits.emplace_back(std::move(*edited))));
+    bytes.push_back(*edited);
   }
   // Each image's specialization constants, as the driver takes them.
   std::vector<std::vector<uint32_t>> ids(inputs.size());

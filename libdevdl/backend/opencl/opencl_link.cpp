@@ -12,7 +12,7 @@
 #include "backend/spirv/translation.h"
 #include "backend/spirv/translator_limits.h"
 
-#include "image/local_definitions.h"
+#include "image/instance_cells.h"
 #include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
@@ -26,17 +26,18 @@
 namespace devdl::backend::opencl {
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> given, std::string *binary) {
-  // Each image whose definitions another image interposes is linked as a copy with them local;
-  // the driver copies what it is given, so the copies live for this call.
+  // Each image whose definitions another image interposes, or that reaches variables whose
+  // instance is another program's, is linked as a copy edited so (image/instance_cells.h); the
+  // driver copies what it is given, so the copies live for this call.
   std::deque<DeviceImage> copies;
   std::deque<std::string> edits;
   std::vector<LinkInput> inputs(given.begin(), given.end());
   for (LinkInput &input : inputs) {
-    if (input.hidden.empty()) continue;
-    auto edited = withLocalDefinitions(input.image->bytes, input.image->format, input.hidden);
+    if (input.hidden.empty() && input.elsewhere.empty()) continue;
+    auto edited = editedForLink(input.image->bytes, input.image->format, input.hidden, input.elsewhere, edits);
     if (!edited) return inImage(edited.takeError(), input.label);
     DeviceImage &copy = copies.emplace_back(*input.image);
-    copy.bytes = asBytes(edits.emplace_back(std::move(*edited)));
+    copy.bytes = *edited;
     input.image = &copy;
   }
   // Devdl's copy kernels, where the program has some, and their labels: one module for each image.

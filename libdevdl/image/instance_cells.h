@@ -1,0 +1,40 @@
+// One instance of a loaded image's variables on each device, as ld.so maps a library's data once:
+// a program linked after the instance of a variable exists elsewhere (in another program on the
+// same device) reaches it through a cell, a variable of its own that holds the instance's address,
+// which the loader sets once the program is made. The image's code and that of the images that
+// import the variable read the cell once in each function that uses the variable, then use the
+// instance through the pointer.
+#pragma once
+
+#include "image/device_image.h"
+
+#include <llvm/Support/Error.h>
+
+#include <deque>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace devdl {
+
+/// The name of the cell that holds the address of variable `name`'s instance: exported by the
+/// image that defined the variable, imported by those that imported it.
+std::string instanceCellName(std::string_view name);
+
+/// A copy of an image's bytes (of `format`) in which each of `names` it defines or imports is
+/// reached through its cell: the definition (its initializer left to the instance) and the
+/// import become the cell's, exported and imported under instanceCellName, and every use in a
+/// function goes through the address the cell holds. SPIR-V and PTX. Fails with Unsupported
+/// naming the variable where a format or a use cannot be rewritten (a constant holding its
+/// address, 32-bit addressing, PTX's constant bank), and with BadFormat where the bytes do not
+/// parse.
+llvm::Expected<std::string> withInstancesElsewhere(Bytes bytes, ImageFormat format,
+                                                   std::span<const std::string_view> names);
+
+/// An image's bytes as a link takes them: `elsewhere` reached through cells, then its definitions
+/// of `hidden` made local (image/local_definitions.h); `bytes` themselves where both are empty.
+/// The copies made are kept in `edits`.
+llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> hidden,
+                                    std::span<const std::string_view> elsewhere, std::deque<std::string> &edits);
+
+}  // namespace devdl

@@ -1,0 +1,130 @@
+// Variables reached through cells (image/instance_cells.h) over real SPIR-V: the definition and
+// the import become the cell's, everything else stays, the module validates and links; what
+// cannot hold an address elsewhere is refused naming the variable.
+#include "backend/spirv/link.h"
+#include "image/instance_cells.h"
+#include "image/read_image.h"
+#include "support/spirv_tools.h"
+#include "test_images.h"
+#include "test_support.h"
+
+#include <spirv-tools/libspirv.h>
+
+#include <algorithm>
+
+namespace devdl::test {
+namespace {
+
+const std::vector<std::string_view> kState{"State"};
+
+// Image 0 of test image `name`, and a copy reaching `names` through cells, read back.
+struct Edited {
+  ImageFile original, edited;
+  std::string bytes;
+};
+Edited edit(const std::string &name, std::span<const std::string_view> names) {
+  Edited result;
+  auto file = readImageFile(image(name));
+  EXPECT_TRUE(!!file) << errorText(file);
+  if (!file) return result;
+  result.original = std::move(*file);
+  const DeviceImage &original = result.original.images[0];
+  auto edited = withInstancesElsewhere(original.bytes, original.format, names);
+  EXPECT_TRUE(!!edited) << errorText(edited);
+  if (!edited) return result;
+  result.bytes = std::move(*edited);
+  auto reread = readImageMemory(asBytes(result.bytes), name, nullptr);
+  EXPECT_TRUE(!!reread) << errorText(reread);
+  if (reread) result.edited = std::move(*reread);
+  return result;
+}
+
+bool validates(std::string_view bytes, std::string &why) {
+  spirv::Context context;
+  spv_const_binary_t binary{reinterpret_cast<const uint32_t *>(bytes.data()), bytes.size() / 4};
+  spirv::Diagnostic diagnostic;
+  const bool valid = spvValidate(context.get(), &binary, diagnostic.out()) == SPV_SUCCESS;
+  if (!valid) why = diagnostic.text();
+  return valid;
+}
+
+TEST(InstanceCells, TheDefinitionBecomesItsCell) {
+  Edited lib = edit("gstate_lib.spv", kState);
+  ASSERT_FALSE(lib.edited.images.empty());
+  auto sorted = [](std::vector<std::string> lines) {
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(sorted(symbolLines(lib.original.images[0])),
+            (std::vector<std::string>{"D State", "K LibReadState", "K SetState", "T BumpState", "T ReadState"}));
+  EXPECT_EQ(sorted(symbolLines(lib.edited.images[0])),
+            (std::vector<std::string>{"D __devdl_instance_State", "K LibReadState", "K SetState", "T BumpState",
+                                      "T ReadState"}));
+  std::string why;
+  EXPECT_TRUE(validates(lib.bytes, why)) << why;
+}
+
+TEST(InstanceCells, TheImportBecomesItsCellsAndLinksWithTheDefinition) {
+  Edited reader = edit("gstate_read.spv", kState);
+  ASSERT_FALSE(reader.edited.images.empty());
+  // The cell's import is not listed (devdl's names, like the builtins', are no user's imports);
+  // the link below finds it.
+  EXPECT_EQ(symbolLines(reader.edited.images[0]), (std::vector<std::string>{"K ReadDirect", "K ReadKernel", "U ReadState"}));
+  Edited lib = edit("gstate_lib.spv", kState);
+  ASSERT_FALSE(lib.edited.images.empty());
+  const DeviceImage *images[] = {&reader.edited.images[0], &lib.edited.images[0]};
+  const std::string labels[] = {"gstate_read", "gstate_lib"};
+  auto linked = backend::linkSpirv(images, labels, /*keepExports=*/true);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+}
+
+// PTX: the declaration becomes the cell's (8 bytes, no initializer: the instance has it), and
+// each body that names the variable loads the cell's address into a register of its own at its
+// start and uses that instead.
+TEST(InstanceCells, PtxReachesTheVariableThroughARegisterLoadedFromTheCell) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  Edited lib = edit("gstate_lib.ptx", kState);
+  ASSERT_FALSE(lib.edited.images.empty());
+  EXPECT_TRUE(llvm::is_contained(symbolLines(lib.edited.images[0]), "D __devdl_instance_State"));
+  EXPECT_FALSE(llvm::is_contained(symbolLines(lib.edited.images[0]), "D State"));
+  auto count = [](std::string_view text, std::string_view what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != text.npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(lib.bytes, ".visible .global .align 8 .u64 __devdl_instance_State;"), 1u);
+  EXPECT_EQ(count(lib.bytes, "ld.global.u64 %devdl_cell0, [__devdl_instance_State];"), 4u)
+      << "BumpState, ReadState, SetState and LibReadState name it";
+  EXPECT_EQ(count(lib.bytes, "[State]"), 0u);
+  EXPECT_EQ(count(lib.bytes, "[%devdl_cell0]"), count(asText(lib.original.images[0].bytes), "[State]"));
+  Edited reader = edit("gstate_read.ptx", kState);
+  ASSERT_FALSE(reader.edited.images.empty());
+  EXPECT_EQ(count(reader.bytes, ".extern .global .align 8 .u64 __devdl_instance_State;"), 1u);
+  EXPECT_EQ(count(reader.bytes, "ld.global.u64 %devdl_cell0, [__devdl_instance_State];"), 1u) << "ReadDirect";
+}
+
+TEST(InstanceCells, AnImageThatNamesNoneIsUnchanged) {
+  auto file = readImageFile(image("app.spv"));
+  ASSERT_TRUE(!!file) << errorText(file);
+  auto edited = withInstancesElsewhere(file->images[0].bytes, ImageFormat::SpirV, kState);
+  ASSERT_TRUE(!!edited) << errorText(edited);
+  EXPECT_EQ(*edited, asText(file->images[0].bytes));
+}
+
+TEST(InstanceCells, AnAddressHeldByAnInitializerIsRefusedNamingTheVariable) {
+  auto file = readImageFile(image("pointer_var.spv"));
+  ASSERT_TRUE(!!file) << errorText(file);
+  const std::vector<std::string_view> target{"Target"};
+  EXPECT_EQ(errorText(withInstancesElsewhere(file->images[0].bytes, ImageFormat::SpirV, target)).rfind(
+                "`Target`'s address is held by a constant or another variable's initializer", 0),
+            0u);
+}
+
+TEST(InstanceCells, OtherFormatsAreRefusedNamingTheVariable) {
+  EXPECT_EQ(errorText(withInstancesElsewhere(Bytes(), ImageFormat::OpenClBinary, kState)),
+            "`State` cannot be reached in another program from an image of format opencl-binary: devdl rewrites "
+            "SPIR-V and PTX for that");
+}
+
+}  // namespace
+}  // namespace devdl::test

@@ -1,0 +1,101 @@
+// One instance of a loaded image's variables on a device, over the fake backend
+// (unit/fake_backend.h): who holds an instance (the first program linked with the variable), how
+// later programs reach it (their cells, set to its address), and when it ends (with the image's
+// last reference, once no program reaching it lives).
+#include "image/instance_cells.h"
+#include "unit/loader_fixture.h"
+
+#include "devdl.h"
+
+#include <string>
+#include <vector>
+
+namespace devdl::test {
+namespace {
+
+class LoaderInstances : public LoaderFixture {
+ protected:
+  // The last link's inputs, each as "file: what it reaches elsewhere".
+  static std::vector<std::string> lastElsewhere() {
+    std::lock_guard lock(fake::linksMutex());
+    std::vector<std::string> lines;
+    const fake::Link &link = fake::links().back();
+    for (size_t i = 0; i < link.inputs.size(); ++i) {
+      std::string line = std::filesystem::path(link.inputs[i].substr(0, link.inputs[i].find(':'))).filename().string() + ":";
+      for (const std::string &name : link.elsewhere[i]) line += " " + name;
+      lines.push_back(line);
+    }
+    return lines;
+  }
+  // What the last link's cell for `name` was set to.
+  static uint64_t lastCell(const std::string &name) {
+    std::lock_guard lock(fake::linksMutex());
+    const auto &values = *fake::links().back().values;
+    auto it = values.find(instanceCellName(name));
+    return it == values.end() ? 0 : it->second;
+  }
+  static size_t linkCount() {
+    std::lock_guard lock(fake::linksMutex());
+    return fake::links().size();
+  }
+};
+
+TEST_F(LoaderInstances, TheLibrarysKernelFirstHoldsTheInstanceTheApplicationReaches) {
+  void *lib = open("gstate_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(symbol(lib, "SetState"), nullptr);
+  EXPECT_EQ(lastElsewhere(), (std::vector<std::string>{"gstate_lib.spv:"}));
+  void *reader = open("gstate_read.spv", DEVDL_NOW);
+  EXPECT_EQ(links(), (Links{{"gstate_lib.spv"}, {"gstate_read.spv", "gstate_lib.spv"}}));
+  EXPECT_EQ(lastElsewhere(), (std::vector<std::string>{"gstate_read.spv: State", "gstate_lib.spv: State"}))
+      << "the definition and its importer";
+  void *state = symbol(lib, "State");
+  EXPECT_EQ(lastCell("State"), reinterpret_cast<uint64_t>(state));
+  EXPECT_EQ(symbol(reader, "State"), state) << "through the application's handle, the one instance";
+  close(reader);
+  close(lib);
+}
+
+TEST_F(LoaderInstances, TheFirstApplicationsProgramHoldsItPastItsClose) {
+  void *lib = open("gstate_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *bumper = open("gstate_bump.spv", DEVDL_NOW);
+  void *reader = open("gstate_read.spv", DEVDL_NOW);
+  // The reader's program is linked with the loaded bumper, which imports from its plan, as
+  // every program is: the bumper's kernels run from the first.
+  EXPECT_EQ(links(), (Links{{"gstate_bump.spv", "gstate_lib.spv"},
+                            {"gstate_read.spv", "gstate_bump.spv", "gstate_lib.spv"}}));
+  EXPECT_EQ(lastElsewhere(),
+            (std::vector<std::string>{"gstate_read.spv: State", "gstate_bump.spv:", "gstate_lib.spv: State"}));
+  void *state = symbol(lib, "State");
+  EXPECT_EQ(lastCell("State"), reinterpret_cast<uint64_t>(state));
+  close(bumper);
+  EXPECT_EQ(symbol(lib, "State"), state) << "the instance stays while the library is loaded";
+  EXPECT_NE(symbol(lib, "LibReadState"), nullptr);
+  void *again = open("gstate_bump.spv", DEVDL_NOW);
+  EXPECT_NE(symbol(again, "BumpKernel"), nullptr);
+  EXPECT_EQ(linkCount(), 2u) << "the library's kernels and the bumper's from the programs linked";
+  EXPECT_EQ(symbol(again, "State"), state);
+  close(again);
+  close(reader);
+  close(lib);
+}
+
+TEST_F(LoaderInstances, TheInstanceEndsWithTheLibraryOnceNothingReachesIt) {
+  void *lib = open("gstate_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *bumper = open("gstate_bump.spv", DEVDL_NOW);
+  void *reader = open("gstate_read.spv", DEVDL_NOW);
+  void *state = symbol(lib, "State");
+  close(lib);
+  close(bumper);
+  // The reader's program still reaches the instance, whose program lives while it does.
+  EXPECT_EQ(symbol(reader, "State"), state);
+  close(reader);
+  EXPECT_FALSE(isLoaded("gstate_lib.spv"));
+  lib = open("gstate_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  EXPECT_NE(symbol(lib, "LibReadState"), nullptr);
+  EXPECT_EQ(links().back(), (std::vector<std::string>{"gstate_lib.spv"})) << "linked again: a new instance";
+  EXPECT_EQ(lastElsewhere(), (std::vector<std::string>{"gstate_lib.spv:"}));
+  close(lib);
+}
+
+}  // namespace
+}  // namespace devdl::test
