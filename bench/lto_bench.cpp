@@ -11,6 +11,12 @@
 //   il             OpenCL, on a device that takes IL: devdl's software link of the two, optimized
 //                  across them (backend::linkSpirv, backend::optimizeSpirv) and built as one IL
 //                  program, whether or not the device has a linker of its own.
+// And the price of one instance of a library's variables (issue 51): a kernel stepping a library's
+// variable in its hot loop through the library's function, as
+//   one_program    the library linked into the application's program, which holds the instance;
+//   reached        the library's own kernel linked first (DEVDL_BENCH_FIRST_KERNEL), so that the
+//                  application's program reaches the instance in that one through its cell
+// (CUDA: from PTX, and from LTO-IR fat binaries, whose PTX is linked where the instance is reached).
 // The linker and LTO are chosen per process, so each way runs in a process of its own, in turns;
 // each times its launches after a warm-up one and prints nanoseconds per launch and a checksum
 // of the output, which must agree with the limit's (the same computation ran).
@@ -56,10 +62,15 @@ std::string image(const std::string &name) {
 
 // The kernel of the images opened as a program opens its libraries: all but the last
 // DEVDL_GLOBAL, the kernel from the last.
+// With DEVDL_BENCH_FIRST_KERNEL, that kernel of the first image is looked up (linked) before the
+// others are opened.
 void *devdlKernel(int images, char **paths, const char *name) {
   void *handle = nullptr;
-  for (int i = 0; i < images; ++i)
-    if (!(handle = device_dlopen(paths[i], i + 1 < images ? DEVDL_NOW | DEVDL_GLOBAL : DEVDL_NOW))) return nullptr;
+  const char *first = std::getenv("DEVDL_BENCH_FIRST_KERNEL");
+  for (int i = 0; i < images; ++i) {
+    if (!(handle = device_dlopen(paths[i], i + 1 < images ? DEVDL_LAZY | DEVDL_GLOBAL : DEVDL_NOW))) return nullptr;
+    if (i == 0 && first && !device_dlsym(handle, first)) return nullptr;
+  }
   return device_dlsym(handle, name);
 }
 
@@ -192,7 +203,8 @@ struct Way {
   const char *name;
   std::vector<std::string> load;  // devdl IMAGE... | binary FILE | il IMAGE...
   std::vector<std::string> env;
-  bool timed = false;  // the one Google Benchmark's time reports
+  bool timed = false;             // the one Google Benchmark's time reports
+  const char *against = nullptr;  // another way it is reported against, besides the limit
 };
 
 void kernelTime(benchmark::State &state, const std::string &backend, const std::vector<Way> &ways,
@@ -232,6 +244,9 @@ void kernelTime(benchmark::State &state, const std::string &backend, const std::
   for (size_t w = 0; w < ways.size(); ++w) {
     state.counters[std::string(ways[w].name) + "_ms"] = median(times[w]) / 1e6;
     if (w) state.counters[std::string(ways[w].name) + "_over_whole"] = median(times[w]) / limit;
+    for (size_t a = 0; ways[w].against && a < ways.size(); ++a)
+      if (std::string(ways[a].name) == ways[w].against)
+        state.counters[std::string(ways[w].name) + "_over_" + ways[a].name] = median(times[w]) / median(times[a]);
   }
   state.SetLabel("medians of " + std::to_string(times[0].size()) + " processes each, " + std::to_string(threads) +
                  " threads x " + std::to_string(iterations) + " iterations");
@@ -251,6 +266,36 @@ void cudaKernelTime(benchmark::State &state, const std::string &lib, const std::
        {"DEVDL_CUDA_LINKER=nvjitlink", "DEVDL_LTO=0"}},
   };
   kernelTime(state, "cuda", ways, kernel, iterations, 262144);
+}
+
+// The variable case: linked into one program with the library, and reaching the instance the
+// library's own program holds.
+void BM_CudaKernelSteppingALibrarysVariable(benchmark::State &state) {
+  if (std::string why; !cuda::driver(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  const std::string first = "DEVDL_BENCH_FIRST_KERNEL=SlotsRead";
+  const std::vector<Way> ways = {
+      {"whole", {"binary", image("var_whole.cubin")}, {}},
+      {"one_program", {"devdl", image("var_lib.ptx"), image("var_app.ptx")}, {}},
+      {"reached", {"devdl", image("var_lib.ptx"), image("var_app.ptx")}, {first}, true, "one_program"},
+      {"one_program_lto", {"devdl", image("var_lib.lto.fatbin"), image("var_app.lto.fatbin")}, {}},
+      {"reached_lto", {"devdl", image("var_lib.lto.fatbin"), image("var_app.lto.fatbin")}, {first}, false,
+       "one_program_lto"},
+  };
+  kernelTime(state, "cuda", ways, "SlotsKernel", 20000, 262144);
+}
+
+// No one source file here (bench/CMakeLists.txt says why): the program linked with the library is
+// the limit.
+void BM_OpenClKernelSteppingALibrarysVariable(benchmark::State &state) {
+  const std::string first = "DEVDL_BENCH_FIRST_KERNEL=SlotsRead";
+  const std::vector<Way> ways = {
+      {"one_program", {"devdl", image("var_lib.spv"), image("var_app.spv")}, {}},
+      {"reached", {"devdl", image("var_lib.spv"), image("var_app.spv")}, {first}, true, "one_program"},
+  };
+  kernelTime(state, "opencl", ways, "SlotsKernel", 2000, 65536);
 }
 
 // Whether devdl's OpenCL device (OCL_ICD_VENDORS picks it) takes SPIR-V IL.
@@ -294,6 +339,8 @@ BENCHMARK(BM_CudaKernelCallingASmallLibrary)->UseManualTime()->Unit(benchmark::k
 BENCHMARK(BM_CudaKernelCallingAMathLibrary)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_OpenClKernelCallingASmallLibrary)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_OpenClKernelCallingAMathLibrary)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_CudaKernelSteppingALibrarysVariable)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_OpenClKernelSteppingALibrarysVariable)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 
 }  // namespace
 

@@ -212,7 +212,7 @@ LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
   hidden.resize(images.size());
   programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(images),
                                                                        std::move(hidden), std::move(uses), device,
-                                                                       std::move(program), std::move(binary)}));
+                                                                       std::move(program), std::move(binary), {}, {}, 0}));
   return programs_.back().get();
 }
 

@@ -23,7 +23,7 @@
 
 namespace devdl {
 
-std::string instanceCellName(std::string_view name) { return "__devdl_instance_" + std::string(name); }
+std::string instanceCellName(std::string_view name) { return std::string(kInstanceCellPrefix) + std::string(name); }
 
 namespace {
 

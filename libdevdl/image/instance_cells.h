@@ -17,6 +17,9 @@
 
 namespace devdl {
 
+/// What the name of every cell starts with.
+inline constexpr std::string_view kInstanceCellPrefix = "__devdl_instance_";
+
 /// The name of the cell that holds the address of variable `name`'s instance: exported by the
 /// image that defined the variable, imported by those that imported it.
 std::string instanceCellName(std::string_view name);

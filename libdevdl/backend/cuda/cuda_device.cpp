@@ -254,6 +254,10 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         ready.push_back(in);
         continue;
       }
+      if (jitLink_ && lto_ && optimizable && !input.elsewhere.empty() && Debug::get().on(Debug::Statistics))
+        Debug::get().print(input.label + ": linked from its PTX, not its LTO-IR: it reaches `" +
+                           std::string(input.elsewhere.front()) + "` in the program that holds its instance, "
+                           "and nothing of it is inlined across images");
       const readers::FatbinMember *best = nullptr;
       auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
       for (const readers::FatbinMember &m : *members) {

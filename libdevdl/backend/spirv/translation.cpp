@@ -8,8 +8,10 @@
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include "backend/spirv/translator.h"
 #include "backend/spirv/translator_process.h"
+#include "image/instance_cells.h"
 
 #include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -39,6 +41,18 @@ void optimizeAcrossImages(llvm::Module &module) {
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
   builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, modules);
+}
+
+// A cell (image/instance_cells.h) holds the same address while its program lives, set before any
+// kernel runs: its loads are invariant, so that a loop storing through the address it gives need
+// not load it again (LLVM could not tell that such a store leaves the cell as it was).
+void markCellLoadsInvariant(llvm::Module &module) {
+  for (llvm::GlobalVariable &variable : module.globals()) {
+    if (!variable.getName().startswith(kInstanceCellPrefix)) continue;
+    for (llvm::User *user : variable.users())
+      if (auto *load = llvm::dyn_cast<llvm::LoadInst>(user))
+        load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(module.getContext(), {}));
+  }
 }
 
 }  // namespace
@@ -85,6 +99,7 @@ llvm::Expected<std::string> spirvToSpir(std::span<const uint32_t> words, std::sp
   llvm::LLVMContext context;
   auto module = readModule(context, words, specConstants, SPIRV::BIsRepresentation::OpenCL12);
   if (!module) return module.takeError();
+  markCellLoadsInvariant(**module);
   if (place)
     if (llvm::Error err = placeVariables(**module, place)) return err;
   if (optimize) optimizeAcrossImages(**module);
