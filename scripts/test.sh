@@ -40,7 +40,7 @@ case "${1:-}" in
     cmake --build build/tsan -j "$jobs" --target devdl_dlopen_tests devdl_loader_tests devdl_unit_tests
     # NvJitLink.*: a CUDA link in parts, each on a thread of its own (where the toolkit is here).
     TSAN_OPTIONS=halt_on_error=1:suppressions=$PWD/tests/tsan.supp ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
-      -R '^(Threads|DeviceDlopen|TwoDevices|Loader[A-Za-z]+|NvJitLink)\.'
+      -R '^(Threads|DeviceDlopen|Instances|TwoDevices|Loader[A-Za-z]+|NvJitLink)\.'
     ;;
   --fuzz)
     [ -d build/test/tests/images ] || configure build/test -DDEVDL_BUILD_TESTS=ON

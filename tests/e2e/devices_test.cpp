@@ -190,6 +190,38 @@ TEST_F(Devices, EachDevicesProgramHasItsOwnVariables) {
   EXPECT_EQ(device_dlclose(lib), 0);
 }
 
+// One instance of a library's variable on each device (issue 51): on each, the library's own
+// kernel first, then an application linked apart, which reaches that device's instance.
+TEST_F(Devices, EachDeviceHasOneInstanceOfALibrarysVariable) {
+  void *lib = device_dlopen(image("gstate_lib.spv").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  void *libView = device_dlview(lib, &secondNative_);
+  ASSERT_NE(libView, nullptr) << error();
+  auto *setFirst = static_cast<cl_kernel>(device_dlsym(lib, "SetState"));
+  auto *setSecond = static_cast<cl_kernel>(device_dlsym(libView, "SetState"));
+  ASSERT_TRUE(setFirst && setSecond) << error();
+  runIntKernel(firstContext_, first_, setFirst, kItems);  // State = 100 on the first device only
+  void *reader = device_dlopen(image("gstate_read.spv").c_str(), DEVDL_NOW);
+  ASSERT_NE(reader, nullptr) << error();
+  void *readerView = device_dlview(reader, &secondNative_);
+  ASSERT_NE(readerView, nullptr) << error();
+  auto *first = static_cast<cl_kernel>(device_dlsym(reader, "ReadDirect"));
+  auto *second = static_cast<cl_kernel>(device_dlsym(readerView, "ReadDirect"));
+  ASSERT_TRUE(first && second) << error();
+  std::vector<int> expectFirst(kItems), expectSecond(kItems);
+  for (size_t i = 0; i < kItems; ++i) {
+    expectFirst[i] = 100 + static_cast<int>(i);
+    expectSecond[i] = 5 + static_cast<int>(i);
+  }
+  EXPECT_EQ(runIntKernel(firstContext_, first_, first, kItems), expectFirst);
+  EXPECT_EQ(runIntKernel(contextOf(second), second_, second, kItems), expectSecond);
+  runIntKernel(contextOf(setSecond), second_, setSecond, kItems);
+  for (size_t i = 0; i < kItems; ++i) expectSecond[i] = 100 + static_cast<int>(i);
+  EXPECT_EQ(runIntKernel(contextOf(second), second_, second, kItems), expectSecond);
+  EXPECT_EQ(device_dlclose(reader), 0);
+  EXPECT_EQ(device_dlclose(lib), 0);
+}
+
 // Eight threads, each setting its own arguments on the view's kernel and launching it, again and
 // again: each has its own object of the second device's program, and every result is right.
 TEST_F(Devices, EightThreadsLaunchTheViewsKernelEachWithItsOwnArguments) {

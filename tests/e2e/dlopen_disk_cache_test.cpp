@@ -74,6 +74,21 @@ TEST_F(DeviceDlopenProcess, DISABLED_AKeptKernelThroughTheDiskCache) {
   cl.clReleaseKernel(kept);
 }
 
+// Run by DeviceDlopen.AnInstanceReachedThroughTheDiskCache, each time in a process of its own:
+// the library's own kernel sets State, and an application's program, stored as reaching the
+// instance through its cell, reads it, its cell set in this process (issue 51).
+TEST_F(DeviceDlopenProcess, DISABLED_InstanceReachedThroughTheDiskCache) {
+  void *lib = device_dlopen(deviceImage("gstate_lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(lib, "SetState"), 2), (std::vector<int>{0, 1}));
+  void *reader = device_dlopen(deviceImage("gstate_read").c_str(), DEVDL_NOW);
+  ASSERT_NE(reader, nullptr) << error();
+  EXPECT_EQ(run(device_dlsym(reader, "ReadDirect"), 2), (std::vector<int>{100, 101}));
+  EXPECT_EQ(run(device_dlsym(reader, "ReadKernel"), 2), (std::vector<int>{100, 101}));
+  device_dlclose(reader);
+  device_dlclose(lib);
+}
+
 // Runs DeviceDlopenProcess.DISABLED_`test` in a process of its own, with the disk cache on in
 // `cache` and its statistics on standard error.
 CommandResult inAProcessWithTheCache(const std::string &test, const std::string &cache) {
@@ -119,6 +134,19 @@ TEST_F(DeviceDlopen, VariablesThroughTheDiskCache) {
   for (const CommandResult *r : {&cold, &hit}) EXPECT_EQ(r->status, 0) << r->out << r->err;
   EXPECT_NE(cold.err.find("cache: 0 hits, 1 misses, 1 stored"), std::string::npos) << cold.err;
   EXPECT_NE(hit.err.find("cache: 1 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
+}
+
+// A program that reaches a library's instance in another is stored without the instance's address,
+// which differs from process to process: the next process loads it and sets its cell.
+TEST_F(DeviceDlopen, AnInstanceReachedThroughTheDiskCache) {
+  if (!variablesHaveAddresses() || backend_ == DEVDL_BACKEND_CUDA)
+    GTEST_SKIP() << "not on " << deviceWords_ << ": a second program cannot reach the instance there";
+  const std::string cache = scratchDir() + "/cache";
+  auto process = [&] { return inAProcessWithTheCache("InstanceReachedThroughTheDiskCache", cache); };
+  const CommandResult cold = process(), hit = process();
+  for (const CommandResult *r : {&cold, &hit}) EXPECT_EQ(r->status, 0) << r->out << r->err;
+  EXPECT_NE(cold.err.find("cache: 0 hits, 2 misses, 2 stored"), std::string::npos) << cold.err;
+  EXPECT_NE(hit.err.find("cache: 2 hits, 0 misses, 0 stored"), std::string::npos) << hit.err;
 }
 
 // A stored program whose variables' address this process cannot give it now is built anew, and

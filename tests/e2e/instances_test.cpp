@@ -5,7 +5,9 @@
 // whichever program was linked first.
 #include "e2e/dlopen_fixture.h"
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace devdl::test {
@@ -135,6 +137,30 @@ TEST_F(Instances, ClosingTheLibraryEndsItsInstance) {
   EXPECT_EQ(state(lib), 5);
   EXPECT_EQ(read(reader, "ReadKernel"), (std::vector<int>{5, 6}));
   closeAll({reader, lib});
+}
+
+// Eight threads whose first uses of two applications of one library coincide: whichever program
+// is linked first, both applications reach one instance.
+TEST_F(Instances, EightThreadsFirstUsesOfTwoApplicationsReachOneInstance) {
+  void *lib = device_dlopen(deviceImage("gstate_lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *bumper = device_dlopen(deviceImage("gstate_bump").c_str(), DEVDL_LAZY);
+  void *reader = device_dlopen(deviceImage("gstate_read").c_str(), DEVDL_LAZY);
+  ASSERT_TRUE(lib && bumper && reader) << error();
+  std::atomic<int> waiting{8};
+  void *found[8] = {};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      for (--waiting; waiting.load() > 0;) std::this_thread::yield();  // all look up at once
+      found[i] = device_dlsym(i % 2 ? reader : bumper, i % 2 ? "ReadDirect" : "BumpKernel");
+    });
+  for (std::thread &thread : threads) thread.join();
+  for (void *kernel : found) EXPECT_NE(kernel, nullptr);
+  bump(bumper);
+  EXPECT_EQ(read(reader, "ReadDirect"), (std::vector<int>{6, 7}));
+  EXPECT_EQ(read(reader, "ReadKernel"), (std::vector<int>{6, 7}));
+  EXPECT_EQ(state(lib), 6);
+  closeAll({reader, bumper, lib});
 }
 
 }  // namespace

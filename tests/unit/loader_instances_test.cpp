@@ -7,7 +7,9 @@
 
 #include "devdl.h"
 
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace devdl::test {
@@ -94,6 +96,34 @@ TEST_F(LoaderInstances, TheInstanceEndsWithTheLibraryOnceNothingReachesIt) {
   EXPECT_NE(symbol(lib, "LibReadState"), nullptr);
   EXPECT_EQ(links().back(), (std::vector<std::string>{"gstate_lib.spv"})) << "linked again: a new instance";
   EXPECT_EQ(lastElsewhere(), (std::vector<std::string>{"gstate_lib.spv:"}));
+  close(lib);
+}
+
+// Two builds holding the same library's variables natively at once (the library's own kernel, and
+// an application opened meanwhile): the first kept holds the instance; the other is a second
+// copy, never kept, and its plan looks again and is served by the first.
+TEST_F(LoaderInstances, OfTwoBuildsAtOnceTheFirstKeptHoldsTheInstance) {
+  void *lib = open("gstate_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  std::promise<void> held, bumperLinked;
+  std::shared_future<void> go = bumperLinked.get_future().share();
+  fake::setLinkHook([&](const fake::Link &link) {
+    if (link.inputs.size() != 1) return;  // the library's own link waits for the bumper's
+    held.set_value();
+    go.wait();
+  });
+  void *state = nullptr;
+  std::thread own([&] { symbol(lib, "SetState"); });
+  held.get_future().wait();
+  void *bumper = open("gstate_bump.spv", DEVDL_NOW);
+  bumperLinked.set_value();
+  own.join();
+  fake::setLinkHook(nullptr);
+  EXPECT_EQ(links(), (Links{{"gstate_lib.spv"}, {"gstate_bump.spv", "gstate_lib.spv"}}));
+  state = symbol(bumper, "State");
+  EXPECT_EQ(symbol(lib, "State"), state) << "one instance";
+  EXPECT_EQ(symbol(lib, "SetState"), symbol(bumper, "SetState")) << "the library's kernels from the bumper's program";
+  EXPECT_EQ(links().size(), 2u);
+  close(bumper);
   close(lib);
 }
 
