@@ -69,7 +69,7 @@ void *devdlKernel(int images, char **paths, const char *name) {
   const char *first = std::getenv("DEVDL_BENCH_FIRST_KERNEL");
   for (int i = 0; i < images; ++i) {
     if (!(handle = device_dlopen(paths[i], i + 1 < images ? DEVDL_LAZY | DEVDL_GLOBAL : DEVDL_NOW))) return nullptr;
-    if (i == 0 && first && !device_dlsym(handle, first)) return nullptr;
+    if (i == 0 && first && *first && !device_dlsym(handle, first)) return nullptr;
   }
   return device_dlsym(handle, name);
 }

@@ -10,7 +10,7 @@ build=build/portable
 stage=$build/stage
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON > /dev/null
 ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests devdl_first_use_probe \
-  bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto bench_devices \
+  bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto bench_devices bench_instances \
   devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
@@ -37,13 +37,13 @@ chmod +x "$stage/redis/redis-server"
 cp "$build"/tests/devdl_cuda_tests "$build"/tests/devdl_suite_tests "$build"/tests/devdl_first_use_probe \
    "$build"/bench/bench_cuda_first_kernel "$build"/bench/bench_cache "$build"/bench/bench_threads \
    "$build"/bench/bench_first_use "$build"/bench/bench_devices \
-   "$build"/bench/bench_lto \
+   "$build"/bench/bench_lto "$build"/bench/bench_instances \
    "$build"/tools/devdl-cache/devdl-cache \
    "$build"/samples/cuda-seed/cuda-seed "$build"/samples/cuda-seed/cuda-seed-linked "$stage/bin/"
 # The suite opens the SPIR-V seed and SPIR bitcode too (no candidates on CUDA).
 cp "$build"/tests/images/*.cubin "$build"/tests/images/*.ptx "$build"/tests/images/*.fatbin \
    "$build"/tests/images/*.devdl "$build"/tests/images/lib.spv "$build"/tests/images/*.bc "$stage/images/"
-cp "$build"/bench/images/*.cubin "$build"/bench/images/*.fatbin "$stage/images/"
+cp "$build"/bench/images/*.cubin "$build"/bench/images/*.ptx "$build"/bench/images/*.fatbin "$stage/images/"
 cp "$build"/samples/cuda-seed/*.cubin "$build"/samples/cuda-seed/*.ptx "$stage/samples/"
 # The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot
 # translate to SPIR).

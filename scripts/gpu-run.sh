@@ -101,7 +101,10 @@ if [ "$bench" != none ]; then
       done
     done
   fi
-  # Kernel time: one source file, cuLink, nvJitLink with and without LTO.
+  # Kernel time: one source file, cuLink, nvJitLink with and without LTO; a library's variable
+  # stepped in one program and reached in another's.
   "$stage/bin/bench_lto" --benchmark_filter=Cuda || status=1
+  # What reaching that variable costs the application's link.
+  "$stage/bin/bench_instances" --cuda || status=1
 fi
 exit $status
