@@ -3,6 +3,7 @@
 // variable the one of the part that holds it, the program stored and loaded back whole.
 #include "backend/opencl/opencl_device.h"
 #include "e2e/opencl_run.h"
+#include "image/instance_cells.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -109,6 +110,40 @@ TEST_F(OpenClDriverLinkParts, EachPartHoldsItsOwnKernelsAndTheVariableOnce) {
 
   EXPECT_EQ(device_->planParts(inputs_, 1, &why).size(), 1u);
   EXPECT_EQ(why, "DEVDL_JOBS=1");
+}
+
+// A program in parts that reaches a variable whose instance another program holds (issue 51): the
+// cell goes with the kernels that use it, in one part, and set there, it reaches the instance.
+TEST_F(OpenClDriverLinkParts, APartReachesTheInstanceAnotherProgramHolds) {
+  read("parts.spv");
+  auto holder = device_->link(inputs_, nullptr);
+  ASSERT_TRUE(!!holder) << errorText(holder);
+  auto shared = (*holder)->variable("Shared");
+  ASSERT_TRUE(!!shared) << errorText(shared);
+  // The image as link() edits it for a program that reaches Shared elsewhere.
+  const std::string_view names[] = {"Shared"};
+  std::deque<std::string> edits;
+  auto edited = editedForLink(inputs_[0].image->bytes, ImageFormat::SpirV, {}, names, edits);
+  ASSERT_TRUE(!!edited) << errorText(edited);
+  DeviceImage copy = *inputs_[0].image;
+  copy.bytes = *edited;
+  const std::vector<backend::LinkInput> reaching{{&copy, inputs_[0].label, nullptr, {}, names}};
+  std::string why;
+  const std::vector<ProgramPart> parts = device_->planParts(reaching, 4, &why);
+  ASSERT_EQ(parts.size(), 4u) << why;
+  const std::string cell = instanceCellName("Shared");
+  for (const ProgramPart &part : parts)
+    EXPECT_EQ(part.variables, llvm::is_contained(part.kernels, "BumpShared") ? std::vector<std::string>{cell}
+                                                                            : std::vector<std::string>{});
+  auto linked = device_->linkParts(reaching, parts);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  ProgramOfParts &program = **linked;
+  void *address = shared->address;
+  ASSERT_FALSE(program.copyVariable(cell, 0, &address, sizeof address, true));
+  EXPECT_EQ(run(program, "ReadShared", 2), (std::vector<int>{7, 7})) << "the holder's instance";
+  EXPECT_EQ(run(program, "BumpShared", 1), (std::vector<int>{8}));
+  EXPECT_EQ(run(**holder, "ReadShared", 1), (std::vector<int>{8})) << "the holder's kernel sees the write";
+  EXPECT_EQ(run(program, "Square", 3), (std::vector<int>{0, 1, 4}));
 }
 
 // Through link(), as the loader links: a library of 1,000 kernels in as many parts as jobs, each
