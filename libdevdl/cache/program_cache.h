@@ -196,8 +196,8 @@ class ProgramCache {
   std::optional<Turn> takeTurn(std::unique_lock<std::mutex> &held, const backend::Device *device,
                                const ProgramKey &key);
 
-  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes), its cells
-  /// set to `instances` (the inputs' `elsewhere`, rewritten here: image/instance_cells.h): loaded from
+  /// The program of `inputs` (a plan's images, in plan order; `key` their hashes), its cells set
+  /// to `instances` (the variables the inputs reach elsewhere: image/instance_cells.h): loaded from
   /// `sameModel`'s binary where there is one and `device` takes it, else the binary store's where
   /// it has one `device` loads, else linked by `device` and stored. Build once across processes:
   /// where another process builds it (the store's build lock), its entry is waited for. Errors

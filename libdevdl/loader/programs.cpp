@@ -366,24 +366,26 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   const auto start = std::chrono::steady_clock::now();
   references = host::referenceAll(job.hosts);
   llvm::Expected<cache::Built> made = cache::Built{};
+  // A variable whose instance this program cannot reach: whose it is, where, and what would do.
+  auto unreachable = [&](const BuildJob::Inputs::Reached &reached, const std::string &why, std::string_view images) {
+    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(reached.name) + "` of " + reached.imageLabel +
+                                            " has its instance on " + planned.device->description() +
+                                            " in the program of " + reached.lenderLabel + ", which the program of " +
+                                            request.label + " cannot reach: " + why + " (" + images +
+                                            "opening the application before the library's own kernels run, which "
+                                            "links them into one program, would do)");
+  };
   // Where the instances it reaches lie, asked of the programs that hold them.
   auto build = [&](const BuildJob::Inputs &inputs, const cache::SameModel &same) -> llvm::Expected<cache::Built> {
     std::vector<cache::InstanceAddress> instances;
     for (const BuildJob::Inputs::Reached &reached : inputs.reached) {
       auto extent = reached.program->variable(reached.name);
-      if (!extent)
-        return fail(ErrorCode::Unsupported,
-                    "`" + llvm::Twine(reached.name) + "` of " + reached.imageLabel + " has its instance on " +
-                        planned.device->description() + " in the program of " + reached.lenderLabel +
-                        ", which the program of " + request.label + " cannot reach: " +
-                        llvm::toString(extent.takeError()) +
-                        " (opening the application before the library's own kernels run links them into one "
-                        "program)");
+      if (!extent) return unreachable(reached, llvm::toString(extent.takeError()), "");
       instances.push_back({reached.name, extent->address});
     }
     auto built = programs_.build(*planned.device, inputs.key, inputs.inputs, instances, same, keepBinary);
     if (built || inputs.reached.empty()) return built;
-    // Where what failed is reaching an instance (an image devdl cannot rewrite to), say whose.
+    // Where what failed is reaching an instance (an image devdl cannot edit so), say whose.
     std::string why;
     llvm::Error err = llvm::handleErrors(built.takeError(), [&](std::unique_ptr<llvm::ErrorInfoBase> info) {
       why += info->message();
@@ -392,14 +394,9 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     for (const BuildJob::Inputs::Reached &reached : inputs.reached)
       if (why.find("`" + std::string(reached.name) + "`") != std::string::npos) {
         llvm::consumeError(std::move(err));
-        return fail(ErrorCode::Unsupported,
-                    "`" + llvm::Twine(reached.name) + "` of " + reached.imageLabel + " has its instance on " +
-                        planned.device->description() + " in the program of " + reached.lenderLabel +
-                        ", which the program of " + request.label + " cannot reach: " + why +
-                        " (an image with PTX or LTO-IR beside its cubins, or opening the application before the "
-                        "library's own kernels run, which links them into one program, would do)");
+        return unreachable(reached, why, "an image with PTX or LTO-IR beside its cubins, or ");
       }
-    return std::move(err);
+    return err;
   };
   if (references) {
     made = build(job.linked, sameModel);

@@ -16,6 +16,7 @@
 #include "cache/image_summary.h"
 #include "image/aspects.h"
 #include "image/code_graph.h"
+#include "image/instance_cells.h"
 #include "image/registered_objects.h"
 #include "image/local_definitions.h"
 #include "image/read_image.h"
@@ -86,15 +87,22 @@ llvm::Error readSummary(devdl::Bytes bytes) {
 }
 
 // Reads an image of `format`, then makes its definitions local in a copy (a name it does not
-// define where it has none): the edit parses the bytes itself, read or not.
+// define where it has none), and reaches its variables and imports through cells in another: the
+// edits parse the bytes themselves, read or not. An image read (SPIR-V: validated) whose cells
+// were made must read again: the edit must not make a valid module invalid.
 llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shared_ptr<devdl::Storage> storage) {
   using namespace devdl;
-  auto image = readRawImage(bytes, format, std::move(storage));
-  std::vector<std::string_view> names{"f"};
+  auto image = readRawImage(bytes, format, storage);
+  std::vector<std::string_view> names{"f"}, reached{"v"};
   if (image)
-    for (const Symbol &s : image->symbols)
+    for (const Symbol &s : image->symbols) {
       if (s.kind == SymbolKind::Function || s.kind == SymbolKind::Variable) names.push_back(s.name);
+      if (s.kind == SymbolKind::Variable || s.kind == SymbolKind::Import) reached.push_back(s.name);
+    }
   llvm::consumeError(withLocalDefinitions(bytes, format, names).takeError());
+  auto cells = withInstancesElsewhere(bytes, format, reached);
+  if (image && cells && !readRawImage(asBytes(*cells), format, storage)) __builtin_trap();
+  if (!cells) llvm::consumeError(cells.takeError());
   return image.takeError();
 }
 
@@ -167,10 +175,30 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   std::vector<std::string> variables;
   for (const Symbol &s : linked.front()->symbols)
     if (s.kind == SymbolKind::Variable) variables.emplace_back(s.name);
-  if (variables.empty()) return llvm::Error::success();
-  std::vector<uint32_t> first(linked.front()->bytes.size() / 4);
-  std::memcpy(first.data(), linked.front()->bytes.data(), first.size() * 4);
-  return backend::inProcess::copyKernels(first, variables).takeError();
+  if (!variables.empty()) {
+    std::vector<uint32_t> first(linked.front()->bytes.size() / 4);
+    std::memcpy(first.data(), linked.front()->bytes.data(), first.size() * 4);
+    llvm::consumeError(backend::inProcess::copyKernels(first, variables).takeError());
+  }
+  // Linked again as a program that reaches every variable of the plan in another: each image
+  // that defines or imports one through its cell, translated as for PoCL.
+  std::vector<std::string_view> reachedNames;
+  for (size_t i = 0; i < plan.images.size(); ++i)
+    for (const Symbol &s : images[plan.images[i]]->symbols)
+      if (s.kind == SymbolKind::Variable && !llvm::is_contained(plan.hidden[i], s.name)) reachedNames.push_back(s.name);
+  if (reachedNames.empty()) return llvm::Error::success();
+  std::deque<DeviceImage> reaching;
+  std::vector<const DeviceImage *> reached;
+  for (size_t i = 0; i < plan.images.size(); ++i) {
+    const DeviceImage &image = *images[plan.images[i]];
+    auto bytes = editedForLink(image.bytes, image.format, plan.hidden[i], reachedNames, edited);
+    if (!bytes) return bytes.takeError();
+    reached.push_back(&reaching.emplace_back(image));
+    reaching.back().bytes = *bytes;
+  }
+  auto cells = backend::linkSpirv(reached, labels);
+  if (!cells) return cells.takeError();
+  return backend::inProcess::spirvToSpir(*cells, {}, /*optimize=*/true, place).takeError();
 }
 
 llvm::Error parse(devdl::Bytes bytes) {
