@@ -49,6 +49,10 @@ struct Rewrite {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> pointers;  // (storage, pointee) -> OpTypePointer
   std::vector<std::set<uint32_t>> functionUses;         // by function: the variables it uses
   std::map<uint32_t, uint32_t> heldBy;                  // variable -> an instruction at module scope naming it
+  // Variables of the module's own: CrossWorkgroup ones, those with a linkage, those read-only
+  // (Constant), and the names they have, to tell a writable one the module does not export.
+  std::set<uint32_t> global, linked, readOnly;
+  std::map<uint32_t, std::string_view> idNames;
   // The second pass's state.
   bool writing = false;
   uint32_t bound = 0;
@@ -68,7 +72,10 @@ void collect(Rewrite &r, const spv_parsed_instruction_t *inst) {
   switch (inst->opcode) {
     case SpvOpMemoryModel: r.addressing = inst->words[1]; return;
     case SpvOpDecorate:
+      if (inst->num_operands >= 2 && inst->words[inst->operands[1].offset] == SpvDecorationConstant)
+        r.readOnly.insert(inst->words[1]);
       if (inst->num_operands >= 4 && inst->words[inst->operands[1].offset] == SpvDecorationLinkageAttributes) {
+        r.linked.insert(inst->words[1]);
         const std::string_view name = literal(inst, inst->operands[2]);
         if (auto it = llvm::find(r.names, name); it != r.names.end()) {
           r.variables[inst->words[1]] = *it;
@@ -77,6 +84,8 @@ void collect(Rewrite &r, const spv_parsed_instruction_t *inst) {
       }
       return;
     case SpvOpName:
+      if (inst->num_operands >= 2) r.idNames[inst->words[1]] = literal(inst, inst->operands[1]);
+      return;
     case SpvOpEntryPoint:
     case SpvOpMemberDecorate:
     case SpvOpDecorateId:
@@ -87,6 +96,8 @@ void collect(Rewrite &r, const spv_parsed_instruction_t *inst) {
   }
   if (inst->opcode == SpvOpVariable && !inFunctions && r.variables.count(inst->result_id))
     r.pointerType[inst->result_id] = inst->type_id;
+  if (inst->opcode == SpvOpVariable && !inFunctions && inst->words[3] == SpvStorageClassCrossWorkgroup)
+    r.global.insert(inst->result_id);
   // Debug information may name the variable (its cell then): anything else at module scope that
   // names it holds its address, which only the instance has.
   const bool debug = inst->opcode == SpvOpExtInst && !inFunctions;
@@ -245,6 +256,16 @@ llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, st
                                               "(SPIR-V opcode " + std::to_string(opcode) +
                                               "), which cannot hold the address of an instance elsewhere");
   if (r.pointerType.empty()) return std::string(bytes.begin(), bytes.end());  // it names none of them
+  // A module whose variable's instance is elsewhere has all its variables' there: one it keeps
+  // to itself and writes would be a second instance here, which devdl cannot reach yet.
+  const bool defines = llvm::any_of(r.linkage, [](const auto &l) { return l.second != SpvLinkageTypeImport; });
+  for (uint32_t variable : r.global)
+    if (defines && !r.linked.count(variable) && !r.readOnly.count(variable))
+      return fail(ErrorCode::Unsupported,
+                  "`" + std::string(r.idNames.count(variable) ? r.idNames[variable] : "a variable") +
+                      "`, a variable of its own that it does not export, would have a second instance in the "
+                      "program that reaches `" + std::string(r.variables.begin()->second) +
+                      "` in another: devdl reaches only exported variables so");
   if (r.addressing != SpvAddressingModelPhysical64)
     return fail(ErrorCode::Unsupported, "`" + std::string(r.variables.begin()->second) +
                                             "`: the module's addresses are not of 64 bits, as the cell's are");

@@ -367,6 +367,9 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
     return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "`'s address is held by another variable's "
                                             "initializer, which cannot hold the address of an instance elsewhere");
   };
+  // A variable of the module's own it writes, and one of `names` it defines: a module whose
+  // variable's instance is elsewhere has all its variables' there.
+  std::string_view own, defined;
   PtxScanner scanner(*text);
   Statement st;
   int depth = 0;             // inside a body or an initializer's braces
@@ -402,7 +405,11 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
       const std::optional<Declared> d = declarationOf(st);
       initializer = false;
       const bool variable = llvm::is_contained(st.tokens, ".global") || llvm::is_contained(st.tokens, ".const");
+      if (d && d->kind == SymbolKind::Variable && d->linkage.empty() && llvm::is_contained(st.tokens, ".global") &&
+          own.empty())
+        own = d->name;
       if (d && variable && target(d->name)) {
+        if (d->kind == SymbolKind::Variable) defined = d->name;
         if (llvm::is_contained(st.tokens, ".const"))
           return fail(ErrorCode::Unsupported, "`" + llvm::Twine(d->name) + "` is in the constant bank (.const), "
                                                   "which cannot be reached in another program");
@@ -422,6 +429,10 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
   }
   if (depth > 0) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
   if (scanner.failed()) return fail(ErrorCode::BadFormat, "invalid PTX: unterminated comment");
+  if (!own.empty() && !defined.empty())
+    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(own) + "`, a variable of its own that it does not export, "
+                                            "would have a second instance in the program that reaches `" + defined +
+                                            "` in another: devdl reaches only exported variables so");
   std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
   std::string out;
   size_t from = 0;

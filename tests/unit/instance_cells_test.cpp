@@ -120,6 +120,25 @@ TEST(InstanceCells, AnAddressHeldByAnInitializerIsRefusedNamingTheVariable) {
             0u);
 }
 
+// A module whose exported variable's instance is elsewhere has all its variables' there: a
+// static one it writes would be a second instance, refused naming it (static_var_lib's Level).
+TEST(InstanceCells, AVariableTheModuleKeepsToItselfIsRefusedNamingIt) {
+  auto file = readImageFile(image("static_var_lib.spv"));
+  ASSERT_TRUE(!!file) << errorText(file);
+  const std::vector<std::string_view> scale{"Scale"};
+  EXPECT_EQ(errorText(withInstancesElsewhere(file->images[0].bytes, ImageFormat::SpirV, scale)),
+            "`Level`, a variable of its own that it does not export, would have a second instance in the program "
+            "that reaches `Scale` in another: devdl reaches only exported variables so");
+  if (!DEVDL_TEST_CUDA_IMAGES) return;
+  auto ptx = readImageFile(image("static_var_lib.ptx"));
+  ASSERT_TRUE(!!ptx) << errorText(ptx);
+  const std::string why = errorText(withInstancesElsewhere(ptx->images[0].bytes, ImageFormat::Ptx, scale));
+  EXPECT_NE(why.find("Level`, a variable of its own that it does not export, would have a second instance in the "
+                     "program that reaches `Scale` in another"),
+            std::string::npos)
+      << why;
+}
+
 TEST(InstanceCells, OtherFormatsAreRefusedNamingTheVariable) {
   EXPECT_EQ(errorText(withInstancesElsewhere(Bytes(), ImageFormat::OpenClBinary, kState)),
             "`State` cannot be reached in another program from an image of format opencl-binary: devdl rewrites "
