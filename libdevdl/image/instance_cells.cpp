@@ -257,7 +257,8 @@ llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, st
                                               "), which cannot hold the address of an instance elsewhere");
   if (r.pointerType.empty()) return std::string(bytes.begin(), bytes.end());  // it names none of them
   // A module whose variable's instance is elsewhere has all its variables' there: one it keeps
-  // to itself and writes would be a second instance here, which devdl cannot reach yet.
+  // to itself and may write (not decorated Constant, as OpenCL C's `const` is) would be a second
+  // instance here, which devdl cannot reach yet.
   const bool defines = llvm::any_of(r.linkage, [](const auto &l) { return l.second != SpvLinkageTypeImport; });
   for (uint32_t variable : r.global)
     if (defines && !r.linked.count(variable) && !r.readOnly.count(variable))

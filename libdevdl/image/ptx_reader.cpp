@@ -367,9 +367,12 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
     return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "`'s address is held by another variable's "
                                             "initializer, which cannot hold the address of an instance elsewhere");
   };
-  // A variable of the module's own it writes, and one of `names` it defines: a module whose
-  // variable's instance is elsewhere has all its variables' there.
-  std::string_view own, defined;
+  // The variables of the module's own, one of them a store or an atomic names (a write through
+  // an address computed is not seen), and one of `names` it defines: a module whose variable's
+  // instance is elsewhere has all its variables' there.
+  std::set<std::string_view> own;
+  std::string_view written, defined;
+  std::string_view opcode;  // of the body's statement under way
   PtxScanner scanner(*text);
   Statement st;
   int depth = 0;             // inside a body or an initializer's braces
@@ -378,6 +381,8 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
   std::set<size_t> used;     // the variables its body names
   for (std::string_view tok = scanner.next(); !tok.empty(); tok = scanner.next()) {
     if (depth > 0) {
+      if (tok == ";" || tok == "{" || tok == "}" || tok == ":") opcode = {};
+      else if (opcode.empty() && tok.front() != '@') opcode = tok;
       if (tok == "{") {
         ++depth;
       } else if (tok == "}" && --depth == 0 && !initializer) {
@@ -387,6 +392,9 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
         if (!loads.empty()) edits.push_back({body + 1, 0, std::move(loads)});
         used.clear();
         st.tokens.clear();
+      } else if (own.count(tok) && written.empty() &&
+                 (opcode.starts_with("st.") || opcode.starts_with("atom.") || opcode.starts_with("red."))) {
+        written = tok;
       } else if (auto k = target(tok)) {
         if (initializer) return held(tok);
         used.insert(*k);
@@ -405,9 +413,8 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
       const std::optional<Declared> d = declarationOf(st);
       initializer = false;
       const bool variable = llvm::is_contained(st.tokens, ".global") || llvm::is_contained(st.tokens, ".const");
-      if (d && d->kind == SymbolKind::Variable && d->linkage.empty() && llvm::is_contained(st.tokens, ".global") &&
-          own.empty())
-        own = d->name;
+      if (d && d->kind == SymbolKind::Variable && d->linkage.empty() && llvm::is_contained(st.tokens, ".global"))
+        own.insert(d->name);
       if (d && variable && target(d->name)) {
         if (d->kind == SymbolKind::Variable) defined = d->name;
         if (llvm::is_contained(st.tokens, ".const"))
@@ -429,8 +436,8 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
   }
   if (depth > 0) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
   if (scanner.failed()) return fail(ErrorCode::BadFormat, "invalid PTX: unterminated comment");
-  if (!own.empty() && !defined.empty())
-    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(own) + "`, a variable of its own that it does not export, "
+  if (!written.empty() && !defined.empty())
+    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(written) + "`, a variable of its own that it does not export, "
                                             "would have a second instance in the program that reaches `" + defined +
                                             "` in another: devdl reaches only exported variables so");
   std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });

@@ -139,6 +139,34 @@ TEST(InstanceCells, AVariableTheModuleKeepsToItselfIsRefusedNamingIt) {
       << why;
 }
 
+// A table of its own that the module only reads (nvcc writes a `static const __device__` array
+// as .global, read through an address it computes) is no second instance of anything: the
+// module is edited, the table left as it is.
+TEST(InstanceCells, PtxReadingATableOfItsOwnIsEdited) {
+  const std::string ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .b8 Table[16] = {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4};
+.visible .global .align 4 .u32 Exported = 1;
+.visible .func (.param .b32 r) Get(.param .b32 i)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<3>;
+	ld.param.u32 %r1, [i];
+	mov.u64 %rd1, Table;
+	ld.global.nc.u32 %r2, [%rd1];
+	ld.global.u32 %r3, [Exported];
+	st.param.b32 [r], %r2;
+	ret;
+}
+)";
+  const std::vector<std::string_view> exported{"Exported"};
+  auto edited = withInstancesElsewhere(asBytes(ptx), ImageFormat::Ptx, exported);
+  ASSERT_TRUE(!!edited) << errorText(edited);
+  EXPECT_NE(edited->find("mov.u64 %rd1, Table;"), std::string::npos);
+  EXPECT_NE(edited->find("ld.global.u32 %r3, [%devdl_cell0];"), std::string::npos);
+}
+
 TEST(InstanceCells, OtherFormatsAreRefusedNamingTheVariable) {
   EXPECT_EQ(errorText(withInstancesElsewhere(Bytes(), ImageFormat::OpenClBinary, kState)),
             "`State` cannot be reached in another program from an image of format opencl-binary: devdl rewrites "
