@@ -318,6 +318,9 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
     for (size_t i = 0; i < linked.images.size(); ++i)
       for (std::string_view name : linked.hidden[i])
         Debug::get().print("interposed `" + std::string(name) + "`: made local in " + images_[linked.images[i]].label);
+    for (const BuildJob::Inputs::Reached &reached : job.linked.reached)
+      Debug::get().print("instance of `" + std::string(reached.name) + "` of " + reached.imageLabel +
+                         ": reached in the program of " + reached.lenderLabel);
   }
   // The programs holding the instances it reaches stay while it builds.
   for (const BuildJob::Inputs *inputs : {&job.linked, &job.alone})
