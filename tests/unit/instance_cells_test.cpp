@@ -4,6 +4,7 @@
 #include "backend/spirv/link.h"
 #include "image/instance_cells.h"
 #include "image/read_image.h"
+#include "support/error.h"
 #include "support/spirv_tools.h"
 #include "test_images.h"
 #include "test_support.h"
@@ -11,6 +12,7 @@
 #include <spirv-tools/libspirv.h>
 
 #include <algorithm>
+#include <filesystem>
 
 namespace devdl::test {
 namespace {
@@ -165,6 +167,37 @@ TEST(InstanceCells, PtxReadingATableOfItsOwnIsEdited) {
   ASSERT_TRUE(!!edited) << errorText(edited);
   EXPECT_NE(edited->find("mov.u64 %rd1, Table;"), std::string::npos);
   EXPECT_NE(edited->find("ld.global.u32 %r3, [%devdl_cell0];"), std::string::npos);
+}
+
+// Every test image devdl reads (SPIR-V validated), its variables and imports reached through
+// cells, reads again: the edit never makes a valid module invalid (the fuzzers check the same).
+TEST(InstanceCells, EveryTestImageStaysValid) {
+  size_t edited = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(image(""))) {
+    const std::string extension = entry.path().extension().string();
+    if (extension != ".spv" && extension != ".ptx") continue;
+    auto file = readImageFile(entry.path().string());
+    if (!file) {
+      llvm::consumeError(file.takeError());  // the hostile ones
+      continue;
+    }
+    for (const DeviceImage &original : file->images) {
+      std::vector<std::string_view> names;
+      for (const Symbol &s : original.symbols)
+        if (s.kind == SymbolKind::Variable || s.kind == SymbolKind::Import) names.push_back(s.name);
+      auto cells = withInstancesElsewhere(original.bytes, original.format, names);
+      if (!cells) {
+        llvm::Error refused = cells.takeError();
+        EXPECT_TRUE(hasCode(refused, ErrorCode::Unsupported)) << entry.path();
+        llvm::consumeError(std::move(refused));
+        continue;
+      }
+      auto reread = readImageMemory(asBytes(*cells), entry.path().string(), nullptr);
+      EXPECT_TRUE(!!reread) << entry.path() << ": " << errorText(reread);
+      edited += *cells != asText(original.bytes);
+    }
+  }
+  EXPECT_GT(edited, 10u);
 }
 
 TEST(InstanceCells, OtherFormatsAreRefusedNamingTheVariable) {
