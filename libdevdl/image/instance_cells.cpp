@@ -94,8 +94,10 @@ void collect(Rewrite &r, const spv_parsed_instruction_t *inst) {
     case SpvOpFunction: r.functionUses.emplace_back(); return;
     default: break;
   }
-  if (inst->opcode == SpvOpVariable && !inFunctions && r.variables.count(inst->result_id))
-    r.pointerType[inst->result_id] = inst->type_id;
+  // Program-scope memory only: a builtin's Input variable is the device's, never an instance.
+  const bool memory = inst->opcode == SpvOpVariable && (inst->words[3] == SpvStorageClassCrossWorkgroup ||
+                                                        inst->words[3] == SpvStorageClassUniformConstant);
+  if (memory && !inFunctions && r.variables.count(inst->result_id)) r.pointerType[inst->result_id] = inst->type_id;
   if (inst->opcode == SpvOpVariable && !inFunctions && inst->words[3] == SpvStorageClassCrossWorkgroup)
     r.global.insert(inst->result_id);
   // Debug information may name the variable (its cell then): anything else at module scope that
