@@ -30,8 +30,8 @@ struct LinkInput {
   /// image (image/local_definitions.h).
   std::span<const std::string_view> hidden = {};
   /// Its variables, defined or imported, whose one instance on the device lies in another
-  /// program: the link reaches each through its cell (image/instance_cells.h), which the program
-  /// cache rewrites the image for and sets once the program is made.
+  /// program: the link reaches each through its cell, the image edited so (editedForLink,
+  /// image/instance_cells.h); the program cache sets the cells once the program is made.
   std::span<const std::string_view> elsewhere = {};
 };
 

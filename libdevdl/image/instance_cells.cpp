@@ -51,7 +51,7 @@ struct Rewrite {
   std::map<uint32_t, uint32_t> heldBy;                  // variable -> an instruction at module scope naming it
   // Variables of the module's own: CrossWorkgroup ones, those with a linkage, those read-only
   // (Constant), and the names they have, to tell a writable one the module does not export.
-  std::set<uint32_t> global, linked, readOnly;
+  std::set<uint32_t> crossWorkgroup, linked, readOnly;
   std::map<uint32_t, std::string_view> idNames;
   // The second pass's state.
   bool writing = false;
@@ -65,7 +65,7 @@ struct Rewrite {
   bool entryBlock = false, loaded = false;
 };
 
-bool isVariableReference(const spv_parsed_operand_t &operand) { return operand.type == SPV_OPERAND_TYPE_ID; }
+bool isId(const spv_parsed_operand_t &operand) { return operand.type == SPV_OPERAND_TYPE_ID; }
 
 void collect(Rewrite &r, const spv_parsed_instruction_t *inst) {
   const bool inFunctions = !r.functionUses.empty();
@@ -99,13 +99,13 @@ void collect(Rewrite &r, const spv_parsed_instruction_t *inst) {
                                                         inst->words[3] == SpvStorageClassUniformConstant);
   if (memory && !inFunctions && r.variables.count(inst->result_id)) r.pointerType[inst->result_id] = inst->type_id;
   if (inst->opcode == SpvOpVariable && !inFunctions && inst->words[3] == SpvStorageClassCrossWorkgroup)
-    r.global.insert(inst->result_id);
+    r.crossWorkgroup.insert(inst->result_id);
   // Debug information may name the variable (its cell then): anything else at module scope that
   // names it holds its address, which only the instance has.
   const bool debug = inst->opcode == SpvOpExtInst && !inFunctions;
   for (uint16_t i = 0; i < inst->num_operands; ++i) {
     const uint32_t id = inst->words[inst->operands[i].offset];
-    if (!isVariableReference(inst->operands[i]) || !r.variables.count(id) || debug) continue;
+    if (!isId(inst->operands[i]) || !r.variables.count(id) || debug) continue;
     if (!inFunctions || inst->opcode == SpvOpVariable)
       r.heldBy.try_emplace(id, inst->opcode);
     else
@@ -219,7 +219,7 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
   emit(r, inst->words, inst->num_words);
   if (r.inFunction.empty()) return;
   for (uint16_t i = 0; i < inst->num_operands; ++i) {
-    if (!isVariableReference(inst->operands[i])) continue;
+    if (!isId(inst->operands[i])) continue;
     uint32_t &word = r.out[start + inst->operands[i].offset];
     if (auto it = r.inFunction.find(word); it != r.inFunction.end()) word = it->second;
   }
@@ -262,7 +262,7 @@ llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, st
   // to itself and may write (not decorated Constant, as OpenCL C's `const` is) would be a second
   // instance here, which devdl cannot reach yet.
   const bool defines = llvm::any_of(r.linkage, [](const auto &l) { return l.second != SpvLinkageTypeImport; });
-  for (uint32_t variable : r.global)
+  for (uint32_t variable : r.crossWorkgroup)
     if (defines && !r.linked.count(variable) && !r.readOnly.count(variable))
       return fail(ErrorCode::Unsupported,
                   "`" + std::string(r.idNames.count(variable) ? r.idNames[variable] : "a variable") +

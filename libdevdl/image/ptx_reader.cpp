@@ -1,6 +1,7 @@
 // PTX text: the module directives (.version, .target) and the linkage of top-level .entry, .func
-// and .global/.const declarations, bodies and initializers skipped by brace matching; and, for a
-// link split into parts, what each body and initializer names (ptxCodeGraph).
+// and .global/.const declarations, bodies and initializers skipped by brace matching; for a link
+// split into parts, what each body and initializer names (ptxCodeGraph); and the edits a link
+// makes (definitions made local, variables reached through cells).
 #include "image/code_graph.h"
 #include "image/instance_cells.h"
 #include "image/readers.h"
@@ -342,10 +343,6 @@ llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const
   if (walked) return walked;
   return out;
 }
-
-}  // namespace devdl::readers
-
-namespace devdl::readers {
 
 llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names) {
   auto text = ptxText(bytes);
