@@ -33,6 +33,10 @@ struct LinkInput {
   /// program: the link reaches each through its cell, the image edited so (editedForLink,
   /// image/instance_cells.h); the program cache sets the cells once the program is made.
   std::span<const std::string_view> elsewhere = {};
+  /// Of `hidden`, the variables whose instance, this image's own, lies in another program: the
+  /// image's own code reaches each through its interposed cell (interposedCellName, by the
+  /// input's position).
+  std::span<const std::string_view> hiddenElsewhere = {};
 };
 
 /// Where a variable of a program lies in device memory: its address and its size in bytes.

@@ -1,6 +1,5 @@
 #include "cache/program_cache.h"
 
-#include "image/instance_cells.h"
 #include "image/read_image.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -101,7 +100,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> withCellsSet(llvm::Expected<st
   if (!program) return program;
   for (const InstanceAddress &instance : instances) {
     void *address = instance.address;
-    if (llvm::Error err = (*program)->copyVariable(instanceCellName(instance.name), 0, &address, sizeof address, true))
+    if (llvm::Error err = (*program)->copyVariable(instance.cell, 0, &address, sizeof address, true))
       return fail(ErrorCode::Unsupported, "the address of `" + llvm::Twine(instance.name) +
                                               "`'s instance could not be set in the program that reaches it: " +
                                               llvm::toString(std::move(err)));

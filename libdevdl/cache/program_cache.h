@@ -55,7 +55,8 @@ struct ProgramKey {
   /// images of the same bytes each have their variables' instance, as two copies of a host
   /// library have their own data.
   std::vector<uint32_t> instances;
-  /// The names of the variables it reaches through cells (image/instance_cells.h), sorted.
+  /// The names of the variables it reaches through cells (image/instance_cells.h), sorted: a
+  /// variable the program interposes, which an image's own code reaches, by its cell's name.
   std::vector<std::string> elsewhere;
 
   /// The key of the program linked from `plan`, `hashOf(id)` being image `id`'s hash.
@@ -136,7 +137,8 @@ struct Built {
 /// Where the instance of a variable a program reaches through its cell lies: what the cell is
 /// set to.
 struct InstanceAddress {
-  std::string_view name;
+  std::string_view name;  // the variable's
+  std::string cell;       // the cell's (image/instance_cells.h)
   void *address;
 };
 

@@ -25,6 +25,10 @@ namespace devdl {
 
 std::string instanceCellName(std::string_view name) { return std::string(kInstanceCellPrefix) + std::string(name); }
 
+std::string interposedCellName(std::string_view name, size_t position) {
+  return instanceCellName(name) + "$" + std::to_string(position);
+}
+
 namespace {
 
 std::string_view literal(const spv_parsed_instruction_t *inst, const spv_parsed_operand_t &operand) {
@@ -41,9 +45,11 @@ std::vector<uint32_t> literalWords(std::string_view text) {
 
 struct Rewrite {
   std::span<const std::string_view> names;
+  std::span<const std::string> cells;  // parallel to names; empty: instanceCellName
   // The first pass's findings.
   uint32_t addressing = SpvAddressingModelPhysical64;
   std::map<uint32_t, std::string_view> variables;       // variable id -> its linkage name, of `names`
+  std::map<uint32_t, std::string> cellNames;            // variable id -> its cell's name
   std::map<uint32_t, SpvLinkageType> linkage;           // variable id -> Export or Import
   std::map<uint32_t, uint32_t> pointerType;             // variable id -> its type (a pointer)
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> pointers;  // (storage, pointee) -> OpTypePointer
@@ -79,6 +85,8 @@ void collect(Rewrite &r, const spv_parsed_instruction_t *inst) {
         const std::string_view name = literal(inst, inst->operands[2]);
         if (auto it = llvm::find(r.names, name); it != r.names.end()) {
           r.variables[inst->words[1]] = *it;
+          const auto k = static_cast<size_t>(it - r.names.begin());
+          r.cellNames[inst->words[1]] = r.cells.empty() ? instanceCellName(*it) : r.cells[k];
           r.linkage[inst->words[1]] = static_cast<SpvLinkageType>(inst->words[inst->operands[3].offset]);
         }
       }
@@ -144,7 +152,7 @@ void writeCells(Rewrite &r) {
 
 void writeName(Rewrite &r, uint32_t variable) {
   if (!r.named.insert(variable).second) return;
-  const std::vector<uint32_t> name = literalWords(instanceCellName(r.variables[variable]));
+  const std::vector<uint32_t> name = literalWords(r.cellNames[variable]);
   r.out.push_back(static_cast<uint32_t>(2 + name.size()) << 16 | SpvOpName);
   r.out.push_back(variable);
   r.out.insert(r.out.end(), name.begin(), name.end());
@@ -180,7 +188,7 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
       writeNames(r);
       if (!r.variables.count(target)) break;
       if (inst->words[2] == SpvDecorationLinkageAttributes) {  // the cell's name, the variable's linkage
-        const std::vector<uint32_t> name = literalWords(instanceCellName(r.variables[target]));
+        const std::vector<uint32_t> name = literalWords(r.cellNames[target]);
         r.out.push_back(static_cast<uint32_t>(4 + name.size()) << 16 | SpvOpDecorate);
         r.out.insert(r.out.end(), {target, uint32_t(SpvDecorationLinkageAttributes)});
         r.out.insert(r.out.end(), name.begin(), name.end());
@@ -227,13 +235,15 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
 
 }  // namespace
 
-llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names) {
+llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
+                                                                std::span<const std::string> cells) {
   if (bytes.size() < 20 || bytes.size() % 4 != 0)
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
   Rewrite r;
   r.names = names;
+  r.cells = cells;
   auto visit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &r = *static_cast<Rewrite *>(user);
     r.writing ? rewrite(r, inst) : collect(r, inst);
@@ -285,18 +295,28 @@ llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, st
 }
 
 llvm::Expected<std::string> withInstancesElsewhere(Bytes bytes, ImageFormat format,
-                                                   std::span<const std::string_view> names) {
-  if (format == ImageFormat::SpirV) return readers::spirvWithInstancesElsewhere(bytes, names);
-  if (format == ImageFormat::Ptx) return readers::ptxWithInstancesElsewhere(bytes, names);
+                                                   std::span<const std::string_view> names,
+                                                   std::span<const std::string> cells) {
+  if (format == ImageFormat::SpirV) return readers::spirvWithInstancesElsewhere(bytes, names, cells);
+  if (format == ImageFormat::Ptx) return readers::ptxWithInstancesElsewhere(bytes, names, cells);
   return fail(ErrorCode::Unsupported, "`" + std::string(names.empty() ? "" : names.front()) +
                                           "` cannot be reached in another program from an image of format " +
                                           std::string(formatName(format)) + ": devdl rewrites SPIR-V and PTX for that");
 }
 
 llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> hidden,
-                                    std::span<const std::string_view> elsewhere, std::deque<std::string> &edits) {
-  if (!elsewhere.empty()) {
-    auto edited = withInstancesElsewhere(bytes, format, elsewhere);
+                                    std::span<const std::string_view> elsewhere,
+                                    std::span<const std::string_view> hiddenElsewhere, size_t position,
+                                    std::deque<std::string> &edits) {
+  if (!elsewhere.empty() || !hiddenElsewhere.empty()) {
+    std::vector<std::string_view> names(elsewhere.begin(), elsewhere.end());
+    std::vector<std::string> cells;
+    for (std::string_view name : elsewhere) cells.push_back(instanceCellName(name));
+    for (std::string_view name : hiddenElsewhere) {
+      names.push_back(name);
+      cells.push_back(interposedCellName(name, position));
+    }
+    auto edited = withInstancesElsewhere(bytes, format, names, cells);
     if (!edited) return edited.takeError();
     bytes = asBytes(edits.emplace_back(std::move(*edited)));
   }

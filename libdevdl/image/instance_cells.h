@@ -23,21 +23,31 @@ inline constexpr std::string_view kInstanceCellPrefix = "__devdl_instance_";
 /// The name of the cell that holds the address of variable `name`'s instance: exported by the
 /// image that defined the variable, imported by those that imported it.
 std::string instanceCellName(std::string_view name);
+/// The cell through which an image's own code reaches its variable `name` where another image of
+/// the program interposes the name (the image's own accesses keep its own variable, as
+/// -Bsymbolic): apart from the program's cell of the name, by the image's `position` among the
+/// program's inputs.
+std::string interposedCellName(std::string_view name, size_t position);
 
 /// A copy of an image's bytes (of `format`) in which each of `names` it defines or imports is
 /// reached through its cell: the definition (its initializer left to the instance) and the
 /// import become the cell's, exported and imported under instanceCellName, and every use in a
-/// function goes through the address the cell holds. SPIR-V and PTX. Fails with Unsupported
+/// function goes through the address the cell holds. `cells` names each one's cell, where not
+/// instanceCellName. SPIR-V and PTX. Fails with Unsupported
 /// naming the variable where a format or a use cannot be rewritten (a constant holding its
 /// address, 32-bit addressing, PTX's constant bank), and with BadFormat where the bytes do not
 /// parse.
 llvm::Expected<std::string> withInstancesElsewhere(Bytes bytes, ImageFormat format,
-                                                   std::span<const std::string_view> names);
+                                                   std::span<const std::string_view> names,
+                                                   std::span<const std::string> cells = {});
 
-/// An image's bytes as a link takes them: `elsewhere` reached through cells, then its definitions
-/// of `hidden` made local (image/local_definitions.h); `bytes` themselves where both are empty.
-/// The copies made are kept in `edits`.
+/// An image's bytes as a link takes them, the image at `position` among the link's inputs:
+/// `elsewhere` reached through their cells, and `hiddenElsewhere` (of `hidden`) through their
+/// interposed cells, then its definitions of `hidden` made local (image/local_definitions.h);
+/// `bytes` themselves where nothing is to be edited. The copies made are kept in `edits`.
 llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> hidden,
-                                    std::span<const std::string_view> elsewhere, std::deque<std::string> &edits);
+                                    std::span<const std::string_view> elsewhere,
+                                    std::span<const std::string_view> hiddenElsewhere, size_t position,
+                                    std::deque<std::string> &edits);
 
 }  // namespace devdl

@@ -344,7 +344,8 @@ llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const
   return out;
 }
 
-llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names) {
+llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
+                                                      std::span<const std::string> cells) {
   auto text = ptxText(bytes);
   if (!text) return text.takeError();
   // The edits, in the text's order: each declaration of a variable replaced by its cell's, each
@@ -359,6 +360,7 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
     return it == names.end() ? std::nullopt : std::optional<size_t>(static_cast<size_t>(it - names.begin()));
   };
   auto reg = [](size_t k) { return "%devdl_cell" + std::to_string(k); };
+  auto cell = [&](size_t k) { return cells.empty() ? instanceCellName(names[k]) : cells[k]; };
   auto offset = [&](std::string_view token) { return static_cast<size_t>(token.data() - text->data()); };
   auto held = [&](std::string_view name) {
     return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "`'s address is held by another variable's "
@@ -385,7 +387,7 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
       } else if (tok == "}" && --depth == 0 && !initializer) {
         std::string loads;
         for (size_t k : used)
-          loads += "\n\t.reg .b64 " + reg(k) + ";\n\tld.global.u64 " + reg(k) + ", [" + instanceCellName(names[k]) + "];";
+          loads += "\n\t.reg .b64 " + reg(k) + ";\n\tld.global.u64 " + reg(k) + ", [" + cell(k) + "];";
         if (!loads.empty()) edits.push_back({body + 1, 0, std::move(loads)});
         used.clear();
         st.tokens.clear();
@@ -419,7 +421,7 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
                                                   "which cannot be reached in another program");
         const std::string directive = d->kind == SymbolKind::Import ? ".extern" : std::string(d->linkage);
         edits.push_back({offset(st.tokens.front()), offset(tok) - offset(st.tokens.front()),
-                         directive + " .global .align 8 .u64 " + instanceCellName(d->name)});
+                         directive + " .global .align 8 .u64 " + cell(*target(d->name))});
       } else {
         for (std::string_view t : st.tokens)
           if (target(t)) return held(t);

@@ -38,8 +38,10 @@ llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<con
 llvm::Expected<std::string> elfWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);
 llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names);
 /// Copies of an image's bytes with `names` reached through cells (image/instance_cells.h).
-llvm::Expected<std::string> spirvWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names);
-llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names);
+llvm::Expected<std::string> spirvWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
+                                                        std::span<const std::string> cells);
+llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
+                                                      std::span<const std::string> cells);
 
 /// One entry of a CUDA fat binary, as stored.
 struct FatbinMember {

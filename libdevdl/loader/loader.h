@@ -11,7 +11,7 @@
 // images need, and its local scope), lookup.cpp (what a name is bound to, and
 // device_dlsym), queries.cpp (variables, registered objects, plans, the image list),
 // process_scan.cpp (the host's objects and DEVDL_PRELOAD applied), programs.cpp (candidacy, and
-// a kernel's program in steps).
+// a kernel's program in steps), instances.cpp (one instance of an image's variables on a device).
 //
 // Global scope, in search order: the device images carried by the objects of the running
 // process that are in the host's global scope (link-map order: executable, LD_PRELOAD, libraries
@@ -376,12 +376,16 @@ class Loader {
   /// host objects while it uses the program), else build (take the turn, build, record the uses).
   /// A step that let the lock go may find things changed: the steps start again. The root may
   /// have been unloaded when it returns: callers hold what they need.
-  llvm::Expected<cache::LinkedProgram *> programFor(Lock &lock, uint32_t root, unsigned place);
+  /// `alone`: not linked with the loaded images that import from the plan (the program that is
+  /// to hold an image's interposed variables).
+  llvm::Expected<cache::LinkedProgram *> programFor(Lock &lock, uint32_t root, unsigned place, bool alone = false);
   /// One programFor call's progress.
   struct ProgramRequest {
     uint32_t root;
     unsigned place;  // placeFor the root, set as the request starts
     std::string label;
+    bool alone = false;     // not linked with the plan's importers
+    std::vector<uint32_t> ownsTried = {};  // images linked alone for it, to hold their interposed variables
     bool scanned = false;   // the process was scanned for it
     bool built = false;     // this call built a program (and said so)
     int hostsUnloaded = 0;  // how often a host object the plan needs was found unloaded
@@ -396,6 +400,10 @@ class Loader {
     cache::ProgramKey key;
   };
   llvm::Expected<PlannedProgram> planProgram(const ProgramRequest &request);
+  /// An image of the plan whose variable another image interposes, with no program holding the
+  /// instance its own code is to reach, that devdl can edit so and has not linked alone for the
+  /// request yet; nullopt for none.
+  std::optional<uint32_t> interposedWithoutInstance(const ProgramRequest &request, const PlannedProgram &planned) const;
   /// The request's use of `program`, found in memory, recorded with references on the plan's
   /// host objects; null: look again.
   llvm::Expected<cache::LinkedProgram *> useProgram(Lock &lock, ProgramRequest &request, PlannedProgram &planned,
@@ -434,6 +442,7 @@ class Loader {
   char globalScopeTag_ = 0;  // its address is the handle of device_dlopen(NULL)
   ImageTable images_;
   std::vector<uint32_t> undecided_;  // loaded images whose candidacy is Undecided
+  std::vector<uint32_t> owning_;     // images whose own program is being linked to hold their interposed variables
   std::vector<uint32_t> unreported_;  // joined the global scope undecided: DEVDL_DEBUG=symbols waits
   Scopes scopes_;
   std::vector<std::unique_ptr<Handle>> handles_;

@@ -3,7 +3,7 @@
 // else linked), linked with the loaded images that import from it so that a library's code is
 // built once. Builds run with the loader's lock let go.
 #include "image/aspects.h"
-#include "loader/loader.h"
+#include "loader/build_job.h"
 #include "support/debug.h"
 #include "support/error.h"
 
@@ -121,8 +121,9 @@ llvm::Error Loader::ProgramRequest::rescan() {
   return fail(ErrorCode::NotFound, label + ": a host object it needs was unloaded meanwhile");
 }
 
-llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t root, unsigned place) {
+llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t root, unsigned place, bool alone) {
   ProgramRequest request{root, 0, {}};
+  request.alone = alone;
   for (;;) {
     if (!images_.contains(root) || !images_[root].loaded)
       return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
@@ -142,6 +143,17 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
     // the images came from; a program holding all of the plan's images serves it too (the
     // seed's nested key: a library's kernel from the program linked for its importer).
     cache::LinkedProgram *found = programs_.find(planned->device, planned->key);
+    // An image's variable another image interposes keeps the image's own instance, which the
+    // image's own code reaches (as -Bsymbolic): where no program holds it yet, the image's own
+    // program is linked first, alone, to hold it; then the plan is looked at again.
+    if (std::optional<uint32_t> owner = found ? std::nullopt : interposedWithoutInstance(request, *planned)) {
+      request.ownsTried.push_back(*owner);
+      owning_.push_back(*owner);
+      auto own = programFor(lock, *owner, place, /*alone=*/true);
+      owning_.erase(llvm::find(owning_, *owner));
+      if (!own) return inImage(own.takeError(), request.label);
+      continue;
+    }
     auto program = found ? useProgram(lock, request, *planned, found) : buildProgram(lock, request, *planned);
     if (!program) return program.takeError();
     if (*program) {
@@ -149,22 +161,6 @@ llvm::Expected<cache::LinkedProgram *> Loader::programFor(Lock &lock, uint32_t r
       return *program;
     }
   }
-}
-
-std::vector<std::string_view> Loader::variablesOf(uint32_t id, std::span<const std::string_view> hidden) const {
-  std::vector<std::string_view> variables;
-  for (const Symbol &s : images_[id].image.symbols)
-    if (s.kind == SymbolKind::Variable && !std::binary_search(hidden.begin(), hidden.end(), s.name))
-      variables.push_back(s.name);
-  return variables;
-}
-
-cache::ProgramKey Loader::keyOf(const LinkPlan &plan) const {
-  cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
-  for (size_t i = 0; i < plan.images.size(); ++i)
-    if (!variablesOf(plan.images[i], plan.hidden[i]).empty()) key.instances.push_back(plan.images[i]);
-  llvm::sort(key.instances);
-  return key;
 }
 
 llvm::Expected<Loader::PlannedProgram> Loader::planProgram(const ProgramRequest &request) {
@@ -206,74 +202,17 @@ llvm::Expected<cache::LinkedProgram *> Loader::useProgram(Lock &lock, ProgramReq
   return program;
 }
 
-// What a build needs once the lock is let go: copies of whatever the loader may change meanwhile.
-struct Loader::BuildInputs {
-  cache::ProgramKey key;
-  std::vector<uint32_t> images;
-  std::vector<std::vector<std::string_view>> hidden;     // the inputs' spans are into it
-  std::vector<std::vector<std::string_view>> elsewhere;  // and into it
-  std::vector<backend::LinkInput> inputs;
-  size_t bindings = 0;
-  /// One instance of each variable on a device: those whose instance another program holds,
-  /// with that program (referenced while the job lives; its native program, to ask the address
-  /// with the lock let go) and how messages name it and the variable's image; and the variables
-  /// whose instance this program will hold, by image.
-  struct Reached {
-    std::string_view name;
-    uint32_t image;
-    cache::LinkedProgram *lender;
-    std::shared_ptr<backend::Program> program;
-    std::string imageLabel, lenderLabel;
-  };
-  std::vector<Reached> reached;
-  std::vector<std::pair<uint32_t, std::string_view>> instances;
-};
-
-struct Loader::BuildJob {
-  using Inputs = BuildInputs;
-  Inputs linked, alone;  // with the importers, and the root's plan alone should that not link
-  std::vector<cache::LinkedProgram::Use> uses;  // the root's first, then the importers'
-  std::deque<backend::SpecConstants> specConstants;
-  std::vector<uint32_t> held;                          // the linked images, held while it builds
-  std::vector<cache::LinkedProgram *> lenders;         // holding instances it reaches: referenced while it builds
-  std::vector<host::ObjectLoad> hosts;                 // of the linked images: held while it builds
-  std::vector<std::vector<host::ObjectLoad>> useHosts;  // of each use's plan: held while it is used
-};
-
-void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const {
-  // Like a host library's data, a loaded image's variables have one instance on a device: in the
-  // first program linked with them, which every later program reaches through cells (the
-  // definition's, and each importer's in the plan).
-  into.elsewhere.assign(plan.images.size(), {});
-  for (size_t i = 0; i < plan.images.size(); ++i) {
-    const uint32_t id = plan.images[i];
-    for (std::string_view name : variablesOf(id, plan.hidden[i])) {
-      cache::LinkedProgram *lender = programs_.defining(id, name, device);
-      if (!lender) {
-        into.instances.emplace_back(id, name);
-        continue;
-      }
-      into.elsewhere[i].push_back(name);
-      for (const Binding &b : plan.bindings)
-        if (b.definer == id && b.symbol == name && b.importer != id)
-          into.elsewhere[static_cast<size_t>(llvm::find(plan.images, b.importer) - plan.images.begin())].push_back(name);
-      const uint32_t first = lender->uses.empty() ? lender->images.front() : lender->uses.front().root;
-      into.reached.push_back({name, id, lender, lender->program, images_[id].label, images_[first].label});
-      into.key.elsewhere.emplace_back(name);
-    }
-  }
-  llvm::sort(into.key.elsewhere);
-}
-
 Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProgram &planned) {
   // Linked with the loaded images that import from it, so that their kernels find this program
   // later rather than build the plan's code again (the seed's double compilation when a
-  // library's kernel comes first). Should that link fail, the plan is linked alone.
+  // library's kernel comes first). Should that link fail, the plan is linked alone. Not for the
+  // program that is to hold an image's interposed variables: its importers' scope interposes them.
   const Planner planner = this->planner(request.place);
   BuildJob job;
   job.uses.push_back({request.root, planned.plan, {}});
   std::vector<uint32_t> withImporters{request.root};
   for (Planner::Importer &importer : planner.importersOf(planned.plan, [&](uint32_t id) {
+         if (request.alone) return false;
          auto device = deviceAt(images_[id].image, request.place);
          if (device) return *device == planned.device;
          llvm::consumeError(device.takeError());
@@ -306,7 +245,8 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
       LoadedImage &image = images_[what.images[i]];
       const backend::SpecConstants &specs = job.specConstants.emplace_back(image.specConstants);
       // The job's copies: `joint` goes.
-      into.inputs.push_back({&image.image, image.label, &specs, into.hidden[i], into.elsewhere[i]});
+      into.inputs.push_back(
+          {&image.image, image.label, &specs, into.hidden[i], into.elsewhere[i], into.hiddenElsewhere[i]});
     }
   };
   inputsOf(linked, joint ? jointKey : planned.key, job.linked);
@@ -384,7 +324,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     for (const BuildJob::Inputs::Reached &reached : inputs.reached) {
       auto extent = reached.program->variable(reached.name);
       if (!extent) return unreachable(reached, llvm::toString(extent.takeError()), "");
-      instances.push_back({reached.name, extent->address});
+      instances.push_back({reached.name, reached.cell, extent->address});
     }
     auto built = programs_.build(*planned.device, inputs.key, inputs.inputs, instances, same, keepBinary);
     if (built || inputs.reached.empty()) return built;

@@ -97,6 +97,24 @@ TEST_P(CudaInstances, AnApplicationFirstThenAnotherAndTheLibrarysOwnKernel) {
   closeAll({reader, bumper, lib});
 }
 
+// The interposed library's own Level, which its Base keeps using (-Bsymbolic), has one instance,
+// held by the library's own program: written through the library's handle, the application's
+// kernel sees it through Base.
+TEST_P(CudaInstances, TheInterposedLibrarysOwnVariableHasOneInstance) {
+  void *first = open("interpose_var_first", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *other = open("interpose_var_other", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_var_app", DEVDL_NOW);
+  ASSERT_TRUE(first && other && app);
+  EXPECT_EQ(run(app, "LevelKernel"), (std::vector<int>{1120, 1121}));
+  const int three = 3;
+  ASSERT_EQ(device_dlwrite(other, "Level", 0, &three, sizeof three), 0) << error();
+  EXPECT_EQ(run(app, "LevelKernel"), (std::vector<int>{1320, 1321}));
+  int level = 0;
+  ASSERT_EQ(device_dlread(app, "Level", 0, &level, sizeof level), 0) << error();
+  EXPECT_EQ(level, 2) << "the application's Level is interpose_var_first's";
+  closeAll({app, other, first});
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, CudaInstances, ::testing::Values("ptx", "fatbin", "lto.fatbin"),
                          [](const auto &info) { return std::string(info.param == std::string("lto.fatbin") ? "lto" : info.param); });
 

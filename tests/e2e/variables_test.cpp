@@ -21,6 +21,28 @@ TEST_F(DeviceDlopen, AnInterposedVariableIsTheOneTheHostReadsAndWrites) {
                          {1120, 1121}, {1150, 1151});
 }
 
+// The interposed library's own Level, which its Base keeps using (-Bsymbolic), has one instance:
+// written through the library's handle, the application's kernel sees it through Base (issue 51).
+TEST_F(DeviceDlopen, AnInterposedLibrarysOwnVariableHasOneInstance) {
+  DEVDL_ONLY_ON_SPIRV("the suite's CUDA images are cubins, whose interposed variable devdl cannot edit to reach "
+                      "(CudaInstances.TheInterposedLibrarysOwnVariable* checks PTX and fat binaries)");
+  if (!variablesHaveAddresses()) GTEST_SKIP() << "not on " << deviceWords_ << ": it gives no variables' addresses";
+  auto libs = openAll({"interpose_var_first", "interpose_var_other"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("interpose_var_app").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "LevelKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1120, 1121}));
+  int own = 0;
+  ASSERT_EQ(device_dlread(libs[1], "Level", 0, &own, sizeof own), 0) << error();
+  EXPECT_EQ(own, 1) << "interpose_var_other's own";
+  own = 3;
+  ASSERT_EQ(device_dlwrite(libs[1], "Level", 0, &own, sizeof own), 0) << error();
+  EXPECT_EQ(run(kernel, 2), (std::vector<int>{1320, 1321})) << "Base reads the library's one instance";
+  device_dlclose(app);
+  for (void *lib : libs) EXPECT_EQ(device_dlclose(lib), 0);
+}
+
 // Nor is a library's static variable of the same name (9) what the host reads by the name.
 TEST_F(DeviceDlopen, AStaticVariableOfTheSameNameIsNotTheOneTheHostReads) {
   expectTheExportedLevel({"interpose_var_first", "static_var_lib"}, "static_var_app", "StaticKernel",

@@ -181,7 +181,8 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
     llvm::consumeError(backend::inProcess::copyKernels(first, variables).takeError());
   }
   // Linked again as a program that reaches every variable of the plan in another: each image
-  // that defines or imports one through its cell, translated as for PoCL.
+  // that defines or imports one through its cell, and an interposed one through its own,
+  // translated as for PoCL.
   std::vector<std::string_view> reachedNames;
   for (size_t i = 0; i < plan.images.size(); ++i)
     for (const Symbol &s : images[plan.images[i]]->symbols)
@@ -191,7 +192,7 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   std::vector<const DeviceImage *> reached;
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const DeviceImage &image = *images[plan.images[i]];
-    auto bytes = editedForLink(image.bytes, image.format, plan.hidden[i], reachedNames, edited);
+    auto bytes = editedForLink(image.bytes, image.format, plan.hidden[i], reachedNames, plan.hidden[i], i, edited);
     if (!bytes) return bytes.takeError();
     reached.push_back(&reaching.emplace_back(image));
     reaching.back().bytes = *bytes;

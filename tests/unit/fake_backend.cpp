@@ -88,6 +88,7 @@ class Device final : public backend::Device {
       link.hidden.emplace_back(input.hidden.begin(), input.hidden.end());
       link.specConstants.push_back(input.specConstants ? *input.specConstants : backend::SpecConstants());
       link.elsewhere.emplace_back(input.elsewhere.begin(), input.elsewhere.end());
+      for (std::string_view name : input.hiddenElsewhere) link.elsewhere.back().push_back(std::string(name) + " (interposed)");
     }
     link.values = std::make_shared<Values>();
     {
@@ -101,12 +102,15 @@ class Device final : public backend::Device {
       return llvm::is_contained(input.elsewhere, name) ? instanceCellName(name) : std::string(name);
     };
     std::map<std::string, SymbolKind, std::less<>> defined;
-    for (const backend::LinkInput &input : inputs)
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const backend::LinkInput &input = inputs[i];
+      for (std::string_view name : input.hiddenElsewhere) defined.emplace(interposedCellName(name, i), SymbolKind::Variable);
       for (const Symbol &s : input.image->symbols) {
         if (s.kind == SymbolKind::Import || llvm::is_contained(input.hidden, s.name)) continue;
         if (!defined.emplace(linkName(input, s.name), s.kind).second)
           return fail(ErrorCode::Unsupported, input.label + ": multiple definition of `" + std::string(s.name) + "`");
       }
+    }
     for (const backend::LinkInput &input : inputs)
       for (const Symbol &s : input.image->symbols)
         if (s.kind == SymbolKind::Import && !defined.count(linkName(input, s.name)))

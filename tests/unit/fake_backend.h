@@ -32,7 +32,8 @@ struct Link {
   std::vector<std::string> inputs;
   std::vector<std::vector<std::string>> hidden;
   std::vector<backend::SpecConstants> specConstants;
-  /// By input: the variables it reaches in another program, through cells named instanceCellName.
+  /// By input: the variables it reaches in another program, through cells named instanceCellName,
+  /// and "NAME (interposed)" for those its own code reaches through interposedCellName.
   std::vector<std::vector<std::string>> elsewhere;
   /// What the program's variables hold, by name, as copyVariable wrote them (8 bytes each, zero
   /// at first): the cells the loader sets among them. Shared with the program.

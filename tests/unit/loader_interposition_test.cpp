@@ -2,6 +2,7 @@
 // takes a name from one image and needs another that defines it too for something else, the
 // link sees the other's definition local to it; a variable as a function. The fake's links
 // record what each input was to have local.
+#include "image/instance_cells.h"
 #include "unit/loader_fixture.h"
 
 #include "devdl.h"
@@ -17,17 +18,25 @@ using Hidden = std::vector<std::vector<std::string>>;
 
 TEST_F(LoaderInterposition, AnInterposedVariableIsMadeLocalWhereItIsNotTheOneUsed) {
   // interpose_var_app takes Level from interpose_var_first, first in search order, and Offset and
-  // Base from interpose_var_other, whose own Level Base keeps using.
+  // Base from interpose_var_other, whose own Level Base keeps using: the one instance of
+  // interpose_var_other's Level, which its own program, linked alone first, holds (with Offset),
+  // and which the application's program reaches through the cell of its position.
   void *first = open("interpose_var_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *other = open("interpose_var_other.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = open("interpose_var_app.spv", DEVDL_NOW);
-  ASSERT_EQ(links(), (Links{{"interpose_var_app.spv", "interpose_var_other.spv", "interpose_var_first.spv"}}));
-  EXPECT_EQ(fake::links()[0].hidden, (Hidden{{}, {"Level"}, {}}));
+  ASSERT_EQ(links(), (Links{{"interpose_var_other.spv"},
+                            {"interpose_var_app.spv", "interpose_var_other.spv", "interpose_var_first.spv"}}));
+  EXPECT_EQ(fake::links()[1].hidden, (Hidden{{}, {"Level"}, {}}));
+  EXPECT_EQ(fake::links()[1].elsewhere, (Hidden{{"Offset"}, {"Offset", "Level (interposed)"}, {}}));
   // The host reads by the name the instance the application's kernel uses.
   void *level = symbol(app, "Level");
   EXPECT_NE(level, nullptr);
   EXPECT_EQ(symbol(first, "Level"), level);
-  EXPECT_EQ(links().size(), 1u);
+  // interpose_var_other's own, which its Base reaches in the application's program.
+  void *own = symbol(other, "Level");
+  EXPECT_NE(own, level);
+  EXPECT_EQ(fake::links()[1].values->at(interposedCellName("Level", 1)), reinterpret_cast<uint64_t>(own));
+  EXPECT_EQ(links().size(), 2u);
   close(app);
   close(other);
   close(first);

@@ -254,15 +254,18 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         ready.push_back(in);
         continue;
       }
-      if (jitLink_ && lto_ && optimizable && !input.elsewhere.empty() && Debug::get().on(Debug::Statistics))
-        Debug::get().print(input.label + ": linked from its PTX, not its LTO-IR: it reaches `" +
-                           std::string(input.elsewhere.front()) + "` in the program that holds its instance, "
-                           "and nothing of it is inlined across images");
+      // A variable reached elsewhere, the program's or its own interposed one: only PTX reaches it.
+      const std::string_view reached = !input.elsewhere.empty()         ? input.elsewhere.front()
+                                       : !input.hiddenElsewhere.empty() ? input.hiddenElsewhere.front()
+                                                                        : std::string_view();
+      if (jitLink_ && lto_ && optimizable && !reached.empty() && Debug::get().on(Debug::Statistics))
+        Debug::get().print(input.label + ": linked from its PTX, not its LTO-IR: it reaches `" + std::string(reached) +
+                           "` in the program that holds its instance, and nothing of it is inlined across images");
       const readers::FatbinMember *best = nullptr;
       auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
       for (const readers::FatbinMember &m : *members) {
         if (m.format == ImageFormat::Unknown || !runsOn(m.format, m.arch, sm_)) continue;
-        if (!input.elsewhere.empty() && m.format != ImageFormat::Ptx) continue;  // only PTX reaches them
+        if (!reached.empty() && m.format != ImageFormat::Ptx) continue;
         const bool better = !best || (m.format == ImageFormat::Cubin && best->format == ImageFormat::Ptx) ||
                             (m.format == best->format && version(m) > version(*best));
         if (better) best = &m;
@@ -280,13 +283,17 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       if (in.type == CU_JIT_INPUT_FATBINARY)
         return fail(ErrorCode::Unsupported,
                     input.label + ": " +
-                        (input.elsewhere.empty()
+                        (input.elsewhere.empty() && input.hiddenElsewhere.empty()
                              ? "cannot make `" + std::string(input.hidden.front()) + "` local: the fatbin's member for " +
                                    name_ + " is in NVIDIA's compression, which devdl does not read"
-                             : "`" + std::string(input.elsewhere.front()) + "` cannot be reached in another program: "
-                               "the fatbin has no PTX for " + name_ + " that devdl reads, and only PTX is rewritten so"));
+                             : "`" +
+                                   std::string(input.elsewhere.empty() ? input.hiddenElsewhere.front()
+                                                                       : input.elsewhere.front()) +
+                                   "` cannot be reached in another program: the fatbin has no PTX for " + name_ +
+                                   " that devdl reads, and only PTX is rewritten so"));
       auto edited = editedForLink(in.data, in.type == CU_JIT_INPUT_PTX ? ImageFormat::Ptx : ImageFormat::Cubin,
-                                  input.hidden, input.elsewhere, edits);
+                                  input.hidden, input.elsewhere, input.hiddenElsewhere,
+                                  static_cast<size_t>(&input - inputs.data()), edits);
       if (!edited) return inImage(edited.takeError(), input.label);
       in.data = *edited;
     }

@@ -1,0 +1,53 @@
+// What a build of a program needs once the loader's lock is let go (loader/programs.cpp), and
+// which variables' instances it reaches or will hold (loader/instances.cpp): internal to the
+// loader.
+#pragma once
+
+#include "loader/loader.h"
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace devdl {
+
+// What a build needs once the lock is let go: copies of whatever the loader may change meanwhile.
+struct Loader::BuildInputs {
+  cache::ProgramKey key;
+  std::vector<uint32_t> images;
+  std::vector<std::vector<std::string_view>> hidden;     // the inputs' spans are into it
+  std::vector<std::vector<std::string_view>> elsewhere;        // and into it
+  std::vector<std::vector<std::string_view>> hiddenElsewhere;  // and into it
+  std::vector<backend::LinkInput> inputs;
+  size_t bindings = 0;
+  /// One instance of each variable on a device: those whose instance another program holds,
+  /// with that program (referenced while the job lives; its native program, to ask the address
+  /// with the lock let go) and how messages name it and the variable's image; and the variables
+  /// whose instance this program will hold, by image.
+  struct Reached {
+    std::string_view name;
+    std::string cell;  // through which it is reached (image/instance_cells.h)
+    uint32_t image;
+    cache::LinkedProgram *lender;
+    std::shared_ptr<backend::Program> program;
+    std::string imageLabel, lenderLabel;
+  };
+  std::vector<Reached> reached;
+  std::vector<std::pair<uint32_t, std::string_view>> instances;
+};
+
+struct Loader::BuildJob {
+  using Inputs = BuildInputs;
+  Inputs linked, alone;  // with the importers, and the root's plan alone should that not link
+  std::vector<cache::LinkedProgram::Use> uses;  // the root's first, then the importers'
+  std::deque<backend::SpecConstants> specConstants;
+  std::vector<uint32_t> held;                          // the linked images, held while it builds
+  std::vector<cache::LinkedProgram *> lenders;         // holding instances it reaches: referenced while it builds
+  std::vector<host::ObjectLoad> hosts;                 // of the linked images: held while it builds
+  std::vector<std::vector<host::ObjectLoad>> useHosts;  // of each use's plan: held while it is used
+};
+
+}  // namespace devdl

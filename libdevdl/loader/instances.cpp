@@ -1,0 +1,81 @@
+// One instance of a loaded image's variables on each device (docs/architecture.md, "Lifetimes"):
+// which variables a plan links, and its program's key by them; which of them a program reaches in
+// the programs that hold their instances, and which it will hold; and an image whose interposed
+// variable no program holds yet, whose own program is linked first to hold it.
+#include "image/instance_cells.h"
+#include "loader/build_job.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <algorithm>
+
+namespace devdl {
+
+std::vector<std::string_view> Loader::variablesOf(uint32_t id, std::span<const std::string_view> hidden) const {
+  std::vector<std::string_view> variables;
+  for (const Symbol &s : images_[id].image.symbols)
+    if (s.kind == SymbolKind::Variable && !std::binary_search(hidden.begin(), hidden.end(), s.name))
+      variables.push_back(s.name);
+  return variables;
+}
+
+cache::ProgramKey Loader::keyOf(const LinkPlan &plan) const {
+  cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
+  for (uint32_t id : plan.images)
+    if (!variablesOf(id, {}).empty()) key.instances.push_back(id);
+  llvm::sort(key.instances);
+  return key;
+}
+
+void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const {
+  // Like a host library's data, a loaded image's variables have one instance on a device: in the
+  // first program linked with them, which every later program reaches through cells (the
+  // definition's, and each importer's in the plan).
+  // A variable another image interposes is reached by the image's own code alone, through a cell
+  // of its position's; where no program holds it, this program keeps a copy of its own (a
+  // cubin's: programFor links the image's own program first where it can be reached).
+  into.elsewhere.assign(plan.images.size(), {});
+  into.hiddenElsewhere.assign(plan.images.size(), {});
+  for (size_t i = 0; i < plan.images.size(); ++i) {
+    const uint32_t id = plan.images[i];
+    for (std::string_view name : variablesOf(id, {})) {
+      const bool interposed = std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name);
+      cache::LinkedProgram *lender = programs_.defining(id, name, device);
+      if (!lender) {
+        if (!interposed) into.instances.emplace_back(id, name);
+        continue;
+      }
+      const uint32_t first = lender->uses.empty() ? lender->images.front() : lender->uses.front().root;
+      std::string cell = interposed ? interposedCellName(name, i) : instanceCellName(name);
+      into.key.elsewhere.emplace_back(interposed ? cell : std::string(name));
+      into.reached.push_back({name, std::move(cell), id, lender, lender->program, images_[id].label,
+                              images_[first].label});
+      if (interposed) {
+        into.hiddenElsewhere[i].push_back(name);
+        continue;
+      }
+      into.elsewhere[i].push_back(name);
+      for (const Binding &b : plan.bindings)
+        if (b.definer == id && b.symbol == name && b.importer != id)
+          into.elsewhere[static_cast<size_t>(llvm::find(plan.images, b.importer) - plan.images.begin())].push_back(name);
+    }
+  }
+  llvm::sort(into.key.elsewhere);
+}
+
+std::optional<uint32_t> Loader::interposedWithoutInstance(const ProgramRequest &request, const PlannedProgram &planned) const {
+  for (size_t i = 0; i < planned.plan.images.size(); ++i) {
+    const uint32_t id = planned.plan.images[i];
+    const ImageFormat format = images_[id].image.format;
+    // Where devdl can edit the image to reach it (a cubin's symbol cannot be renamed), and no
+    // program on the way is making it already.
+    if (id == request.root || llvm::is_contained(request.ownsTried, id) || llvm::is_contained(owning_, id) ||
+        (format != ImageFormat::SpirV && format != ImageFormat::Ptx && format != ImageFormat::Fatbin))
+      continue;
+    for (std::string_view name : planned.plan.hidden[i])
+      if (llvm::is_contained(variablesOf(id, {}), name) && !programs_.defining(id, name, planned.device)) return id;
+  }
+  return std::nullopt;
+}
+
+}  // namespace devdl
