@@ -79,6 +79,13 @@ LinkedProgram *ProgramCache::defining(uint32_t id, std::string_view name, const 
   return nullptr;
 }
 
+LinkedProgram *ProgramCache::copying(uint32_t id, std::string_view name, const backend::Device *device) const {
+  for (const auto &program : programs_)
+    if (program->device == device && llvm::is_contained(program->copies, std::pair<uint32_t, std::string_view>(id, name)))
+      return program.get();
+  return nullptr;
+}
+
 bool ProgramCache::anyOn(const backend::Device *device) const {
   return llvm::any_of(programs_, [&](const auto &p) { return p->device == device; });
 }
@@ -211,7 +218,7 @@ LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
   hidden.resize(images.size());
   programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(images),
                                                                        std::move(hidden), std::move(uses), device,
-                                                                       std::move(program), std::move(binary), {}, {}, 0}));
+                                                                       std::move(program), std::move(binary), {}, {}, 0, {}}));
   return programs_.back().get();
 }
 

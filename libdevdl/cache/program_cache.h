@@ -107,6 +107,10 @@ struct LinkedProgram {
   /// while it does; and how many programs reach one of its instances.
   std::vector<LinkedProgram *> lenders;
   unsigned borrowers = 0;
+  /// Variables another image interposes that it keeps a copy of, by image, where no program held
+  /// their instance and the image cannot reach one elsewhere (a cubin's): the only copy while it
+  /// lives.
+  std::vector<std::pair<uint32_t, std::string_view>> copies;
 
   bool holds(uint32_t image) const { return std::find(images.begin(), images.end(), image) != images.end(); }
   /// Whether `image`'s definition of `name` is the program's: it holds the image, and the name
@@ -168,6 +172,9 @@ class ProgramCache {
   /// The first program on `device`, in the order they were made, whose definition of `name` is
   /// image `id`'s (LinkedProgram::defines): the one that holds its instance there; or null.
   LinkedProgram *defining(uint32_t id, std::string_view name, const backend::Device *device) const;
+  /// The program on `device` that keeps a copy of image `id`'s variable `name` (LinkedProgram::copies);
+  /// or null.
+  LinkedProgram *copying(uint32_t id, std::string_view name, const backend::Device *device) const;
   /// Whether any program was made for `device`.
   bool anyOn(const backend::Device *device) const;
   /// The binary of `key`'s program kept for another device of `device`'s model, its source left

@@ -37,6 +37,10 @@ struct Loader::BuildInputs {
   };
   std::vector<Reached> reached;
   std::vector<std::pair<uint32_t, std::string_view>> instances;
+  /// Interposed variables it keeps a copy of (LinkedProgram::copies); and why it cannot be linked
+  /// where it would hold a second copy of a variable another program keeps one of.
+  std::vector<std::pair<uint32_t, std::string_view>> copies;
+  std::string secondCopy;
 };
 
 struct Loader::BuildJob {

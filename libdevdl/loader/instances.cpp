@@ -32,8 +32,8 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
   // first program linked with them, which every later program reaches through cells (the
   // definition's, and each importer's in the plan).
   // A variable another image interposes is reached by the image's own code alone, through a cell
-  // of its position's; where no program holds it, this program keeps a copy of its own (a
-  // cubin's: programFor links the image's own program first where it can be reached).
+  // of its position's; where no program holds it (programFor links the image's own program first
+  // where it can be reached), this program keeps the one copy of it (a cubin's).
   into.elsewhere.assign(plan.images.size(), {});
   into.hiddenElsewhere.assign(plan.images.size(), {});
   for (size_t i = 0; i < plan.images.size(); ++i) {
@@ -41,8 +41,19 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
     for (std::string_view name : variablesOf(id, {})) {
       const bool interposed = std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name);
       cache::LinkedProgram *lender = programs_.defining(id, name, device);
+      if (!lender && interposed) {
+        into.copies.emplace_back(id, name);
+        continue;
+      }
       if (!lender) {
-        if (!interposed) into.instances.emplace_back(id, name);
+        // A program keeps the one copy another image's interposition made of it: this would be a second.
+        if (const cache::LinkedProgram *copy = programs_.copying(id, name, device); copy && into.secondCopy.empty())
+          into.secondCopy = "`" + std::string(name) + "` of " + images_[id].label + " has a copy in the program of " +
+                            images_[copy->uses.empty() ? copy->images.front() : copy->uses.front().root].label +
+                            ", where another image interposes it and its image cannot reach an instance elsewhere "
+                            "(a cubin's symbol cannot be a cell): this program would hold a second (an image with "
+                            "PTX beside its cubin would do)";
+        into.instances.emplace_back(id, name);
         continue;
       }
       const uint32_t first = lender->uses.empty() ? lender->images.front() : lender->uses.front().root;

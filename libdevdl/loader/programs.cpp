@@ -281,6 +281,12 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
 llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramRequest &request,
                                                             PlannedProgram &planned) {
   BuildJob job = prepareBuild(request, planned);
+  if (!job.linked.secondCopy.empty()) {
+    for (uint32_t id : job.held) images_.release(id);
+    for (cache::LinkedProgram *lender : job.lenders) --lender->borrowers;
+    dropPrograms({});
+    return inImage(fail(ErrorCode::Unsupported, job.linked.secondCopy), request.label);
+  }
   // A thread already builds it: wait, and look again (or build it too where this thread may
   // hold the host loader's lock, which that one may be waiting for).
   std::optional<cache::ProgramCache::Turn> turn = programs_.takeTurn(lock.held(), planned.device, job.linked.key);
@@ -399,6 +405,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
                        std::move(made->program), std::move(made->binary));
     for (const auto &[image, name] : job.linked.instances)
       if (!llvm::is_contained(kept->instances, image)) kept->instances.push_back(image);
+    kept->copies = job.linked.copies;
     for (const BuildJob::Inputs::Reached &reached : job.linked.reached)
       if (!llvm::is_contained(kept->lenders, reached.lender)) {
         kept->lenders.push_back(reached.lender);

@@ -3,6 +3,7 @@
 // later programs reach it (their cells, set to its address), and when it ends (with the image's
 // last reference, once no program reaching it lives).
 #include "image/instance_cells.h"
+#include "test_images.h"
 #include "unit/loader_fixture.h"
 
 #include "devdl.h"
@@ -125,6 +126,33 @@ TEST_F(LoaderInstances, OfTwoBuildsAtOnceTheFirstKeptHoldsTheInstance) {
   EXPECT_EQ(links().size(), 2u);
   close(bumper);
   close(lib);
+}
+
+// A cubin's variable that another image interposes cannot be reached elsewhere (its symbol cannot
+// be a cell): the program that interposes it keeps the one copy, and a program that would hold a
+// second is refused, naming both.
+class LoaderInstancesOfCubins : public LoaderFixture {
+ protected:
+  LoaderInstancesOfCubins() : LoaderFixture(std::chrono::seconds(1), fake::backendsWithCubins()) {}
+};
+
+TEST_F(LoaderInstancesOfCubins, AnInterposedCopyIsTheOnlyOne) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  void *first = open("interpose_var_first.cubin", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *other = open("interpose_var_other.cubin", DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = open("interpose_var_app.cubin", DEVDL_NOW);
+  ASSERT_TRUE(first && other && app);
+  EXPECT_EQ(links(), (Links{{"interpose_var_app.cubin", "interpose_var_other.cubin", "interpose_var_first.cubin"}}))
+      << "the library is not linked alone first: its cubin could not reach what that would hold";
+  auto own = loader_.symbol(other, "Level");
+  const std::string why = errorText(own);
+  EXPECT_NE(why.find("`Level` of " + image("interpose_var_other.cubin") + ": image 0 (cubin"), std::string::npos) << why;
+  EXPECT_NE(why.find("has a copy in the program of " + image("interpose_var_app.cubin")), std::string::npos) << why;
+  EXPECT_NE(why.find("this program would hold a second"), std::string::npos) << why;
+  EXPECT_EQ(links().size(), 1u) << "nothing linked";
+  close(app);
+  close(other);
+  close(first);
 }
 
 }  // namespace
