@@ -41,10 +41,6 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
     for (std::string_view name : variablesOf(id, {})) {
       const bool interposed = std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name);
       cache::LinkedProgram *lender = programs_.defining(id, name, device);
-      if (!lender && interposed) {
-        into.copies.emplace_back(id, name);
-        continue;
-      }
       if (!lender) {
         // A program keeps the one copy another image's interposition made of it: this would be a second.
         if (const cache::LinkedProgram *copy = programs_.copying(id, name, device); copy && into.secondCopy.empty())
@@ -53,7 +49,7 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
                             ", where another image interposes it and its image cannot reach an instance elsewhere "
                             "(a cubin's symbol cannot be a cell): this program would hold a second (an image with "
                             "PTX beside its cubin would do)";
-        into.instances.emplace_back(id, name);
+        (interposed ? into.copies : into.instances).emplace_back(id, name);
         continue;
       }
       const uint32_t first = lender->uses.empty() ? lender->images.front() : lender->uses.front().root;

@@ -150,6 +150,12 @@ TEST_F(LoaderInstancesOfCubins, AnInterposedCopyIsTheOnlyOne) {
   EXPECT_NE(why.find("has a copy in the program of " + image("interpose_var_app.cubin")), std::string::npos) << why;
   EXPECT_NE(why.find("this program would hold a second"), std::string::npos) << why;
   EXPECT_EQ(links().size(), 1u) << "nothing linked";
+  // The same application's code opened again is served by the program that keeps the copy.
+  const std::string bytes = readFile(image("interpose_var_app.cubin"));
+  auto again = loader_.openMemory(bytes.data(), bytes.size(), "the application again", DEVDL_NOW);
+  ASSERT_TRUE(!!again) << errorText(again);
+  EXPECT_EQ(links().size(), 1u);
+  close(*again);
   close(app);
   close(other);
   close(first);
