@@ -11,18 +11,21 @@
 
 namespace devdl {
 
-std::vector<std::string_view> Loader::variablesOf(uint32_t id, std::span<const std::string_view> hidden) const {
+std::vector<std::string_view> Loader::variablesOf(uint32_t id) const {
   std::vector<std::string_view> variables;
   for (const Symbol &s : images_[id].image.symbols)
-    if (s.kind == SymbolKind::Variable && !std::binary_search(hidden.begin(), hidden.end(), s.name))
-      variables.push_back(s.name);
+    if (s.kind == SymbolKind::Variable) variables.push_back(s.name);
   return variables;
+}
+
+std::string_view Loader::labelOf(const cache::LinkedProgram &program) const {
+  return images_[program.uses.empty() ? program.images.front() : program.uses.front().root].label;
 }
 
 cache::ProgramKey Loader::keyOf(const LinkPlan &plan) const {
   cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
   for (uint32_t id : plan.images)
-    if (!variablesOf(id, {}).empty()) key.instances.push_back(id);
+    if (!variablesOf(id).empty()) key.instances.push_back(id);
   llvm::sort(key.instances);
   return key;
 }
@@ -38,25 +41,24 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
   into.hiddenElsewhere.assign(plan.images.size(), {});
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const uint32_t id = plan.images[i];
-    for (std::string_view name : variablesOf(id, {})) {
+    for (std::string_view name : variablesOf(id)) {
       const bool interposed = std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name);
       cache::LinkedProgram *lender = programs_.defining(id, name, device);
       if (!lender) {
         // A program keeps the one copy another image's interposition made of it: this would be a second.
         if (const cache::LinkedProgram *copy = programs_.copying(id, name, device); copy && into.secondCopy.empty())
           into.secondCopy = "`" + std::string(name) + "` of " + images_[id].label + " has a copy in the program of " +
-                            images_[copy->uses.empty() ? copy->images.front() : copy->uses.front().root].label +
+                            std::string(labelOf(*copy)) +
                             ", where another image interposes it and its image cannot reach an instance elsewhere "
                             "(a cubin's symbol cannot be a cell): this program would hold a second (an image with "
                             "PTX beside its cubin would do)";
         (interposed ? into.copies : into.instances).emplace_back(id, name);
         continue;
       }
-      const uint32_t first = lender->uses.empty() ? lender->images.front() : lender->uses.front().root;
       std::string cell = interposed ? interposedCellName(name, i) : instanceCellName(name);
       into.key.elsewhere.emplace_back(interposed ? cell : std::string(name));
       into.reached.push_back({name, std::move(cell), id, lender, lender->program, images_[id].label,
-                              images_[first].label});
+                              std::string(labelOf(*lender))});
       if (interposed) {
         into.hiddenElsewhere[i].push_back(name);
         continue;
@@ -79,8 +81,9 @@ std::optional<uint32_t> Loader::interposedWithoutInstance(const ProgramRequest &
     if (id == request.root || llvm::is_contained(request.ownsTried, id) || llvm::is_contained(owning_, id) ||
         (format != ImageFormat::SpirV && format != ImageFormat::Ptx && format != ImageFormat::Fatbin))
       continue;
+    const std::vector<std::string_view> variables = variablesOf(id);
     for (std::string_view name : planned.plan.hidden[i])
-      if (llvm::is_contained(variablesOf(id, {}), name) && !programs_.defining(id, name, planned.device)) return id;
+      if (llvm::is_contained(variables, name) && !programs_.defining(id, name, planned.device)) return id;
   }
   return std::nullopt;
 }

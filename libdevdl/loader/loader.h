@@ -423,9 +423,10 @@ class Loader {
   /// The key of the program linked from `plan`, by its images' hashes, and the images whose
   /// variables it links (each has one instance on a device).
   cache::ProgramKey keyOf(const LinkPlan &plan) const;
-  /// The variables of image `id` a program links, where `hidden` are made local: those it
-  /// exports that are not.
-  std::vector<std::string_view> variablesOf(uint32_t id, std::span<const std::string_view> hidden) const;
+  /// The variables image `id` exports.
+  std::vector<std::string_view> variablesOf(uint32_t id) const;
+  /// How messages name a program: by its first use's root, else its first image.
+  std::string_view labelOf(const cache::LinkedProgram &program) const;
   /// References on host objects, dropped once the lock is let go (Lock::release).
   void releaseLater(std::optional<std::vector<std::shared_ptr<const void>>> &references) {
     if (references)

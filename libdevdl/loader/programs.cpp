@@ -281,15 +281,6 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
 llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramRequest &request,
                                                             PlannedProgram &planned) {
   BuildJob job = prepareBuild(request, planned);
-  if (!job.linked.secondCopy.empty()) {
-    for (uint32_t id : job.held) images_.release(id);
-    for (cache::LinkedProgram *lender : job.lenders) --lender->borrowers;
-    dropPrograms({});
-    return inImage(fail(ErrorCode::Unsupported, job.linked.secondCopy), request.label);
-  }
-  // A thread already builds it: wait, and look again (or build it too where this thread may
-  // hold the host loader's lock, which that one may be waiting for).
-  std::optional<cache::ProgramCache::Turn> turn = programs_.takeTurn(lock.held(), planned.device, job.linked.key);
   auto letGo = [&](std::optional<std::vector<std::shared_ptr<const void>>> &references) {
     releaseLater(references);
     for (uint32_t id : job.held) images_.release(id);
@@ -297,6 +288,13 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     dropPrograms({});
   };
   std::optional<std::vector<std::shared_ptr<const void>>> references;
+  if (!job.linked.secondCopy.empty()) {
+    letGo(references);
+    return inImage(fail(ErrorCode::Unsupported, job.linked.secondCopy), request.label);
+  }
+  // A thread already builds it: wait, and look again (or build it too where this thread may
+  // hold the host loader's lock, which that one may be waiting for).
+  std::optional<cache::ProgramCache::Turn> turn = programs_.takeTurn(lock.held(), planned.device, job.linked.key);
   if (!turn) {
     letGo(references);
     return nullptr;
