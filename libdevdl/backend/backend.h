@@ -37,6 +37,10 @@ struct LinkInput {
   /// image's own code reaches each through its interposed cell (interposedCellName, by the
   /// input's position).
   std::span<const std::string_view> hiddenElsewhere = {};
+  /// The names its statics (image->statics, parallel) are exported under in every program
+  /// (staticExportName): the link exports them so (editedForLink), and reaches those in
+  /// `elsewhere` through cells as other variables. Empty where it has none.
+  std::span<const std::string> statics = {};
 };
 
 /// Where a variable of a program lies in device memory: its address and its size in bytes.

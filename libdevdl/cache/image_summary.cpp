@@ -19,7 +19,7 @@ namespace {
 // A summary (host byte order, as the entry that holds it): this header, one Head for each image,
 // then the images as devdl-pack bundles them (packImages), without their bytes.
 constexpr char kMagic[8] = {'D', 'E', 'V', 'D', 'L', 'I', 'S', '\n'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: statics
 
 struct Header {
   char magic[8];

@@ -69,6 +69,7 @@ namespace {
 struct GlobalRecord {
   uint64_t nameOffset, nameSize;
   SymbolKind kind;  // Kernel, Function, Variable, or Import for declarations
+  bool isStatic = false;  // a writable variable of local linkage in global memory (kind Variable)
 };
 
 // Linkage codes of the bitcode format (LLVM's getDecodedLinkage): internal and the private kinds.
@@ -151,8 +152,13 @@ class BitcodeScanner {
                                                                               : SymbolKind::Function;
         globals_.push_back({record[0], record[1], kind});
       } else if (*code == llvm::bitc::MODULE_CODE_GLOBALVAR && record.size() >= 6) {
-        // [strtab offset, strtab size, type, isconst, initid (0: declaration), linkage, ...]
-        if (isLocalLinkage(record[5])) continue;
+        // [strtab offset, strtab size, type, isconst | explicit type << 1 | address space << 2,
+        //  initid (0: declaration), linkage, ...]
+        if (isLocalLinkage(record[5])) {
+          const bool global = (record[3] & 2) && (record[3] >> 2) == 1;  // SPIR's global address space
+          if (global && !(record[3] & 1) && record[4]) globals_.push_back({record[0], record[1], SymbolKind::Variable, true});
+          continue;
+        }
         globals_.push_back({record[0], record[1], record[4] ? SymbolKind::Variable : SymbolKind::Import});
       }
     }
@@ -204,7 +210,9 @@ llvm::Error readBitcode(DeviceImage &image) {
     auto name = scanner.name(g);
     if (!name) return bad("symbol name outside the string table");
     if (name->starts_with("llvm.")) continue;  // intrinsics and llvm.used-style arrays
-    if (g.kind != SymbolKind::Import) {
+    if (g.isStatic) {
+      image.statics.push_back(*name);
+    } else if (g.kind != SymbolKind::Import) {
       image.symbols.push_back({*name, g.kind});
     } else if (!isOpenClBuiltin(llvm::StringRef(name->data(), name->size()))) {
       if (auto import = spirImport(*name)) image.symbols.push_back(*import);

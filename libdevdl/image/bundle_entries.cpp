@@ -12,6 +12,25 @@ namespace {
 // devdl's keys in an envelope's string table (docs/bundle-format.md).
 constexpr std::string_view kKeyFormat = "devdl.format";
 constexpr std::string_view kPropertyPrefix = "devdl.property.";
+// The image's statics (DeviceImage::statics), one a line: written, empty or not, for each format
+// whose reader lists them, so that a bundle without the key is one packed before they were
+// recorded, whose statics are read from the image.
+constexpr std::string_view kKeyStatics = "devdl.statics";
+
+bool listsStatics(ImageFormat format) {
+  return format == ImageFormat::SpirV || format == ImageFormat::SpirBitcode || format == ImageFormat::Ptx ||
+         format == ImageFormat::Cubin || format == ImageFormat::Fatbin;
+}
+
+std::vector<std::string_view> lines(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (!list.empty()) {
+    size_t eol = list.find('\n');
+    if (std::string_view line = list.substr(0, eol); !line.empty()) out.push_back(line);
+    list = eol == std::string_view::npos ? std::string_view() : list.substr(eol + 1);
+  }
+  return out;
+}
 struct SymbolKey {
   std::string_view key;
   SymbolKind kind;
@@ -170,14 +189,15 @@ llvm::Expected<DeviceImage> imageOfEntry(const bundle::Entry &entry, std::shared
   image.storage = std::move(storage);
   image.triple = entry.get("triple").value_or("");
   image.arch = entry.get("arch").value_or("");
-  for (const auto &[key, kind, weak] : kSymbolKeys) {
-    std::string_view list = entry.get(key).value_or("");
-    while (!list.empty()) {
-      size_t eol = list.find('\n');
-      std::string_view name = list.substr(0, eol);
-      if (!name.empty()) image.symbols.push_back({name, kind, weak});
-      list = eol == std::string_view::npos ? std::string_view() : list.substr(eol + 1);
-    }
+  for (const auto &[key, kind, weak] : kSymbolKeys)
+    for (std::string_view name : lines(entry.get(key).value_or(""))) image.symbols.push_back({name, kind, weak});
+  if (auto statics = entry.get(kKeyStatics)) {
+    image.statics = lines(*statics);
+  } else if (listsStatics(image.format) && !image.bytes.empty()) {
+    auto read = readRawImage(image.bytes, image.format, image.storage);
+    if (!read) return read.takeError();
+    image.statics = std::move(read->statics);
+    image.checked = true;
   }
   for (const auto &[key, value] : entry.strings)
     if (key.starts_with(kPropertyPrefix))
@@ -204,6 +224,12 @@ bundle::Entry entryOfImage(const DeviceImage &image, std::deque<std::string> &ow
       list.pop_back();
       add(key, std::move(list));
     }
+  }
+  if (listsStatics(image.format)) {
+    std::string list;
+    for (std::string_view name : image.statics) (list += name) += '\n';
+    if (!list.empty()) list.pop_back();
+    add(kKeyStatics, std::move(list));
   }
   for (const PropertySet &set : image.propertySets) {
     std::string_view key = owned.emplace_back(std::string(kPropertyPrefix) + std::string(set.name));

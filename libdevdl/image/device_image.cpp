@@ -136,6 +136,7 @@ void DeviceImage::ownStrings() {
   triple = storage->save(triple);
   arch = storage->save(arch);
   for (Symbol &s : symbols) s.name = storage->save(s.name);
+  for (std::string_view &name : statics) name = storage->save(name);
   for (PropertySet &set : propertySets) {
     set.name = storage->save(set.name);
     for (Property &p : set.properties) {

@@ -117,6 +117,10 @@ class DeviceImage {
   std::string_view arch;    // e.g. sm_90; empty where the format is target-independent
   Bytes bytes;              // the image itself: a view into storage
   std::vector<Symbol> symbols;
+  /// The writable variables it keeps to itself (C's `static`: no linkage), each named apart from
+  /// the others (readers::staticNames). Like an exported variable, each has one instance on a
+  /// device, which every program linked with the image reaches (image/instance_cells.h).
+  std::vector<std::string_view> statics;
   std::vector<PropertySet> propertySets;
   std::shared_ptr<Storage> storage;
   /// Its bytes passed its format's reader (readRawImage); an image a bundle recorded the symbols

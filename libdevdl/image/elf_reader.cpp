@@ -59,6 +59,19 @@ llvm::Error readDeviceElf(DeviceImage &image) {
     if (!strings) return bad(strings.takeError());
     for (const auto &s : *symbols) {
       const uint8_t type = s.getType();
+      // A CUDA object's local variable in global memory is a static (DeviceImage::statics); not
+      // the compiler's own (`$str`, a string literal).
+      if (s.getBinding() == llvm::ELF::STB_LOCAL && machine == llvm::ELF::EM_CUDA &&
+          (type == llvm::ELF::STT_OBJECT || type == kSttCudaObject) &&
+          s.st_shndx != llvm::ELF::SHN_UNDEF && s.st_shndx < sections->size()) {
+        auto section = elf.getSectionName((*sections)[s.st_shndx]);
+        if (!section) return bad(section.takeError());
+        auto nameOrErr = s.getName(*strings);
+        if (!nameOrErr) return bad(nameOrErr.takeError());
+        if (section->startswith(".nv.global") && !nameOrErr->startswith("$"))
+          image.statics.emplace_back(nameOrErr->data(), nameOrErr->size());
+        continue;
+      }
       // Section and file symbols are never exports or imports (nor is the null symbol).
       if (s.getBinding() == llvm::ELF::STB_LOCAL || type == llvm::ELF::STT_SECTION || type == llvm::ELF::STT_FILE)
         continue;

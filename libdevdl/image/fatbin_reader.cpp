@@ -164,6 +164,7 @@ llvm::Error readFatbin(DeviceImage &image) {
   if (llvm::Error err = derive(member))
     return inImage(std::move(err), "fatbin entry (" + std::string(source->arch) + ")");
   image.symbols = std::move(member.symbols);
+  image.statics = std::move(member.statics);
   return llvm::Error::success();
 }
 

@@ -12,11 +12,13 @@
 #include "support/spirv_tools.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/SwapByteOrder.h>
 
 #include <spirv/unified1/spirv.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <vector>
@@ -233,7 +235,126 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
   }
 }
 
+// Statics exported: the first pass finds the module's statics as the reader names them; the
+// second gives each its exported name (OpName and a LinkageAttributes decoration, with the
+// Linkage capability where the module has none).
+struct Export {
+  std::span<const std::string_view> names;
+  std::span<const std::string> exported;
+  // The first pass's findings.
+  bool linkage = false;
+  std::vector<uint32_t> crossWorkgroup;  // module-scope CrossWorkgroup variables, in order
+  std::set<uint32_t> linked, readOnly;
+  std::map<uint32_t, std::string_view> idNames;
+  bool inFunctions = false;
+  std::map<uint32_t, std::string_view> targets;  // variable id -> its exported name
+  // The second pass's state.
+  bool writing = false;
+  std::vector<uint32_t> out;
+  bool capabilityWritten = false, namesWritten = false, decorationsWritten = false;
+};
+
+void collectStatics(Export &e, const spv_parsed_instruction_t *inst) {
+  switch (inst->opcode) {
+    case SpvOpCapability: e.linkage |= inst->words[1] == SpvCapabilityLinkage; break;
+    case SpvOpName:
+      if (inst->num_operands >= 2) e.idNames[inst->words[1]] = literal(inst, inst->operands[1]);
+      break;
+    case SpvOpDecorate:
+      if (inst->num_operands >= 2 && inst->words[2] == SpvDecorationConstant) e.readOnly.insert(inst->words[1]);
+      if (inst->num_operands >= 2 && inst->words[2] == SpvDecorationLinkageAttributes) e.linked.insert(inst->words[1]);
+      break;
+    case SpvOpFunction: e.inFunctions = true; break;
+    case SpvOpVariable:
+      if (!e.inFunctions && inst->words[3] == SpvStorageClassCrossWorkgroup) e.crossWorkgroup.push_back(inst->result_id);
+      break;
+    default: break;
+  }
+}
+
+void writeWords(Export &e, uint32_t opcode, std::initializer_list<uint32_t> head, std::string_view text = {},
+                std::initializer_list<uint32_t> tail = {}) {
+  const std::vector<uint32_t> literalText = text.empty() ? std::vector<uint32_t>() : literalWords(text);
+  e.out.push_back(static_cast<uint32_t>(1 + head.size() + literalText.size() + tail.size()) << 16 | opcode);
+  e.out.insert(e.out.end(), head);
+  e.out.insert(e.out.end(), literalText.begin(), literalText.end());
+  e.out.insert(e.out.end(), tail);
+}
+
+void writeExported(Export &e, const spv_parsed_instruction_t *inst) {
+  const SpvOp op = static_cast<SpvOp>(inst->opcode);
+  // The module's layout: capabilities; extensions, imports, the memory model, entry points and
+  // execution modes; debug names; then annotations, and everything else.
+  const bool preamble = op == SpvOpCapability || op == SpvOpExtension || op == SpvOpExtInstImport ||
+                        op == SpvOpMemoryModel || op == SpvOpEntryPoint || op == SpvOpExecutionMode ||
+                        op == SpvOpExecutionModeId;
+  const bool debug = op == SpvOpString || op == SpvOpSourceExtension || op == SpvOpSource ||
+                     op == SpvOpSourceContinued || op == SpvOpName || op == SpvOpMemberName;
+  if (op != SpvOpCapability && !e.capabilityWritten) {
+    e.capabilityWritten = true;
+    if (!e.linkage) writeWords(e, SpvOpCapability, {SpvCapabilityLinkage});
+  }
+  if (!preamble && !debug && !e.namesWritten) {  // names the variables had none of
+    e.namesWritten = true;
+    for (const auto &[id, name] : e.targets)
+      if (!e.idNames.count(id)) writeWords(e, SpvOpName, {id}, name);
+  }
+  if (!preamble && !debug && op != SpvOpModuleProcessed && !e.decorationsWritten) {
+    e.decorationsWritten = true;
+    for (const auto &[id, name] : e.targets)
+      writeWords(e, SpvOpDecorate, {id, SpvDecorationLinkageAttributes}, name, {SpvLinkageTypeExport});
+  }
+  if (op == SpvOpName && e.targets.count(inst->words[1])) {
+    writeWords(e, SpvOpName, {inst->words[1]}, e.targets[inst->words[1]]);
+    return;
+  }
+  e.out.insert(e.out.end(), inst->words, inst->words + inst->num_words);
+}
+
 }  // namespace
+
+llvm::Expected<std::string> readers::spirvWithStaticsExported(Bytes bytes, std::span<const std::string_view> names,
+                                                             std::span<const std::string> exported) {
+  if (bytes.size() < 20 || bytes.size() % 4 != 0)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  Export e;
+  e.names = names;
+  e.exported = exported;
+  auto visit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
+    auto &e = *static_cast<Export *>(user);
+    e.writing ? writeExported(e, inst) : collectStatics(e, inst);
+    return SPV_SUCCESS;
+  };
+  spirv::Context context;
+  auto parse = [&]() -> llvm::Error {
+    if (spirv::Diagnostic parsing;
+        spvBinaryParse(context.get(), &e, words.data(), words.size(), nullptr, visit, parsing.out()) != SPV_SUCCESS)
+      return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
+    return llvm::Error::success();
+  };
+  if (llvm::Error err = parse()) return err;
+  // The statics as the reader names them (readers::staticNames).
+  std::vector<std::pair<uint32_t, std::string_view>> statics;
+  for (uint32_t id : e.crossWorkgroup)
+    if (!e.linked.count(id) && !e.readOnly.count(id))
+      statics.emplace_back(id, e.idNames.count(id) ? e.idNames[id] : std::string_view());
+  const std::vector<std::string> staticNames = readers::staticNames(statics);
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto it = llvm::find(staticNames, names[k]);
+    if (it == staticNames.end())
+      return fail(ErrorCode::BadFormat, "`" + std::string(names[k]) + "` is no static variable of the module");
+    e.targets[statics[static_cast<size_t>(it - staticNames.begin())].first] = exported[k];
+  }
+  if (e.targets.empty()) return std::string(bytes.begin(), bytes.end());
+  e.out.assign(words.begin(), words.begin() + 5);
+  if (e.out[0] != SpvMagicNumber)
+    for (uint32_t &word : e.out) word = llvm::ByteSwap_32(word);
+  e.writing = true;
+  if (llvm::Error err = parse()) return err;
+  return std::string(reinterpret_cast<const char *>(e.out.data()), e.out.size() * 4);
+}
 
 llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
                                                                 std::span<const std::string> cells) {
@@ -304,10 +425,28 @@ llvm::Expected<std::string> withInstancesElsewhere(Bytes bytes, ImageFormat form
                                           std::string(formatName(format)) + ": devdl rewrites SPIR-V and PTX for that");
 }
 
-llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> hidden,
+std::string staticExportName(std::string_view name, uint64_t imageHash) {
+  return std::string(kStaticPrefix) + llvm::utohexstr(imageHash, /*LowerCase=*/true, /*Width=*/16) + "_" +
+         std::string(name);
+}
+
+llvm::Expected<std::string> withStaticsExported(Bytes bytes, ImageFormat format, std::span<const std::string_view> names,
+                                                std::span<const std::string> exported) {
+  if (format == ImageFormat::SpirV) return readers::spirvWithStaticsExported(bytes, names, exported);
+  if (format == ImageFormat::Ptx) return readers::ptxWithStaticsExported(bytes, names, exported);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> statics,
+                                    std::span<const std::string> exported, std::span<const std::string_view> hidden,
                                     std::span<const std::string_view> elsewhere,
                                     std::span<const std::string_view> hiddenElsewhere, size_t position,
                                     std::deque<std::string> &edits) {
+  if (!exported.empty() && (format == ImageFormat::SpirV || format == ImageFormat::Ptx)) {
+    auto edited = withStaticsExported(bytes, format, statics, exported);
+    if (!edited) return edited.takeError();
+    bytes = asBytes(edits.emplace_back(std::move(*edited)));
+  }
   if (!elsewhere.empty() || !hiddenElsewhere.empty()) {
     std::vector<std::string_view> names(elsewhere.begin(), elsewhere.end());
     std::vector<std::string> cells;

@@ -20,6 +20,20 @@ namespace devdl {
 /// What the name of every cell starts with.
 inline constexpr std::string_view kInstanceCellPrefix = "__devdl_instance_";
 
+/// What the name a static is exported under starts with.
+inline constexpr std::string_view kStaticPrefix = "__devdl_static_";
+
+/// The name under which an image's static `name` (DeviceImage::statics) is exported by every
+/// program linked with the image, so that the one instance a program holds can be reached in
+/// the others as an exported variable's is: apart from every other image's by the hash of the
+/// image's bytes.
+std::string staticExportName(std::string_view name, uint64_t imageHash);
+/// A copy of an image's bytes (of `format`) with its statics `names` exported under `exported`
+/// (parallel): SPIR-V and PTX; other formats' bytes unchanged (a cubin's statics stay its own).
+/// Fails with BadFormat where the bytes do not parse or have no such static.
+llvm::Expected<std::string> withStaticsExported(Bytes bytes, ImageFormat format, std::span<const std::string_view> names,
+                                                std::span<const std::string> exported);
+
 /// The name of the cell that holds the address of variable `name`'s instance: exported by the
 /// image that defined the variable, imported by those that imported it.
 std::string instanceCellName(std::string_view name);
@@ -41,11 +55,13 @@ llvm::Expected<std::string> withInstancesElsewhere(Bytes bytes, ImageFormat form
                                                    std::span<const std::string_view> names,
                                                    std::span<const std::string> cells = {});
 
-/// An image's bytes as a link takes them, the image at `position` among the link's inputs:
+/// An image's bytes as a link takes them, the image at `position` among the link's inputs: its
+/// `statics` exported under `exported` (SPIR-V and PTX; none where `exported` is empty), then
 /// `elsewhere` reached through their cells, and `hiddenElsewhere` (of `hidden`) through their
 /// interposed cells, then its definitions of `hidden` made local (image/local_definitions.h);
 /// `bytes` themselves where nothing is to be edited. The copies made are kept in `edits`.
-llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> hidden,
+llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> statics,
+                                    std::span<const std::string> exported, std::span<const std::string_view> hidden,
                                     std::span<const std::string_view> elsewhere,
                                     std::span<const std::string_view> hiddenElsewhere, size_t position,
                                     std::deque<std::string> &edits);

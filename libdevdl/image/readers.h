@@ -7,6 +7,8 @@
 #include <llvm/Support/Error.h>
 
 #include <span>
+#include <utility>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -42,6 +44,17 @@ llvm::Expected<std::string> spirvWithInstancesElsewhere(Bytes bytes, std::span<c
                                                         std::span<const std::string> cells);
 llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
                                                       std::span<const std::string> cells);
+
+/// The names DeviceImage::statics gives a SPIR-V module's writable variables without linkage,
+/// given by id and OpName (empty where it has none), in module order: the OpName, or
+/// `OpName.id` where it has none or another has it too.
+std::vector<std::string> staticNames(std::span<const std::pair<uint32_t, std::string_view>> named);
+/// Copies of an image's bytes with its statics `names` (DeviceImage::statics) exported under
+/// `exported` (image/instance_cells.h).
+llvm::Expected<std::string> spirvWithStaticsExported(Bytes bytes, std::span<const std::string_view> names,
+                                                     std::span<const std::string> exported);
+llvm::Expected<std::string> ptxWithStaticsExported(Bytes bytes, std::span<const std::string_view> names,
+                                                   std::span<const std::string> exported);
 
 /// One entry of a CUDA fat binary, as stored.
 struct FatbinMember {

@@ -37,6 +37,9 @@ struct SpirvFacts {
   std::vector<Linkage> linkages;
   std::vector<std::pair<uint32_t, std::string_view>> kernels;  // function id, name
   std::unordered_set<uint32_t> variables;
+  std::vector<uint32_t> crossWorkgroup;   // module-scope CrossWorkgroup variables, in order
+  std::unordered_set<uint32_t> readOnly;  // decorated Constant
+  bool inFunctions = false;
   std::unordered_map<uint32_t, std::string_view> names;
   std::vector<std::pair<uint32_t, uint32_t>> specIds;  // target id, SpecId
 
@@ -66,8 +69,13 @@ spv_result_t onInstruction(void *user, const spv_parsed_instruction_t *inst) {
       break;
     case SpvOpVariable:
       f.variables.insert(inst->result_id);
+      if (!f.inFunctions && word(2) == SpvStorageClassCrossWorkgroup) f.crossWorkgroup.push_back(inst->result_id);
+      break;
+    case SpvOpFunction:
+      f.inFunctions = true;
       break;
     case SpvOpDecorate:
+      if (word(1) == SpvDecorationConstant) f.readOnly.insert(word(0));
       if (word(1) == SpvDecorationLinkageAttributes && inst->num_operands >= 4)
         f.linkages.push_back({word(0), f.literal(inst, 2), word(3)});
       else if (word(1) == SpvDecorationSpecId && inst->num_operands >= 3)
@@ -80,6 +88,15 @@ spv_result_t onInstruction(void *user, const spv_parsed_instruction_t *inst) {
 }
 
 }  // namespace
+
+std::vector<std::string> staticNames(std::span<const std::pair<uint32_t, std::string_view>> named) {
+  std::unordered_map<std::string_view, unsigned> count;
+  for (const auto &[id, name] : named) ++count[name];
+  std::vector<std::string> names;
+  for (const auto &[id, name] : named)
+    names.push_back(!name.empty() && count[name] == 1 ? std::string(name) : std::string(name) + "." + std::to_string(id));
+  return names;
+}
 
 llvm::Error readSpirv(DeviceImage &image) {
   if (image.bytes.size() < 20 || image.bytes.size() % 4 != 0)
@@ -123,6 +140,14 @@ llvm::Error readSpirv(DeviceImage &image) {
           {l.name, facts.variables.count(l.id) ? SymbolKind::Variable : SymbolKind::Function});
     }
   }
+  // Writable variables without linkage: the module's statics.
+  std::unordered_set<uint32_t> linked;
+  for (const Linkage &l : facts.linkages) linked.insert(l.id);
+  std::vector<std::pair<uint32_t, std::string_view>> statics;
+  for (uint32_t id : facts.crossWorkgroup)
+    if (!linked.count(id) && !facts.readOnly.count(id))
+      statics.emplace_back(id, facts.names.count(id) ? facts.names[id] : std::string_view());
+  for (const std::string &name : staticNames(statics)) image.statics.push_back(image.storage->save(name));
   for (const auto &[id, specId] : facts.specIds) {
     auto name = facts.names.find(id);
     std::string fallback = "SpecId " + std::to_string(specId);

@@ -29,7 +29,9 @@ struct Loader::BuildInputs {
   /// whose instance this program will hold, by image.
   struct Reached {
     std::string_view name;
-    std::string cell;  // through which it is reached (image/instance_cells.h)
+    std::string_view shown;  // how messages name it (variableShown)
+    std::string cell;        // through which it is reached (image/instance_cells.h)
+    std::string why;         // why it cannot be, where that is known before the link
     uint32_t image;
     cache::LinkedProgram *lender;
     std::shared_ptr<backend::Program> program;

@@ -2,6 +2,7 @@
 
 #include "loader/loader.h"  // Handle: an owner's local scope
 
+#include "image/instance_cells.h"
 #include "support/debug.h"
 #include "support/xxh3.h"
 
@@ -37,6 +38,7 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   loaded->local = owner ? &owner->local : nullptr;
   loaded->host = host;
   loaded->bytesHash = loaded->hash = hash;
+  for (std::string_view name : loaded->image.statics) loaded->statics.push_back(staticExportName(name, hash.low));
   loaded->vf = virtualFunctionsOf(loaded->image);
   images_[id] = std::move(loaded);
   pointers_[id] = &images_[id]->image;

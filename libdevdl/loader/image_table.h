@@ -30,6 +30,9 @@ struct LoadedImage : ScopedImage {
   cache::ContentHash bytesHash;  // of the bytes alone
   cache::ContentHash hash;       // of the bytes and the specialization constants set: what programs are keyed by
   backend::SpecConstants specConstants;
+  /// The names its statics are exported under (staticExportName, by the bytes' hash), parallel
+  /// to image.statics: one instance of each, as of an exported variable.
+  std::vector<std::string> statics;
   // In a handle or a loaded host object. Once unloaded, an image is in no scope; a host
   // object's image keeps its strings (DeviceImage::ownStrings), but its bytes may be gone.
   bool loaded = true;

@@ -15,7 +15,14 @@ std::vector<std::string_view> Loader::variablesOf(uint32_t id) const {
   std::vector<std::string_view> variables;
   for (const Symbol &s : images_[id].image.symbols)
     if (s.kind == SymbolKind::Variable) variables.push_back(s.name);
+  for (const std::string &name : images_[id].statics) variables.push_back(name);
   return variables;
+}
+
+std::string_view Loader::variableShown(uint32_t id, std::string_view name) const {
+  const LoadedImage &image = images_[id];
+  auto it = llvm::find(image.statics, name);
+  return it == image.statics.end() ? name : image.image.statics[static_cast<size_t>(it - image.statics.begin())];
 }
 
 std::string_view Loader::labelOf(const cache::LinkedProgram &program) const {
@@ -57,8 +64,18 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
       }
       std::string cell = interposed ? interposedCellName(name, i) : instanceCellName(name);
       into.key.elsewhere.emplace_back(interposed ? cell : std::string(name));
-      into.reached.push_back({name, std::move(cell), id, lender, lender->program, images_[id].label,
-                              std::string(labelOf(*lender))});
+      // Statics devdl cannot export stay the image's own (withStaticsExported): no program has
+      // their address.
+      std::string why;
+      const ImageFormat format = images_[id].image.format;
+      if (format != ImageFormat::SpirV && format != ImageFormat::Ptx && format != ImageFormat::Fatbin &&
+          llvm::is_contained(images_[id].statics, name))
+        why = format == ImageFormat::Cubin
+                  ? "a cubin's statics are its machine code's own, which cannot reach an instance elsewhere"
+                  : "the statics of an image of format " + std::string(formatName(format)) +
+                        " stay its own: devdl exports SPIR-V's and PTX's so that other programs reach them";
+      into.reached.push_back({name, variableShown(id, name), std::move(cell), std::move(why), id, lender,
+                              lender->program, images_[id].label, std::string(labelOf(*lender))});
       if (interposed) {
         into.hiddenElsewhere[i].push_back(name);
         continue;

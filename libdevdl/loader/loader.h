@@ -423,8 +423,11 @@ class Loader {
   /// The key of the program linked from `plan`, by its images' hashes, and the images whose
   /// variables it links (each has one instance on a device).
   cache::ProgramKey keyOf(const LinkPlan &plan) const;
-  /// The variables image `id` exports.
+  /// The variables of image `id` that have one instance on a device: those it exports, and its
+  /// statics by the names they are exported under (LoadedImage::statics).
   std::vector<std::string_view> variablesOf(uint32_t id) const;
+  /// How messages name image `id`'s variable `name` (of variablesOf): a static by its own name.
+  std::string_view variableShown(uint32_t id, std::string_view name) const;
   /// How messages name a program: by its first use's root, else its first image.
   std::string_view labelOf(const cache::LinkedProgram &program) const;
   /// References on host objects, dropped once the lock is let go (Lock::release).

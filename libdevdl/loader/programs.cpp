@@ -246,7 +246,7 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
       const backend::SpecConstants &specs = job.specConstants.emplace_back(image.specConstants);
       // The job's copies: `joint` goes.
       into.inputs.push_back(
-          {&image.image, image.label, &specs, into.hidden[i], into.elsewhere[i], into.hiddenElsewhere[i]});
+          {&image.image, image.label, &specs, into.hidden[i], into.elsewhere[i], into.hiddenElsewhere[i], image.statics});
     }
   };
   inputsOf(linked, joint ? jointKey : planned.key, job.linked);
@@ -259,7 +259,7 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
       for (std::string_view name : linked.hidden[i])
         Debug::get().print("interposed `" + std::string(name) + "`: made local in " + images_[linked.images[i]].label);
     for (const BuildJob::Inputs::Reached &reached : job.linked.reached)
-      Debug::get().print("instance of `" + std::string(reached.name) + "` of " + reached.imageLabel +
+      Debug::get().print("instance of `" + std::string(reached.shown) + "` of " + reached.imageLabel +
                          ": reached in the program of " + reached.lenderLabel);
   }
   // The programs holding the instances it reaches stay while it builds.
@@ -315,7 +315,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   llvm::Expected<cache::Built> made = cache::Built{};
   // A variable whose instance this program cannot reach: whose it is, where, and what would do.
   auto unreachable = [&](const BuildJob::Inputs::Reached &reached, const std::string &why, std::string_view images) {
-    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(reached.name) + "` of " + reached.imageLabel +
+    return fail(ErrorCode::Unsupported, "`" + llvm::Twine(reached.shown) + "` of " + reached.imageLabel +
                                             " has its instance on " + planned.device->description() +
                                             " in the program of " + reached.lenderLabel + ", which the program of " +
                                             request.label + " cannot reach: " + why + " (" + images +
@@ -326,6 +326,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   auto build = [&](const BuildJob::Inputs &inputs, const cache::SameModel &same) -> llvm::Expected<cache::Built> {
     std::vector<cache::InstanceAddress> instances;
     for (const BuildJob::Inputs::Reached &reached : inputs.reached) {
+      if (!reached.why.empty()) return unreachable(reached, reached.why, "an image with PTX beside its cubins, or ");
       auto extent = reached.program->variable(reached.name);
       if (!extent) return unreachable(reached, llvm::toString(extent.takeError()), "");
       instances.push_back({reached.name, reached.cell, extent->address});

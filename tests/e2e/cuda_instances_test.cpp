@@ -1,8 +1,8 @@
 // One instance of a library's variables on a CUDA device (issue 51), end to end through the C API:
 // gstate_lib's State reached by programs linked after the one that holds it, in each format devdl
 // can rewrite (PTX, a fat binary's PTX, a fat binary with LTO-IR, whose PTX is linked then), in
-// both orders; and a cubin of machine code alone, which cannot reach it, refused with nothing
-// changed. Without a driver (CI) the tests skip, saying so.
+// both orders, and gstatic_lib's static Count likewise; and a cubin of machine code alone, which
+// cannot reach them, refused with nothing changed. Without a driver (CI) the tests skip, saying so.
 #include "devdl.h"
 #include "e2e/cuda_driver.h"
 #include "test_images.h"
@@ -115,6 +115,21 @@ TEST_P(CudaInstances, TheInterposedLibrarysOwnVariableHasOneInstance) {
   closeAll({app, other, first});
 }
 
+// A variable the library keeps to itself (gstatic_lib's static Count) has one instance too.
+TEST_P(CudaInstances, ALibrarysStaticHasOneInstance) {
+  void *lib = open("gstatic_lib", DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ(run(lib, "SetCount"), (std::vector<int>{0, 1}));
+  void *reader = open("gstatic_read", DEVDL_NOW);
+  void *bumper = open("gstatic_bump", DEVDL_NOW);
+  ASSERT_TRUE(reader && bumper);
+  EXPECT_EQ(run(reader, "ReadCountKernel"), (std::vector<int>{100, 101}));
+  EXPECT_EQ(run(bumper, "BumpCountKernel", 1), std::vector<int>{0});
+  EXPECT_EQ(run(reader, "ReadCountKernel"), (std::vector<int>{101, 102}));
+  EXPECT_EQ(run(lib, "LibReadCount"), (std::vector<int>{101, 102}));
+  closeAll({bumper, reader, lib});
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, CudaInstances, ::testing::Values("ptx", "fatbin", "lto.fatbin"),
                          [](const auto &info) { return std::string(info.param == std::string("lto.fatbin") ? "lto" : info.param); });
 
@@ -145,6 +160,18 @@ TEST_P(CudaSassOnly, ASecondCopyOfTheVariableIsAnError) {
   EXPECT_EQ(run(lib, "SetState"), (std::vector<int>{0, 1}));
   EXPECT_EQ(run(reader, "ReadDirect"), (std::vector<int>{100, 101}));
   closeAll({reader, lib});
+}
+
+TEST_P(CudaSassOnly, ASecondInstanceOfAStaticIsAnError) {
+  void *lib = open("gstatic_lib", DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ(run(lib, "SetCount"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(device_dlopen(file("gstatic_read").c_str(), DEVDL_NOW), nullptr);
+  const std::string why = error();
+  EXPECT_NE(why.find("Count` of " + file("gstatic_lib") + ": image 0 (cubin"), std::string::npos) << why;
+  EXPECT_NE(why.find("cannot reach: a cubin's statics are its machine code's own"), std::string::npos) << why;
+  EXPECT_EQ(run(lib, "LibReadCount"), (std::vector<int>{100, 101})) << "nothing changed";
+  closeAll({lib});
 }
 
 INSTANTIATE_TEST_SUITE_P(Cubin, CudaSassOnly, ::testing::Values("cubin"));

@@ -2,7 +2,7 @@
 // as ld.so maps a library's data once (issue 51). gstate_lib's State (5) is bumped by
 // gstate_bump's kernel through the library's BumpState, and read by gstate_read's kernels
 // through ReadState and as an imported variable, by the library's own kernels, and by the host,
-// whichever program was linked first.
+// whichever program was linked first. gstatic_lib's static Count likewise, through its functions.
 #include "e2e/dlopen_fixture.h"
 
 #include <atomic>
@@ -160,6 +160,61 @@ TEST_F(Instances, EightThreadsFirstUsesOfTwoApplicationsReachOneInstance) {
   EXPECT_EQ(read(reader, "ReadDirect"), (std::vector<int>{6, 7}));
   EXPECT_EQ(read(reader, "ReadKernel"), (std::vector<int>{6, 7}));
   EXPECT_EQ(state(lib), 6);
+  closeAll({reader, bumper, lib});
+}
+
+// A variable the library keeps to itself (gstatic_lib's static Count, 5) has one instance too,
+// reached by the library's own kernels and, through its functions, by every application: the
+// library's kernel first, then the applications.
+TEST_F(Instances, ALibrarysStaticHasOneInstanceItsOwnKernelFirst) {
+  void *lib = device_dlopen(deviceImage("gstatic_lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
+  EXPECT_EQ(read(lib, "SetCount"), (std::vector<int>{0, 1}));
+  if (!reachable()) {
+    EXPECT_EQ(device_dlopen(deviceImage("gstatic_read").c_str(), DEVDL_NOW), nullptr);
+    const std::string why = error();
+    // By its name in the image (nvcc's is unique to the file: `__nv_static_..._Count`).
+    EXPECT_NE(why.find("Count` of " + where("gstatic_lib") + " has its instance on"), std::string::npos) << why;
+    EXPECT_NE(why.find("which the program of " + where("gstatic_read") + " cannot reach"), std::string::npos) << why;
+    closeAll({lib});
+    return;
+  }
+  void *reader = device_dlopen(deviceImage("gstatic_read").c_str(), DEVDL_NOW);
+  void *bumper = device_dlopen(deviceImage("gstatic_bump").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(reader && bumper) << error();
+  EXPECT_EQ(read(reader, "ReadCountKernel"), (std::vector<int>{100, 101}));
+  EXPECT_EQ(read(bumper, "BumpCountKernel"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(read(reader, "ReadCountKernel"), (std::vector<int>{101, 102}));
+  EXPECT_EQ(read(lib, "LibReadCount"), (std::vector<int>{101, 102}));
+  // Closed and opened again, the library starts from its initializer.
+  closeAll({bumper, reader, lib});
+  lib = device_dlopen(deviceImage("gstatic_lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  reader = device_dlopen(deviceImage("gstatic_read").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && reader) << error();
+  EXPECT_EQ(read(reader, "ReadCountKernel"), (std::vector<int>{5, 6}));
+  closeAll({reader, lib});
+}
+
+// The mirror image: two applications linked apart first, then the library's own kernels.
+TEST_F(Instances, ALibrarysStaticHasOneInstanceApplicationsFirst) {
+  void *lib = device_dlopen(deviceImage("gstatic_lib").c_str(), DEVDL_LAZY | DEVDL_GLOBAL);
+  void *bumper = device_dlopen(deviceImage("gstatic_bump").c_str(), DEVDL_NOW);
+  ASSERT_TRUE(lib && bumper) << error();
+  EXPECT_EQ(read(bumper, "BumpCountKernel"), (std::vector<int>{0, 1}));
+  if (!reachable()) {
+    EXPECT_EQ(device_dlopen(deviceImage("gstatic_read").c_str(), DEVDL_NOW), nullptr);
+    EXPECT_NE(error().find("Count` of " + where("gstatic_lib") + " has its instance on"), std::string::npos);
+    closeAll({bumper, lib});
+    return;
+  }
+  void *reader = device_dlopen(deviceImage("gstatic_read").c_str(), DEVDL_NOW);
+  ASSERT_NE(reader, nullptr) << error();
+  EXPECT_EQ(read(reader, "ReadCountKernel"), (std::vector<int>{6, 7}));
+  EXPECT_EQ(read(lib, "LibReadCount"), (std::vector<int>{6, 7}));
+  EXPECT_EQ(read(lib, "SetCount"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(read(reader, "ReadCountKernel"), (std::vector<int>{100, 101}));
+  EXPECT_EQ(read(bumper, "BumpCountKernel"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(read(lib, "LibReadCount"), (std::vector<int>{101, 102}));
   closeAll({reader, bumper, lib});
 }
 

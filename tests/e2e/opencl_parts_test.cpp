@@ -123,7 +123,7 @@ TEST_F(OpenClDriverLinkParts, APartReachesTheInstanceAnotherProgramHolds) {
   // The image as link() edits it for a program that reaches Shared elsewhere.
   const std::string_view names[] = {"Shared"};
   std::deque<std::string> edits;
-  auto edited = editedForLink(inputs_[0].image->bytes, ImageFormat::SpirV, {}, names, {}, 0, edits);
+  auto edited = editedForLink(inputs_[0].image->bytes, ImageFormat::SpirV, {}, {}, {}, names, {}, 0, edits);
   ASSERT_TRUE(!!edited) << errorText(edited);
   DeviceImage copy = *inputs_[0].image;
   copy.bytes = *edited;

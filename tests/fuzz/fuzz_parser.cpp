@@ -180,19 +180,25 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
     std::memcpy(first.data(), linked.front()->bytes.data(), first.size() * 4);
     llvm::consumeError(backend::inProcess::copyKernels(first, variables).takeError());
   }
-  // Linked again as a program that reaches every variable of the plan in another: each image
-  // that defines or imports one through its cell, and an interposed one through its own,
-  // translated as for PoCL.
+  // Linked again as a program that reaches every variable of the plan in another, its statics
+  // exported first: each image that defines or imports one through its cell, and an interposed
+  // one through its own, translated as for PoCL.
   std::vector<std::string_view> reachedNames;
-  for (size_t i = 0; i < plan.images.size(); ++i)
-    for (const Symbol &s : images[plan.images[i]]->symbols)
+  std::vector<std::vector<std::string>> exported(plan.images.size());
+  for (size_t i = 0; i < plan.images.size(); ++i) {
+    const DeviceImage &image = *images[plan.images[i]];
+    for (const Symbol &s : image.symbols)
       if (s.kind == SymbolKind::Variable && !llvm::is_contained(plan.hidden[i], s.name)) reachedNames.push_back(s.name);
+    for (std::string_view name : image.statics) exported[i].push_back(staticExportName(name, i));
+  }
+  for (const std::vector<std::string> &names : exported) reachedNames.insert(reachedNames.end(), names.begin(), names.end());
   if (reachedNames.empty()) return llvm::Error::success();
   std::deque<DeviceImage> reaching;
   std::vector<const DeviceImage *> reached;
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const DeviceImage &image = *images[plan.images[i]];
-    auto bytes = editedForLink(image.bytes, image.format, plan.hidden[i], reachedNames, plan.hidden[i], i, edited);
+    auto bytes = editedForLink(image.bytes, image.format, image.statics, exported[i], plan.hidden[i], reachedNames,
+                               plan.hidden[i], i, edited);
     if (!bytes) return bytes.takeError();
     reached.push_back(&reaching.emplace_back(image));
     reaching.back().bytes = *bytes;

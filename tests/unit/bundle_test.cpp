@@ -1,6 +1,7 @@
 // The packed format: round trips, determinism, alignment, interoperation with LLVM's own
 // OffloadBinary, and hostile envelopes.
 #include "bundle/offload_binary.h"
+#include "image/bundle_entries.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -53,6 +54,35 @@ TEST(Bundle, RoundTripKeepsEverything) {
     }
   }
   EXPECT_EQ(file->images[0].moduleId(), "libseed\twith\\odd\nchars");
+}
+
+// Statics are recorded (devdl.statics), empty or not; an envelope of a format that has them but
+// without the key (an earlier devdl-pack's) has them read from its image.
+TEST(Bundle, StaticsAreRecordedAndReadWhereAnEarlierPackDidNot) {
+  auto lib = readImageFile(image("gstatic_lib.spv"));
+  auto app = readImageFile(image("gstatic_read.spv"));
+  ASSERT_TRUE(lib && app) << errorText(lib) << errorText(app);
+  std::vector<DeviceImage> images{lib->images[0], app->images[0]};
+  ASSERT_EQ(images[0].statics, (std::vector<std::string_view>{"Count"}));
+  const std::string packed = packImages(images);
+  auto file = readImageMemory(asBytes(packed), "gstatic.devdl", nullptr);
+  ASSERT_TRUE(!!file) << errorText(file);
+  EXPECT_EQ(file->images[0].statics, images[0].statics);
+  EXPECT_TRUE(file->images[1].statics.empty());
+  EXPECT_FALSE(file->images[0].checked) << "read from the keys alone";
+  // The same envelopes without the key.
+  std::deque<std::string> owned;
+  std::vector<bundle::Entry> entries;
+  for (const DeviceImage &image : images) {
+    bundle::Entry &entry = entries.emplace_back(entryOfImage(image, owned));
+    std::erase_if(entry.strings, [](const auto &string) { return string.first == "devdl.statics"; });
+  }
+  std::string earlier;
+  bundle::writeBundle(entries, earlier);
+  auto read = readImageMemory(asBytes(earlier), "earlier.devdl", nullptr);
+  ASSERT_TRUE(!!read) << errorText(read);
+  EXPECT_EQ(read->images[0].statics, images[0].statics);
+  EXPECT_TRUE(read->images[0].checked) << "read from its image";
 }
 
 TEST(Bundle, OutputIsDeterministicAndAligned) {

@@ -105,6 +105,7 @@ class Device final : public backend::Device {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const backend::LinkInput &input = inputs[i];
       for (std::string_view name : input.hiddenElsewhere) defined.emplace(interposedCellName(name, i), SymbolKind::Variable);
+      for (const std::string &name : input.statics) defined.emplace(linkName(input, name), SymbolKind::Variable);  // exported so
       for (const Symbol &s : input.image->symbols) {
         if (s.kind == SymbolKind::Import || llvm::is_contained(input.hidden, s.name)) continue;
         if (!defined.emplace(linkName(input, s.name), s.kind).second)

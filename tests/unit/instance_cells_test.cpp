@@ -200,6 +200,140 @@ TEST(InstanceCells, EveryTestImageStaysValid) {
   EXPECT_GT(edited, 10u);
 }
 
+// A module's statics, as readers name them and as a link exports them: two writable variables
+// of one OpName and one of none; a Constant one and an exported one are no statics. Without the
+// Linkage capability, the export goes, and the variable is a static: the export adds it.
+constexpr std::string_view kStatics = R"(
+OpCapability Addresses
+OpCapability Kernel
+OpCapability Int64
+%linkage
+OpMemoryModel Physical64 OpenCL
+OpEntryPoint Kernel %k "k" %a %b %u %e
+OpName %a "n"
+OpName %b "n"
+OpName %c "Table"
+OpName %e "Exported"
+OpDecorate %c Constant
+%export
+%uint = OpTypeInt 32 0
+%void = OpTypeVoid
+%ptr = OpTypePointer CrossWorkgroup %uint
+%fn = OpTypeFunction %void
+%zero = OpConstant %uint 0
+%one = OpConstant %uint 1
+%a = OpVariable %ptr CrossWorkgroup %zero
+%b = OpVariable %ptr CrossWorkgroup %zero
+%u = OpVariable %ptr CrossWorkgroup %zero
+%c = OpVariable %ptr CrossWorkgroup %one
+%e = OpVariable %ptr CrossWorkgroup %zero
+%k = OpFunction %void None %fn
+%l = OpLabel
+OpStore %a %one
+OpStore %b %one
+OpStore %u %one
+OpStore %e %one
+OpReturn
+OpFunctionEnd
+)";
+
+std::string assembled(bool linkage) {
+  std::string text(kStatics);
+  text.replace(text.find("%linkage"), 8, linkage ? "OpCapability Linkage" : "");
+  text.replace(text.find("%export"), 7, linkage ? R"(OpDecorate %e LinkageAttributes "Exported" Export)" : "");
+  spirv::Context context;
+  spv_binary binary = nullptr;
+  spv_diagnostic diagnostic = nullptr;
+  EXPECT_EQ(spvTextToBinary(context.get(), text.data(), text.size(), &binary, &diagnostic), SPV_SUCCESS)
+      << (diagnostic ? diagnostic->error : "");
+  spvDiagnosticDestroy(diagnostic);
+  if (!binary) return {};
+  std::string bytes(reinterpret_cast<const char *>(binary->code), binary->wordCount * 4);
+  spvBinaryDestroy(binary);
+  return bytes;
+}
+
+TEST(InstanceCells, StaticsAreNamedApartAndExportedUnderTheirNames) {
+  for (bool linkage : {true, false}) {
+    const std::string bytes = assembled(linkage);
+    auto read = readImageMemory(asBytes(bytes), "statics.spv", nullptr);
+    ASSERT_TRUE(!!read) << errorText(read);
+    const DeviceImage &module = read->images[0];
+    // a, b and u; not the Constant table, nor the exported variable (a static where not exported).
+    ASSERT_EQ(module.statics.size(), linkage ? 3u : 4u);
+    EXPECT_TRUE(module.statics[0].starts_with("n.") && module.statics[1].starts_with("n.") &&
+                module.statics[0] != module.statics[1]);
+    EXPECT_TRUE(module.statics[2].starts_with(".")) << module.statics[2];
+    std::vector<std::string> exported;
+    for (std::string_view name : module.statics) exported.push_back(staticExportName(name, 0xfeed));
+    EXPECT_EQ(exported[0], "__devdl_static_000000000000feed_" + std::string(module.statics[0]));
+    auto edited = withStaticsExported(module.bytes, ImageFormat::SpirV, module.statics, exported);
+    ASSERT_TRUE(!!edited) << errorText(edited);
+    std::string why;
+    EXPECT_TRUE(validates(*edited, why)) << (linkage ? "" : "the Linkage capability added: ") << why;
+    auto reread = readImageMemory(asBytes(*edited), "statics.spv", nullptr);
+    ASSERT_TRUE(!!reread) << errorText(reread);
+    EXPECT_TRUE(reread->images[0].statics.empty());
+    for (const std::string &name : exported)
+      EXPECT_TRUE(llvm::is_contained(symbolLines(reread->images[0]), "D " + name)) << name;
+    // And reached elsewhere, as any exported variable.
+    const std::vector<std::string_view> names(exported.begin(), exported.end());
+    auto cells = withInstancesElsewhere(asBytes(*edited), ImageFormat::SpirV, names);
+    ASSERT_TRUE(!!cells) << errorText(cells);
+    EXPECT_TRUE(validates(*cells, why)) << why;
+  }
+  const std::vector<std::string_view> none{"nothing"};
+  const std::vector<std::string> as{"__devdl_static_0_nothing"};
+  EXPECT_EQ(errorText(withStaticsExported(asBytes(assembled(true)), ImageFormat::SpirV, none, as)),
+            "`nothing` is no static variable of the module");
+}
+
+// PTX: the static's every mention takes the exported name, its declaration `.visible`; the
+// compiler's string literals ($str) are no statics.
+TEST(InstanceCells, PtxStaticsAreExportedUnderTheirNames) {
+  const std::string ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 _ZL5Count = 5;
+.global .align 1 .b8 $str[3] = {104, 105, 0};
+.visible .func (.param .b32 r) Bump()
+{
+	.reg .b32 %r<3>;
+	ld.global.u32 %r1, [_ZL5Count];
+	add.s32 %r2, %r1, 1;
+	st.global.u32 [_ZL5Count], %r2;
+	st.param.b32 [r], %r2;
+	ret;
+}
+)";
+  auto read = readImageMemory(asBytes(ptx), "statics.ptx", nullptr);
+  ASSERT_TRUE(!!read) << errorText(read);
+  ASSERT_EQ(read->images[0].statics, (std::vector<std::string_view>{"_ZL5Count"}));
+  const std::vector<std::string> exported{staticExportName("_ZL5Count", 1)};
+  auto edited = withStaticsExported(asBytes(ptx), ImageFormat::Ptx, read->images[0].statics, exported);
+  ASSERT_TRUE(!!edited) << errorText(edited);
+  EXPECT_NE(edited->find(".visible .global .align 4 .u32 " + exported[0] + " = 5;"), std::string::npos) << *edited;
+  EXPECT_NE(edited->find("st.global.u32 [" + exported[0] + "], %r2;"), std::string::npos) << *edited;
+  EXPECT_EQ(edited->find("[_ZL5Count]"), std::string::npos) << *edited;
+  auto reread = readImageMemory(asBytes(*edited), "statics.ptx", nullptr);
+  ASSERT_TRUE(!!reread) << errorText(reread);
+  EXPECT_TRUE(reread->images[0].statics.empty());
+  EXPECT_TRUE(llvm::is_contained(symbolLines(reread->images[0]), "D " + exported[0]));
+}
+
+// The suite's library of one static, as every compiler here writes it.
+TEST(InstanceCells, TheSuitesStaticIsReadInEveryFormat) {
+  std::vector<std::string> files{"gstatic_lib.spv", "gstatic_lib.bc"};
+  if (DEVDL_TEST_CUDA_IMAGES) files.insert(files.end(), {"gstatic_lib.ptx", "gstatic_lib.cubin", "gstatic_lib.fatbin"});
+  for (const std::string &name : files) {
+    auto file = readImageFile(image(name));
+    ASSERT_TRUE(!!file) << errorText(file);
+    const std::vector<std::string_view> &statics = file->images[0].statics;
+    ASSERT_EQ(statics.size(), 1u) << name << ": " << statics.size();
+    EXPECT_TRUE(statics[0].ends_with("Count")) << name << ": " << statics[0];  // nvcc's is unique to the file
+  }
+}
+
 TEST(InstanceCells, OtherFormatsAreRefusedNamingTheVariable) {
   EXPECT_EQ(errorText(withInstancesElsewhere(Bytes(), ImageFormat::OpenClBinary, kState)),
             "`State` cannot be reached in another program from an image of format opencl-binary: devdl rewrites "

@@ -58,6 +58,25 @@ TEST_F(LoaderInstances, TheLibrarysKernelFirstHoldsTheInstanceTheApplicationReac
   close(lib);
 }
 
+// A static of the library's (gstatic_lib's Count) is an instance as an exported variable is,
+// under the name every program exports it by: the library's program holds it, the
+// application's reaches it.
+TEST_F(LoaderInstances, ALibrarysStaticIsHeldByTheFirstProgramAndReachedByTheNext) {
+  void *lib = open("gstatic_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(symbol(lib, "SetCount"), nullptr);
+  EXPECT_EQ(lastElsewhere(), (std::vector<std::string>{"gstatic_lib.spv:"}));
+  void *reader = open("gstatic_read.spv", DEVDL_NOW);
+  ASSERT_NE(reader, nullptr);
+  const std::vector<std::string> elsewhere = lastElsewhere();
+  ASSERT_EQ(elsewhere.size(), 2u);
+  EXPECT_EQ(elsewhere[0], "gstatic_read.spv:");
+  const std::string prefix = "gstatic_lib.spv: " + std::string(kStaticPrefix);
+  EXPECT_TRUE(elsewhere[1].starts_with(prefix) && elsewhere[1].ends_with("_Count")) << elsewhere[1];
+  EXPECT_NE(lastCell(elsewhere[1].substr(std::string("gstatic_lib.spv: ").size())), 0u) << "set from the holder";
+  close(reader);
+  close(lib);
+}
+
 TEST_F(LoaderInstances, TheFirstApplicationsProgramHoldsItPastItsClose) {
   void *lib = open("gstate_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *bumper = open("gstate_bump.spv", DEVDL_NOW);
@@ -159,6 +178,23 @@ TEST_F(LoaderInstancesOfCubins, AnInterposedCopyIsTheOnlyOne) {
   close(app);
   close(other);
   close(first);
+}
+
+// A cubin's static stays its machine code's own: the library's program holds it, and an
+// application's program, which would hold a second, is refused naming the static by its name.
+TEST_F(LoaderInstancesOfCubins, AStaticHeldElsewhereIsRefused) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  void *lib = open("gstatic_lib.cubin", DEVDL_LAZY | DEVDL_GLOBAL);
+  ASSERT_NE(symbol(lib, "SetCount"), nullptr);
+  const std::string why = openError("gstatic_read.cubin", DEVDL_NOW);
+  EXPECT_NE(why.find("Count` of " + image("gstatic_lib.cubin") + ": image 0 (cubin"), std::string::npos) << why;
+  EXPECT_NE(why.find("which the program of " + image("gstatic_read.cubin") + ": image 0 (cubin sm_90) cannot reach: "
+                     "a cubin's statics are its machine code's own"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find(kStaticPrefix), std::string::npos) << "named as the library names it: " << why;
+  EXPECT_EQ(links().size(), 1u) << "nothing linked";
+  close(lib);
 }
 
 }  // namespace

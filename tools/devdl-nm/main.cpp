@@ -1,6 +1,7 @@
 // devdl-nm: lists what device images export and import, nm-style.
 //
 //   K kernel   T exported function   D exported variable   U import
+//   d a variable the image keeps to itself (static), which has one instance as D's do
 //
 // Before an image's symbols, the files it needs and its run path, as readelf -d shows an ELF
 // object's: `NEEDED libm.devdl`, `RUNPATH $ORIGIN/deps`.
@@ -89,15 +90,25 @@ std::string displayName(std::string_view name) {
   return demangle ? devdl::demangle(name) : std::string(name);
 }
 
-// Symbols as nm shows them: sorted by name, then by kind.
-std::vector<Symbol> listed(const DeviceImage &image) {
-  std::vector<Symbol> symbols;
+// A line of the listing: a symbol, or a static (`d`, as nm shows a local data symbol).
+struct Listed {
+  std::string_view name;
+  char letter;
+  std::string_view kind;
+  bool weak = false;
+};
+
+// Symbols and statics as nm shows them: sorted by name, then by letter.
+std::vector<Listed> listed(const DeviceImage &image) {
+  std::vector<Listed> lines;
   for (const Symbol &s : image.symbols)
-    if (selected(s)) symbols.push_back(s);
-  std::sort(symbols.begin(), symbols.end(), [](const Symbol &a, const Symbol &b) {
-    return a.name != b.name ? a.name < b.name : a.kind < b.kind;
+    if (selected(s)) lines.push_back({s.name, symbolLetter(s), symbolKindName(s.kind), s.weak});
+  if (!undefinedOnly)
+    for (std::string_view name : image.statics) lines.push_back({name, 'd', "static"});
+  std::sort(lines.begin(), lines.end(), [](const Listed &a, const Listed &b) {
+    return a.name != b.name ? a.name < b.name : a.letter < b.letter;
   });
-  return symbols;
+  return lines;
 }
 
 // The recorded property sets and the seed's derived symbol sets, unless recorded already.
@@ -161,7 +172,7 @@ void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
       for (std::string_view name : image.neededFiles()) os << "NEEDED " << printable(name) << '\n';
       if (!image.runPath().empty()) os << "RUNPATH " << printable(image.runPath()) << '\n';
     }
-    for (const Symbol &s : listed(image)) os << symbolLetter(s) << ' ' << printable(displayName(s.name)) << '\n';
+    for (const Listed &s : listed(image)) os << s.letter << ' ' << printable(displayName(s.name)) << '\n';
     if (!properties) continue;
     for (const PropertySet &set : allPropertySets(image)) {
       os << "[" << printable(set.name) << "]\n";
@@ -191,10 +202,10 @@ void writeJson(llvm::json::OStream &j, const ImageFile &file) {
           });
         if (!image.runPath().empty()) j.attribute("runpath", ref(image.runPath()));
         j.attributeArray("symbols", [&] {
-          for (const Symbol &s : listed(image))
+          for (const Listed &s : listed(image))
             j.object([&] {
               j.attribute("name", displayName(s.name));
-              j.attribute("kind", ref(symbolKindName(s.kind)));
+              j.attribute("kind", ref(s.kind));
               if (s.weak) j.attribute("weak", true);
             });
         });

@@ -243,29 +243,39 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       auto members = readers::listFatbinMembers(image.bytes, scratch);
       if (!members) return inImage(members.takeError(), input.label);
       // nvJitLink takes it whole and picks its LTO-IR under -lto: optimized with every other
-      // input. Not where interposition or an instance elsewhere edits it: devdl edits the PTX
-      // (or, for interposition, the cubin) beside it.
+      // input. Not where interposition, an instance elsewhere or its statics edit it: devdl edits
+      // the PTX (or, for interposition, the cubin) beside it.
       const bool optimizable = llvm::any_of(*members, [&](const readers::FatbinMember &m) {
         auto arch = parseArch(m.arch);  // LTO-IR compiles for its own and later versions, as PTX does
         return m.format == ImageFormat::LtoIr && arch && ptxRunsOn(*arch, sm_);
       });
-      if (jitLink_ && lto_ && optimizable && input.hidden.empty() && input.elsewhere.empty()) {
+      if (jitLink_ && lto_ && optimizable && input.hidden.empty() && input.elsewhere.empty() && input.statics.empty()) {
         ltoIr = true;
         ready.push_back(in);
         continue;
       }
-      // A variable reached elsewhere, the program's or its own interposed one: only PTX reaches it.
+      // A variable reached elsewhere, the program's or its own interposed one, or a static that
+      // other programs reach here: only PTX is edited so.
       const std::string_view reached = !input.elsewhere.empty()         ? input.elsewhere.front()
                                        : !input.hiddenElsewhere.empty() ? input.hiddenElsewhere.front()
                                                                         : std::string_view();
-      if (jitLink_ && lto_ && optimizable && !reached.empty() && Debug::get().on(Debug::Statistics))
-        Debug::get().print(input.label + ": linked from its PTX, not its LTO-IR: it reaches `" + std::string(reached) +
-                           "` in the program that holds its instance, and nothing of it is inlined across images");
+      const bool fromPtx = !reached.empty() || !input.statics.empty();
+      // Statics stay the cubin's own where it has no PTX (a program that would reach them is refused).
+      const bool hasPtx = !reached.empty() || llvm::any_of(*members, [&](const readers::FatbinMember &m) {
+        return m.format == ImageFormat::Ptx && m.readable() && runsOn(m.format, m.arch, sm_);
+      });
+      if (jitLink_ && lto_ && optimizable && fromPtx && hasPtx && Debug::get().on(Debug::Statistics))
+        Debug::get().print(input.label + ": linked from its PTX, not its LTO-IR: " +
+                           (reached.empty() ? "it keeps `" + std::string(image.statics.front()) +
+                                                  "` to itself, whose one instance every program reaches"
+                                            : "it reaches `" + std::string(reached) +
+                                                  "` in the program that holds its instance") +
+                           ", and nothing of it is inlined across images");
       const readers::FatbinMember *best = nullptr;
       auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
       for (const readers::FatbinMember &m : *members) {
         if (m.format == ImageFormat::Unknown || !runsOn(m.format, m.arch, sm_)) continue;
-        if (!reached.empty() && m.format != ImageFormat::Ptx) continue;
+        if (fromPtx && m.format != ImageFormat::Ptx && hasPtx) continue;
         const bool better = !best || (m.format == ImageFormat::Cubin && best->format == ImageFormat::Ptx) ||
                             (m.format == best->format && version(m) > version(*best));
         if (better) best = &m;
@@ -277,7 +287,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         in.data = *member;
       }
     }
-    if (!input.hidden.empty() || !input.elsewhere.empty()) {
+    if (!input.hidden.empty() || !input.elsewhere.empty() || (!input.statics.empty() && in.type == CU_JIT_INPUT_PTX)) {
       // Definitions another image interposes made local, and variables whose instance is another
       // program's reached through cells, in a copy (of the member picked).
       if (in.type == CU_JIT_INPUT_FATBINARY)
@@ -292,7 +302,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
                                    "` cannot be reached in another program: the fatbin has no PTX for " + name_ +
                                    " that devdl reads, and only PTX is rewritten so"));
       auto edited = editedForLink(in.data, in.type == CU_JIT_INPUT_PTX ? ImageFormat::Ptx : ImageFormat::Cubin,
-                                  input.hidden, input.elsewhere, input.hiddenElsewhere,
+                                  image.statics, input.statics, input.hidden, input.elsewhere, input.hiddenElsewhere,
                                   static_cast<size_t>(&input - inputs.data()), edits);
       if (!edited) return inImage(edited.takeError(), input.label);
       in.data = *edited;

@@ -34,9 +34,9 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   std::vector<LinkInput> inputs(given.begin(), given.end());
   for (size_t i = 0; i < inputs.size(); ++i) {
     LinkInput &input = inputs[i];
-    if (input.hidden.empty() && input.elsewhere.empty()) continue;  // hiddenElsewhere is of hidden
-    auto edited = editedForLink(input.image->bytes, input.image->format, input.hidden, input.elsewhere,
-                                input.hiddenElsewhere, i, edits);
+    if (input.hidden.empty() && input.elsewhere.empty() && input.statics.empty()) continue;  // hiddenElsewhere is of hidden
+    auto edited = editedForLink(input.image->bytes, input.image->format, input.image->statics, input.statics,
+                                input.hidden, input.elsewhere, input.hiddenElsewhere, i, edits);
     if (!edited) return inImage(edited.takeError(), input.label);
     DeviceImage &copy = copies.emplace_back(*input.image);
     copy.bytes = *edited;
