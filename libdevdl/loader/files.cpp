@@ -117,8 +117,17 @@ llvm::Expected<RegularFile> openNamedFile(const char *name, const Needer *needer
     places.push_back("DEVDL_LIBRARY_PATH");
     llvm::SmallVector<llvm::StringRef, 8> dirs;
     llvm::StringRef(list).split(dirs, ':', -1, /*KeepEmpty=*/false);
-    for (llvm::StringRef dir : dirs)
+    for (llvm::StringRef dir : dirs) {
+      // As a run path's: a relative directory would be the current one's, where a bare name is
+      // never looked for.
+      if (!llvm::sys::path::is_absolute(dir)) {
+        if (saying) Debug::get().print("  skipping " + dir.str() + " of DEVDL_LIBRARY_PATH: a relative directory, never the current directory");
+        places.back() += (places.back() == "DEVDL_LIBRARY_PATH" ? " (" : ", ") + dir.str() + " not searched: relative";
+        continue;
+      }
       if (auto found = tryIn(dir)) return std::move(*found);
+    }
+    if (places.back() != "DEVDL_LIBRARY_PATH") places.back() += ")";
   }
   const std::string installed = defaultLibraryDirectory();
   places.push_back(installed);

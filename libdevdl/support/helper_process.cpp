@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -21,6 +22,11 @@ namespace devdl {
 namespace {
 
 constexpr size_t kStderrKept = 4096;  // of what the helper writes to standard error, the last bytes
+// What a receive holds before the bytes arrive: a header's size claim is the helper's word.
+constexpr size_t kReceiveChunk = size_t(1) << 20;
+// Where the kernel gives no process descriptor (before Linux 5.3), how often a wait looks whether
+// the helper has exited.
+constexpr int kExitPollMs = 50;
 
 void closeFd(int &fd) {
   if (fd >= 0) ::close(fd);
@@ -82,7 +88,9 @@ llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std:
   sigemptyset(&none);
   posix_spawnattr_setsigdefault(&settings.attributes, &all);
   posix_spawnattr_setsigmask(&settings.attributes, &none);
-  posix_spawnattr_setflags(&settings.attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  // A process group of its own, which ends with it: a wrapper script's children too.
+  posix_spawnattr_setpgroup(&settings.attributes, 0);
+  posix_spawnattr_setflags(&settings.attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   std::string name = path;
   char *argv[] = {name.data(), nullptr};
   pid_t pid = -1;
@@ -97,29 +105,45 @@ llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std:
   }
   fcntl(channel[0], F_SETFL, fcntl(channel[0], F_GETFL) | O_NONBLOCK);
   fcntl(errors[0], F_SETFL, fcntl(errors[0], F_GETFL) | O_NONBLOCK);
-  return HelperProcess(pid, channel[0], errors[0], path, std::move(what));
+  // Readable once it exits, whoever else holds the channel (close-on-exec, as pidfd_open makes it).
+  const int exit = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  return HelperProcess(pid, channel[0], errors[0], exit, path, std::move(what));
 }
 
-HelperProcess::HelperProcess(pid_t pid, int channel, int errors, std::string path, std::string what)
-    : pid_(pid), owner_(getpid()), channel_(channel), errors_(errors), path_(std::move(path)), what_(std::move(what)) {}
+HelperProcess::HelperProcess(pid_t pid, int channel, int errors, int exit, std::string path, std::string what)
+    : pid_(pid), owner_(getpid()), channel_(channel), errors_(errors), exit_(exit), path_(std::move(path)),
+      what_(std::move(what)) {}
 
 HelperProcess::HelperProcess(HelperProcess &&other) noexcept
-    : pid_(other.pid_), owner_(other.owner_), channel_(other.channel_), errors_(other.errors_),
+    : pid_(other.pid_), owner_(other.owner_), channel_(other.channel_), errors_(other.errors_), exit_(other.exit_),
       path_(std::move(other.path_)), what_(std::move(other.what_)), timeout_(other.timeout_),
       deadline_(other.deadline_), stderr_(std::move(other.stderr_)), status_(other.status_), killed_(other.killed_),
       exchanges_(other.exchanges_) {
   other.pid_ = -1;
-  other.channel_ = other.errors_ = -1;
+  other.channel_ = other.errors_ = other.exit_ = -1;
 }
 
 HelperProcess::~HelperProcess() {
   closeChannel();
   if (pid_ > 0 && ownedHere()) {
-    ::kill(pid_, SIGKILL);
+    endGroup();
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
   closeFd(errors_);
+  closeFd(exit_);
+}
+
+void HelperProcess::endGroup() {
+  // The helper is not reaped yet (at most a zombie), so its group's id is still its own.
+  ::kill(-pid_, SIGKILL);
+}
+
+bool HelperProcess::exited() {
+  if (pid_ <= 0) return true;
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  return info.si_pid == pid_;
 }
 
 void HelperProcess::closeChannel() { closeFd(channel_); }
@@ -127,7 +151,7 @@ void HelperProcess::closeChannel() { closeFd(channel_); }
 bool HelperProcess::ownedHere() const { return owner_ == getpid(); }
 
 bool HelperProcess::idleAndAlive() {
-  if (pid_ <= 0 || channel_ < 0) return false;
+  if (pid_ <= 0 || channel_ < 0 || exited()) return false;
   pollfd fd{channel_, POLLIN, 0};
   return poll(&fd, 1, 0) == 0;  // readable: it wrote unasked, or closed the channel and ended
 }
@@ -154,16 +178,23 @@ void HelperProcess::readErrors() {
   }
 }
 
-bool HelperProcess::wait(bool forWriting) {
+HelperProcess::Waited HelperProcess::wait(bool forWriting) {
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd fds[2] = {{channel_, static_cast<short>(forWriting ? POLLOUT : POLLIN), 0}, {errors_, POLLIN, 0}};
-    const int ready = poll(fds, errors_ >= 0 ? 2 : 1, static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX)));
-    if (ready < 0 && errno != EINTR) return false;
-    if (ready <= 0) continue;
-    if (errors_ >= 0 && fds[1].revents) readErrors();
-    if (fds[0].revents) return true;
+    if (left.count() <= 0) return Waited::Deadline;
+    // The channel, the helper's exit (a child it left may hold the channel) and standard error.
+    pollfd fds[3];
+    nfds_t count = 0;
+    fds[count++] = {channel_, static_cast<short>(forWriting ? POLLOUT : POLLIN), 0};
+    pollfd *exit = exit_ >= 0 ? &(fds[count++] = {exit_, POLLIN, 0}) : nullptr;
+    pollfd *errors = errors_ >= 0 ? &(fds[count++] = {errors_, POLLIN, 0}) : nullptr;
+    int timeout = static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
+    if (!exit) timeout = std::min(timeout, kExitPollMs);  // no process descriptor: looked at below
+    const int ready = poll(fds, count, timeout);
+    if (ready < 0 && errno != EINTR) return Waited::Deadline;
+    if (ready > 0 && fds[0].revents) return Waited::Ready;  // what it wrote before it exited is read first
+    if (exit ? ready > 0 && exit->revents : exited()) return Waited::Exited;
+    if (ready > 0 && errors && errors->revents) readErrors();
   }
 }
 
@@ -179,24 +210,33 @@ llvm::Error HelperProcess::send(std::string_view bytes) {
     // says how it ended.
     if (errno == EPIPE || errno == ECONNRESET) return llvm::Error::success();
     if (errno != EAGAIN && errno != EWOULDBLOCK) return ended();
-    if (!wait(/*forWriting=*/true)) return timedOut();
+    switch (wait(/*forWriting=*/true)) {
+      case Waited::Ready: break;
+      case Waited::Exited: return ended();
+      case Waited::Deadline: return timedOut();
+    }
   }
   return llvm::Error::success();
 }
 
 llvm::Expected<std::string> HelperProcess::receive(size_t size) {
+  // Held as the bytes arrive, not as much as the helper says it will write up front.
   std::string bytes;
-  bytes.resize(size);
   size_t have = 0;
   while (have < size) {
-    const ssize_t got = ::recv(channel_, bytes.data() + have, size - have, 0);
+    if (bytes.size() == have) bytes.resize(have + std::min(size - have, kReceiveChunk));
+    const ssize_t got = ::recv(channel_, bytes.data() + have, bytes.size() - have, 0);
     if (got > 0) {
       have += got;
       continue;
     }
     if (got < 0 && errno == EINTR) continue;
     if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return ended();
-    if (!wait(/*forWriting=*/false)) return timedOut();
+    switch (wait(/*forWriting=*/false)) {
+      case Waited::Ready: break;
+      case Waited::Exited: return ended();
+      case Waited::Deadline: return timedOut();
+    }
   }
   return bytes;
 }
@@ -205,15 +245,26 @@ void HelperProcess::reap() {
   auto pause = std::chrono::microseconds(50);
   while (pid_ > 0) {
     int status = 0;
-    const pid_t got = waitpid(pid_, &status, WNOHANG);
-    if (got == pid_ || (got < 0 && errno == ECHILD)) {
-      status_ = got == pid_ ? status : -1;
+    // Exited, and not reaped yet: what it left in its group (a wrapper's child holding the
+    // channel) ends first, while the group's id is still the helper's.
+    siginfo_t info{};
+    const int looked = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (looked == 0 && info.si_pid == pid_) {
+      endGroup();
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      status_ = status;
       pid_ = -1;
       break;
     }
-    if (got < 0 && errno == EINTR) continue;
+    if (looked != 0 && errno == ECHILD) {  // reaped by another, as where SIGCHLD is ignored
+      status_ = -1;
+      pid_ = -1;
+      break;
+    }
+    if (looked != 0 && errno == EINTR) continue;
     if (Clock::now() >= deadline_) {
-      ::kill(pid_, SIGKILL);
+      endGroup();
       killed_ = true;
       while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
@@ -252,7 +303,7 @@ std::string HelperProcess::lastWords() const {
 
 llvm::Error HelperProcess::timedOut() {
   if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
+    endGroup();
     killed_ = true;
   }
   return ended();

@@ -4,8 +4,10 @@
 // the channel, and each exchange with it bounded by a deadline. The channel is a socket that is
 // the helper's standard input and output: a helper that dies while devdl writes is an error, not
 // a SIGPIPE. What the helper writes to its standard error is kept, its last line naming why it
-// failed. A helper may serve one exchange after another (beginExchange); one that outlives its
-// host sees its channel close, and ends.
+// failed. The helper runs in a process group of its own, which is ended with it (a wrapper
+// script's children too), and its exit ends a wait at once, whoever holds the channel. A helper
+// may serve one exchange after another (beginExchange); one that outlives its host sees its
+// channel close, and ends.
 #pragma once
 
 #include <llvm/Support/Error.h>
@@ -47,18 +49,24 @@ class HelperProcess {
   /// next receive reads what it wrote before and says how it ended. Fails at the deadline.
   llvm::Error send(std::string_view bytes);
 
-  /// Reads exactly `size` bytes from the helper. Fails where it ends first (saying how it ended,
-  /// and what it last wrote to its standard error), or at the deadline.
+  /// Reads exactly `size` bytes from the helper, holding memory as they arrive. Fails where it
+  /// ends first (saying how it ended, and what it last wrote to its standard error), or at the
+  /// deadline.
   llvm::Expected<std::string> receive(size_t size);
 
  private:
-  HelperProcess(pid_t pid, int channel, int errors, std::string path, std::string what);
+  HelperProcess(pid_t pid, int channel, int errors, int exit, std::string path, std::string what);
 
-  // Waits until the channel can be read (or written) or standard error has something, keeping
-  // what standard error says. False at the deadline.
-  bool wait(bool forWriting);
+  enum class Waited { Ready, Exited, Deadline };
+  // Waits until the channel can be read (or written), keeping what standard error says
+  // meanwhile; or until the helper exits, or the deadline.
+  Waited wait(bool forWriting);
+  // Whether the helper has exited (reaped or not).
+  bool exited();
+  // Kills the helper's process group: itself and whatever it started.
+  void endGroup();
   void readErrors();
-  // Reaps the helper, killing it where it has not exited by the deadline.
+  // Reaps the helper, killing it where it has not exited by the deadline, and its group.
   void reap();
   // Why the exchange ended early: the helper's end, reaped (or killed at the deadline), and its
   // last words.
@@ -70,6 +78,7 @@ class HelperProcess {
   pid_t pid_;
   pid_t owner_;  // the process that started it
   int channel_, errors_;
+  int exit_;  // its process descriptor (pidfd), readable once it exits; -1 where the kernel has none
   std::string path_, what_;
   std::chrono::milliseconds timeout_{0};
   Clock::time_point deadline_;

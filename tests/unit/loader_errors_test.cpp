@@ -163,6 +163,24 @@ TEST_F(LoaderErrors, ANameOnlyInTheCurrentDirectoryIsNotFound) {
   EXPECT_EQ(errorText(opened), "lib.spv: not found in " + defaultLibraryDirectory());
 }
 
+// Nor through a relative directory of DEVDL_LIBRARY_PATH (`.`, `sub`), which would be the current
+// one's: passed over, as the error's list of places says.
+TEST_F(LoaderErrors, ARelativeDirectoryOfTheLibraryPathIsPassedOver) {
+  const std::string dir = scratchDir(), before = std::filesystem::current_path();
+  std::filesystem::create_directories(dir + "/sub");
+  writeFile(dir + "/lib.spv", readFile(image("lib.spv")));
+  writeFile(dir + "/sub/lib.spv", readFile(image("lib.spv")));
+  std::filesystem::current_path(dir);
+  llvm::Expected<void *> opened = nullptr;
+  {
+    ScopedVariable path("DEVDL_LIBRARY_PATH", ".:sub");
+    opened = loader_.open("lib.spv", DEVDL_LAZY);
+  }
+  std::filesystem::current_path(before);
+  EXPECT_EQ(errorText(opened), "lib.spv: not found in DEVDL_LIBRARY_PATH (. not searched: relative, sub not searched: "
+                               "relative), " + defaultLibraryDirectory());
+}
+
 // The installed directory (<libdir>/devdl, beside the library that holds devdl) comes after
 // DEVDL_LIBRARY_PATH, as ld.so's own directories come after LD_LIBRARY_PATH.
 TEST_F(LoaderErrors, TheLibraryPathComesBeforeTheDefaultDirectory) {

@@ -6,10 +6,13 @@
 #include "test_support.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <sstream>
@@ -112,6 +115,59 @@ TEST_F(TranslatorProcess, AHelperThatExitsWithAnErrorIsAnErrorSayingWhatItSaid) 
   const std::string helper = useHelper("echo 'no module for me' >&2; exit 3");
   EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
             "the SPIR-V translator (" + helper + ") exited with status 3; it said: no module for me");
+  expectTheNextTranslationWorks();
+}
+
+// Whether process `pid` (not this one's child) has ended, waiting up to two seconds for it: gone,
+// or a zombie its new parent has not reaped yet.
+bool ended(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    const std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+    if (const size_t name = stat.rfind(')'); name != std::string::npos && stat.compare(name, 3, ") Z") == 0) return true;
+    usleep(10000);
+  }
+  return false;
+}
+
+// A wrapper that exits leaving a child that holds the channel: its exit ends the wait at once,
+// with its status, and the child goes with its process group.
+TEST_F(TranslatorProcess, AHelperThatExitsWhileItsChildHoldsTheChannelEndsTheWaitAtOnce) {
+  if (dir_.empty()) dir_ = scratchDir();
+  const std::string child = dir_ + "/child";
+  const std::string helper = useHelper("sleep 30 & echo $! > " + child + "; echo 'left a child' >&2; exit 3");
+  setenv("DEVDL_TRANSLATOR_TIMEOUT", "20", 1);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") exited with status 3; it said: left a child");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15)) << "not the 20 s bound";
+  const pid_t pid = std::stoi(readFile(child));
+  EXPECT_TRUE(ended(pid)) << "the helper's child " << pid << " is still running";
+  expectTheNextTranslationWorks();
+}
+
+// At the bound, the helper's whole process group is killed: a wrapper's child too.
+TEST_F(TranslatorProcess, AHelperKilledAtTheBoundTakesItsChildrenWithIt) {
+  if (dir_.empty()) dir_ = scratchDir();
+  const std::string child = dir_ + "/child";
+  const std::string helper = useHelper("sleep 60 & echo $! > " + child + "; sleep 60");
+  setenv("DEVDL_TRANSLATOR_TIMEOUT", "0.5", 1);
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") did not finish within 0.500 s and was killed");
+  const pid_t pid = std::stoi(readFile(child));
+  EXPECT_TRUE(ended(pid)) << "the helper's child " << pid << " is still running";
+  expectTheNextTranslationWorks();
+}
+
+// A header that claims a gigabyte is no gigabyte held: memory follows what arrives.
+TEST_F(TranslatorProcess, AHeaderClaimingAGigabyteHoldsNoGigabyte) {
+  const std::string helper = useHelper(R"(printf 'dtvS\000\000\000\100\000\000\000\000partial')");
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  EXPECT_EQ(errorText(backend::spirvToSpir(words_)),
+            "the SPIR-V translator (" + helper + ") exited without writing all it should");
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024) << "KiB more at the peak";
   expectTheNextTranslationWorks();
 }
 
