@@ -4,6 +4,7 @@
 
 #include "loader/loader.h"
 #include "host/object_registry.h"
+#include "support/printable.h"
 
 #include <string>
 
@@ -16,7 +17,8 @@ struct ThreadError {
 thread_local ThreadError lastError;
 
 void setError(llvm::Error err) {
-  lastError.text = llvm::toString(std::move(err));
+  // Names from files in it are shown escaped, as devdl-nm shows them.
+  lastError.text = devdl::printable(llvm::toString(std::move(err)), /*keepNewlines=*/true);
   lastError.pending = true;
 }
 

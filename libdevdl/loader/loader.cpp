@@ -79,6 +79,10 @@ llvm::Expected<backend::Device *> Loader::deviceAt(const DeviceImage &image, uns
 }
 
 llvm::Expected<void *> Loader::view(void *pointer, const devdl_native &native) {
+  {  // The handle first: an invalid one says so, whatever the device.
+    Lock lock(*this);
+    if (!targetOf(pointer)) return fail(ErrorCode::InvalidArgument, "device_dlview: invalid handle");
+  }
   // The device is found, or attached, with the lock let go: that calls the driver.
   auto device = devices_.forNative(native);
   if (!device) return fail(ErrorCode::NotFound, "device_dlview: " + llvm::toString(device.takeError()));
@@ -173,8 +177,8 @@ llvm::Expected<void *> Loader::open(const char *name, int flags) {
   const auto file = std::make_shared<const RegularFile>(std::move(*opened));
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, Handle::Identity::of(*file), flags, file->path(),
-                               /*isFile=*/true, [&] { return readFile(file); });
+  auto handle = openIdentified(lock, Handle::Identity::of(*file), flags, file->path(), file,
+                               [&] { return readFile(file); });
   if (!handle) return handle.takeError();
   return *handle;
 }
@@ -194,13 +198,13 @@ llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const c
   };
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, /*isFile=*/false, read);
+  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, nullptr, read);
   if (!handle) return handle.takeError();
   return *handle;
 }
 
 llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identity &identity, int flags,
-                                                const std::string &name, bool isFile,
+                                                const std::string &name, std::shared_ptr<const RegularFile> opened,
                                                 llvm::function_ref<llvm::Expected<ImageFile>()> read) {
   for (;;) {
     if (Handle *open = findHandle(identity)) return reopen(lock, *open, flags);
@@ -213,7 +217,7 @@ llvm::Expected<Handle *> Loader::openIdentified(Lock &lock, const Handle::Identi
     auto files = [&]() -> llvm::Expected<std::vector<OpenedFile>> {
       auto file = read();
       if (!file) return file.takeError();
-      OpenedFile first{file->name, isFile, identity, false, {}, {}};
+      OpenedFile first{file->name, opened != nullptr, identity, false, {}, {}, opened};
       first.images = prepare(std::move(*file), /*mayOpenDevice=*/true);
       return readNeeded(std::move(first), open, /*mayOpenDevice=*/true);
     }();

@@ -68,17 +68,26 @@ namespace devdl {
 
 class Handle {
  public:
-  /// What makes a second open the same: the file, or the memory.
+  /// What makes a second open the same: the file, unchanged since it was read (its size and
+  /// modification time: one written over in place is another), or the memory.
   struct Identity {
     dev_t device;
     ino_t inode;
     const void *memory;
-    size_t size;  // of the memory: the same address with another size holds another image
+    size_t size;  // the same address, or inode, with another size holds another image
+    int64_t modified = 0;  // in nanoseconds, for a file
     bool operator==(const Identity &) const = default;
-    static Identity of(const RegularFile &file) { return {file.status().st_dev, file.status().st_ino, nullptr, 0}; }
+    static Identity of(const RegularFile &file) {
+      const struct stat &status = file.status();
+      return {status.st_dev, status.st_ino, nullptr, static_cast<size_t>(status.st_size),
+              int64_t(status.st_mtim.tv_sec) * 1000000000 + status.st_mtim.tv_nsec};
+    }
   };
   std::string path;  // the file, or the name given with the memory
   Identity identity{};
+  /// The file, kept open while the handle lives, as ld.so's mapping keeps a library's: its inode
+  /// is not given to another file, which would then have its identity. Null for memory.
+  std::shared_ptr<const RegularFile> file;
   unsigned references = 0;
   bool global = false;
   bool nodelete = false;
@@ -194,6 +203,7 @@ class Loader {
     bool open;  // a handle had it when the lock was let go: not read, and what it needs is its handle's
     std::vector<NewImage> images;
     std::vector<std::vector<size_t>> needs;  // by image: the files it needs, as indexes among the open's
+    std::shared_ptr<const RegularFile> file;  // for its handle (Handle::file); null for memory
   };
   /// What the host loader has loaded (host/process_view.h) and DEVDL_PRELOAD's files, seen with
   /// the lock let go: the images read with their candidacy.
@@ -274,10 +284,10 @@ class Loader {
   /// Images of a file or memory, read with the lock let go, each with its candidacy.
   std::vector<NewImage> prepare(ImageFile read, bool mayOpenDevice);
   /// The handle for `identity` (named `name` in errors): the one open, or a new one from what
-  /// `read` reads with the lock let go, with the files its images need (a file, where `isFile`:
-  /// $ORIGIN is its directory).
+  /// `read` reads with the lock let go, with the files its images need (`file`, where it is one:
+  /// $ORIGIN is its directory, and its handle keeps it open).
   llvm::Expected<Handle *> openIdentified(Lock &lock, const Handle::Identity &identity, int flags,
-                                          const std::string &name, bool isFile,
+                                          const std::string &name, std::shared_ptr<const RegularFile> file,
                                           llvm::function_ref<llvm::Expected<ImageFile>()> read);
   /// `first`, then the files its images need, breadth first, each once, found by name from the
   /// image that needs each (files.h) and read with the lock let go; those of `open` are not read.

@@ -52,7 +52,8 @@ llvm::Expected<Loader::OpenedFile> Loader::readOpened(RegularFile file, const st
   OpenedFile opened{file.path(), true, Handle::Identity::of(file), false, {}, {}};
   opened.open = llvm::is_contained(open, opened.identity);
   if (opened.open) return opened;
-  auto read = readFile(std::make_shared<const RegularFile>(std::move(file)));
+  opened.file = std::make_shared<const RegularFile>(std::move(file));
+  auto read = readFile(opened.file);
   if (!read) return read.takeError();
   opened.images = prepare(std::move(*read), mayOpenDevice);
   return opened;
@@ -70,6 +71,7 @@ llvm::Expected<Handle *> Loader::addHandles(std::vector<OpenedFile> &files, int 
     auto handle = std::make_unique<Handle>();
     handle->path = files[i].name;
     handle->identity = files[i].identity;
+    handle->file = std::move(files[i].file);
     handle->references = i == 0 ? 1 : 0;  // the others are referenced by those that need them
     handle->nodelete = i == 0 && (flags & DEVDL_NODELETE) != 0;
     handle->local.deepbind = (flags & DEVDL_DEEPBIND) != 0;

@@ -13,6 +13,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -257,6 +259,17 @@ TEST_F(Devices, AViewOfNothingOrOnNoDeviceIsAnError) {
   unknown.backend = 42;
   EXPECT_EQ(device_dlview(app, &unknown), nullptr);
   EXPECT_NE(error().find("device_dlview: backend 42 is not in this build"), std::string::npos);
+  // A cl_device_id that is no device (the ICD loader would call through it), with a handle or
+  // not: the handle is looked at first, and the device only among those a platform lists.
+  uintptr_t garbage[8];
+  std::fill(std::begin(garbage), std::end(garbage), uintptr_t(0x5a5a5a5a5a5a5a5a));
+  devdl_native bogus = secondNative_;
+  bogus.device = garbage;
+  bogus.context = nullptr;
+  EXPECT_EQ(device_dlview(&notAHandle, &bogus), nullptr);
+  EXPECT_EQ(error(), "device_dlview: invalid handle");
+  EXPECT_EQ(device_dlview(app, &bogus), nullptr);
+  EXPECT_NE(error().find("is no device an OpenCL platform lists"), std::string::npos) << error();
   EXPECT_EQ(device_dlclose(app), 0);
 }
 

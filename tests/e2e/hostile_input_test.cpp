@@ -131,6 +131,19 @@ TEST_F(HostileInput, NmEscapesControlCharactersInNames) {
   EXPECT_EQ(nm.out, "T fake\\rK Injected\\nU \\x1b[2J\\\\ \\xc2\\x9b \\xff caf\xc3\xa9\n");
 }
 
+// The same escaping for device_dlerror: a needed file's name with control characters and bytes
+// of malformed UTF-8 is shown escaped in the error, never as the bytes themselves.
+TEST_F(HostileInput, ErrorsEscapeControlCharactersInNames) {
+  const std::string dir = scratchDir();
+  CommandResult pack = run({DEVDL_PACK, "-o", dir + "/needs.devdl", "--needed", "evil\x1b[2J\rname\xff.devdl",
+                            image("lib.spv")});
+  ASSERT_EQ(pack.status, 0) << pack.err;
+  EXPECT_EQ(device_dlopen((dir + "/needs.devdl").c_str(), DEVDL_LAZY), nullptr);
+  const std::string said = error();
+  EXPECT_NE(said.find("needs evil\\x1b[2J\\rname\\xff.devdl: not found"), std::string::npos) << said;
+  EXPECT_EQ(said.find_first_of("\x1b\r\xff"), std::string::npos) << said;
+}
+
 // devdl-pack -o X X replaced its input with a bundle of itself, also by another name of the file.
 TEST_F(HostileInput, PackRefusesToWriteOverItsInput) {
   const std::string dir = scratchDir();

@@ -106,6 +106,23 @@ TEST(LevelZero, AViewInTheProgramsOwnContextHasItsOwnModule) {
   zeContextDestroy(own);
 }
 
+// A device handle its driver does not list (the loader would call through it) is refused, not
+// taken.
+TEST(LevelZero, AViewOnADeviceItsDriverDoesNotListIsAnError) {
+  ASSERT_TRUE(kLevelZero);
+  devdl_native used{};
+  used.size = sizeof used;
+  used.backend = DEVDL_BACKEND_LEVEL_ZERO;
+  ASSERT_EQ(device_dlnative(&used), 0) << error();
+  void *lib = device_dlopen(image("lib.spv").c_str(), DEVDL_LAZY);
+  ASSERT_NE(lib, nullptr) << error();
+  uintptr_t garbage[8] = {};
+  const devdl_native bogus{sizeof bogus, DEVDL_BACKEND_LEVEL_ZERO, used.platform, garbage, nullptr};
+  EXPECT_EQ(device_dlview(lib, &bogus), nullptr);
+  EXPECT_NE(error().find("is no device its ze_driver_handle_t lists"), std::string::npos) << error();
+  EXPECT_EQ(device_dlclose(lib), 0);
+}
+
 // A function's pointer is asked of the driver (zeModuleGetFunctionPointer) as a variable's address
 // is (DeviceDlopen.VariablesHaveDeviceAddresses); the test driver has none to give, and devdl
 // says so.

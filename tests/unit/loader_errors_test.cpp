@@ -7,9 +7,12 @@
 
 #include "devdl.h"
 
-#include <filesystem>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace devdl::test {
@@ -179,6 +182,66 @@ TEST_F(LoaderErrors, ARelativeDirectoryOfTheLibraryPathIsPassedOver) {
   std::filesystem::current_path(before);
   EXPECT_EQ(errorText(opened), "lib.spv: not found in DEVDL_LIBRARY_PATH (. not searched: relative, sub not searched: "
                                "relative), " + defaultLibraryDirectory());
+}
+
+// A handle is the file it read. Another file is never an open handle, though the filesystem gives
+// it the inode of a loaded file deleted (ext4 does at once): devdl keeps each handle's file open,
+// as ld.so's mapping keeps a library's inode. A file written over in place is another handle too.
+TEST_F(LoaderErrors, AnotherFileIsNeverAnOpenHandle) {
+  const std::string dir = scratchDir();
+  auto inodeOf = [](const std::string &path) {
+    struct stat status {};
+    EXPECT_EQ(stat(path.c_str(), &status), 0) << path;
+    return status.st_ino;
+  };
+  bool reuses = false;  // whether this filesystem gives a freed inode to the next file at all
+  for (int i = 0; i < 20 && !reuses; ++i) {
+    writeFile(dir + "/probe", "x");
+    const ino_t freed = inodeOf(dir + "/probe");
+    std::filesystem::remove(dir + "/probe");
+    writeFile(dir + "/probe2", "y");
+    reuses = inodeOf(dir + "/probe2") == freed;
+    std::filesystem::remove(dir + "/probe2");
+  }
+  if (!reuses) GTEST_SKIP() << "this filesystem gave no freed inode to the next file in 20 tries";
+  const std::string lib = dir + "/lib.spv";
+  writeFile(lib, readFile(image("lib.spv")));
+  const ino_t loaded = inodeOf(lib);
+  void *old = openPath(lib, DEVDL_LAZY);
+  ASSERT_NE(old, nullptr);
+  std::filesystem::remove(lib);  // as `rm` before a `cp` of the new library
+  for (int i = 0; i < 5; ++i) {
+    const std::string other = dir + "/other" + std::to_string(i) + ".spv";
+    writeFile(other, readFile(image("app.spv")));
+    EXPECT_NE(inodeOf(other), loaded) << "the loaded file's inode is held";
+    void *opened = openPath(other, DEVDL_LAZY);
+    ASSERT_NE(opened, nullptr);
+    EXPECT_NE(opened, old);
+    EXPECT_EQ(definitionOf(opened, "AppKernel"), other + ": image 0 (spirv)");
+    close(opened);
+  }
+  // Written over in place (the same inode), later: another handle, of the new bytes.
+  const std::string kept = dir + "/kept.spv";
+  writeFile(kept, readFile(image("lib.spv")));
+  void *before = openPath(kept, DEVDL_LAZY);
+  struct stat status {};
+  ASSERT_EQ(stat(kept.c_str(), &status), 0);
+  const ino_t inode = status.st_ino;
+  {
+    std::ofstream rewrite(kept, std::ios::binary | std::ios::trunc);
+    rewrite << readFile(image("app.spv"));
+  }
+  const timespec later[2] = {{status.st_atim.tv_sec + 2, 0}, {status.st_mtim.tv_sec + 2, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, kept.c_str(), later, 0), 0);
+  ASSERT_EQ(inodeOf(kept), inode);
+  void *after = openPath(kept, DEVDL_LAZY);
+  ASSERT_TRUE(before && after);
+  EXPECT_NE(after, before);
+  EXPECT_EQ(definitionOf(after, "AppKernel"), kept + ": image 0 (spirv)");
+  EXPECT_EQ(definitionOf(before, "LibDeviceFunc"), kept + ": image 0 (spirv)") << "the old handle keeps its bytes";
+  close(after);
+  close(before);
+  close(old);
 }
 
 // The installed directory (<libdir>/devdl, beside the library that holds devdl) comes after

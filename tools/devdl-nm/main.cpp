@@ -14,10 +14,10 @@
 #include "image/read_image.h"
 #include "support/demangle.h"
 #include "support/error.h"
+#include "support/printable.h"
 #include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>
-#include <llvm/Support/ConvertUTF.h>
 #include <llvm/Support/Endian.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
@@ -49,41 +49,6 @@ bool selected(const Symbol &s) {
   if (undefinedOnly) return s.kind == SymbolKind::Import;
   if (definedOnly) return s.kind != SymbolKind::Import;
   return true;
-}
-
-// Text for a terminal: names come from the images, and a control character in one (\r, an escape
-// sequence) would forge or hide lines. Backslashes and control characters, C1 ones (U+0080 to
-// U+009F) and bytes of malformed UTF-8 among them, are written as escapes; --json escapes its own.
-std::string printable(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  auto escapeByte = [&](unsigned char c) { ((out += "\\x") += kHex[c >> 4]) += kHex[c & 15]; };
-  for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      if (c == '\\') out += "\\\\";
-      else if (c == '\n') out += "\\n";
-      else if (c == '\r') out += "\\r";
-      else if (c == '\t') out += "\\t";
-      else if (c < 0x20 || c == 0x7f) escapeByte(c);
-      else out += static_cast<char>(c);
-      continue;
-    }
-    const unsigned length = llvm::getNumBytesForUTF8(c);
-    const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data() + i);
-    if (length > text.size() - i || !llvm::isLegalUTF8Sequence(begin, begin + length)) {
-      escapeByte(c);
-      ++i;
-      continue;
-    }
-    if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0)  // C1
-      for (unsigned k = 0; k < length; ++k) escapeByte(static_cast<unsigned char>(text[i + k]));
-    else
-      out.append(text.substr(i, length));
-    i += length;
-  }
-  return out;
 }
 
 std::string displayName(std::string_view name) {

@@ -6,6 +6,9 @@
 
 #include "devdl.h"
 
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -385,10 +388,10 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   return program;
 }
 
-llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
-  auto loaded = level_zero::api();
-  if (!loaded) return loaded.takeError();
-  const Api &ze = *loaded;
+namespace {
+
+// Every device each driver lists, in driver then device order.
+llvm::Expected<std::vector<std::pair<ze_driver_handle_t, ze_device_handle_t>>> listedDevices(const Api &ze) {
   if (ze_result_t result = ze.zeInit(0); result != ZE_RESULT_SUCCESS)
     return fail(ErrorCode::NotFound, "no Level Zero driver (zeInit: " + resultName(result) + ")");
   uint32_t drivers = 0;
@@ -397,15 +400,27 @@ llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   std::vector<ze_driver_handle_t> driverHandles(drivers);
   if (ze_result_t result = ze.zeDriverGet(&drivers, driverHandles.data()); result != ZE_RESULT_SUCCESS)
     return zeFailure("zeDriverGet", result);
-  // The candidates, in driver then device order.
-  std::vector<std::pair<ze_driver_handle_t, ze_device_handle_t>> candidates;
+  std::vector<std::pair<ze_driver_handle_t, ze_device_handle_t>> listed;
   for (ze_driver_handle_t driver : driverHandles) {
     uint32_t count = 0;
     if (ze.zeDeviceGet(driver, &count, nullptr) != ZE_RESULT_SUCCESS || count == 0) continue;
     std::vector<ze_device_handle_t> devices(count);
     if (ze.zeDeviceGet(driver, &count, devices.data()) != ZE_RESULT_SUCCESS) continue;
-    for (uint32_t i = 0; i < count; ++i) candidates.emplace_back(driver, devices[i]);
+    for (uint32_t i = 0; i < count; ++i) listed.emplace_back(driver, devices[i]);
   }
+  return listed;
+}
+
+}  // namespace
+
+llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
+  auto loaded = level_zero::api();
+  if (!loaded) return loaded.takeError();
+  const Api &ze = *loaded;
+  // The candidates, in driver then device order.
+  auto listed = listedDevices(ze);
+  if (!listed) return listed.takeError();
+  const std::vector<std::pair<ze_driver_handle_t, ze_device_handle_t>> &candidates = *listed;
   if (candidates.empty()) return fail(ErrorCode::NotFound, "no Level Zero device");
   std::vector<std::string> names;
   for (const auto &[driver, device] : candidates) names.push_back(deviceName(ze, device));
@@ -425,6 +440,13 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(ze_driver_handle_t driver
   if (!loaded) return loaded.takeError();
   const Api &ze = *loaded;
   if (!driver || !device) return fail(ErrorCode::InvalidArgument, "Level Zero needs a driver and a device");
+  // Only a device its driver lists: the loader calls through whatever the handles point at.
+  auto listed = listedDevices(ze);
+  if (!listed) return listed.takeError();
+  if (!llvm::is_contained(*listed, std::make_pair(driver, device)))
+    return fail(ErrorCode::InvalidArgument, "ze_device_handle_t " +
+                                                llvm::Twine(llvm::utohexstr(reinterpret_cast<uintptr_t>(device))) +
+                                                " is no device its ze_driver_handle_t lists");
   bool owns = false;
   if (!context) {
     ze_context_desc_t desc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, nullptr, 0};

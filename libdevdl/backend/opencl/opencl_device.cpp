@@ -5,6 +5,7 @@
 #include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
 #include "backend/spirv/translation.h"
+#include "backend/spirv/translator_process.h"
 #include "support/environment.h"
 #include "support/error.h"
 #include "support/version.h"
@@ -12,6 +13,9 @@
 #include "devdl.h"
 
 #include <CL/cl_ext.h>
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
+
 
 #include <climits>
 #include <string>
@@ -109,10 +113,10 @@ llvm::Error Device::accepts(const DeviceImage &image) const {
                   : "OpenCL device " + name_ + " does not link " + std::string(formatName(image.format)) + " images");
 }
 
-llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
-  auto loaded = opencl::api();
-  if (!loaded) return loaded.takeError();
-  const Api &cl = *loaded;
+namespace {
+
+// Every device each platform lists, in platform then device order.
+llvm::Expected<std::vector<std::pair<cl_platform_id, cl_device_id>>> listedDevices(const Api &cl) {
   cl_uint numPlatforms = 0;
   cl_int err = cl.clGetPlatformIDs(0, nullptr, &numPlatforms);
   if (err == CL_PLATFORM_NOT_FOUND_KHR || numPlatforms == 0)
@@ -121,18 +125,45 @@ llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   std::vector<cl_platform_id> platforms(numPlatforms);
   if ((err = cl.clGetPlatformIDs(numPlatforms, platforms.data(), nullptr)) != CL_SUCCESS)
     return clFailure("clGetPlatformIDs", err);
-
-  // The candidates, in platform then device order: devices that can compile.
-  std::vector<std::pair<cl_platform_id, cl_device_id>> candidates;
+  std::vector<std::pair<cl_platform_id, cl_device_id>> listed;
   for (cl_platform_id platform : platforms) {
     cl_uint numDevices = 0;
     if (cl.clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &numDevices) != CL_SUCCESS) continue;
     std::vector<cl_device_id> devices(numDevices);
     if (cl.clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, numDevices, devices.data(), nullptr) != CL_SUCCESS)
       continue;
-    for (cl_device_id device : devices)
-      if (deviceValue<cl_bool>(cl, device, CL_DEVICE_COMPILER_AVAILABLE)) candidates.emplace_back(platform, device);
+    for (cl_device_id device : devices) listed.emplace_back(platform, device);
   }
+  return listed;
+}
+
+}  // namespace
+
+bool Device::translates() const {
+  return caps_.spirvIl ? !caps_.linker && lto_ : caps_.spir && canTranslateToSpir();
+}
+
+llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
+  auto loaded = opencl::api();
+  if (!loaded) return loaded.takeError();
+  const Api &cl = *loaded;
+  // The translator's helper takes some 15 ms to load LLVM, PoCL's platform some 25 to start: the
+  // helper starts now, for the first link, and goes where the device chosen does not translate.
+  if (canTranslateToSpir()) startTranslatorAhead();
+  auto device = openChosen(cl);
+  if (!device || !(*device)->translates()) stopTranslatorsAhead();
+  return device;
+}
+
+llvm::Expected<std::unique_ptr<Device>> Device::openChosen(const Api &cl) {
+  auto listed = listedDevices(cl);
+  if (!listed) return listed.takeError();
+  cl_int err = CL_SUCCESS;
+
+  // The candidates, in platform then device order: devices that can compile.
+  std::vector<std::pair<cl_platform_id, cl_device_id>> candidates;
+  for (const auto &[platform, device] : *listed)
+    if (deviceValue<cl_bool>(cl, device, CL_DEVICE_COMPILER_AVAILABLE)) candidates.emplace_back(platform, device);
   if (candidates.empty()) return fail(ErrorCode::NotFound, "no OpenCL device with a compiler");
 
   std::vector<std::string> names;
@@ -151,9 +182,15 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(cl_device_id device, cl_c
   if (!loaded) return loaded.takeError();
   const Api &cl = *loaded;
   if (!device) return fail(ErrorCode::InvalidArgument, "no OpenCL device given (its cl_device_id is NULL)");
-  cl_platform_id platform = nullptr;
-  cl_int err = cl.clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, nullptr);
-  if (err != CL_SUCCESS) return clFailure("clGetDeviceInfo", err);
+  // Only a device a platform lists: the ICD loader calls through whatever the pointer points at.
+  auto listed = listedDevices(cl);
+  if (!listed) return listed.takeError();
+  auto found = llvm::find_if(*listed, [&](const auto &each) { return each.second == device; });
+  if (found == listed->end())
+    return fail(ErrorCode::InvalidArgument, "cl_device_id " + llvm::Twine(llvm::utohexstr(reinterpret_cast<uintptr_t>(device))) +
+                                                " is no device an OpenCL platform lists (sub-devices are not taken)");
+  const cl_platform_id platform = found->first;
+  cl_int err = CL_SUCCESS;
   if (!context) {  // devdl's own on that device
     const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
     context = cl.clCreateContext(properties, 1, &device, nullptr, nullptr, &err);
@@ -161,7 +198,9 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(cl_device_id device, cl_c
   } else if ((err = cl.clRetainContext(context)) != CL_SUCCESS) {
     return clFailure("clRetainContext", err);
   }
-  return std::unique_ptr<Device>(new Device(cl, platform, device, context));
+  auto attached = std::unique_ptr<Device>(new Device(cl, platform, device, context));
+  if (attached->translates()) startTranslatorAhead();
+  return attached;
 }
 
 }  // namespace devdl::backend::opencl

@@ -140,6 +140,8 @@ class Device final : public backend::Device {
   /// sharing the host's memory, where devdl translates to SPIR (PoCL builds each kernel apart).
   /// Not where the driver gives their addresses itself.
   bool placesVariables() const { return caps_.hostMemory && !caps_.spirvIl && !caps_.variablePointers; }
+  /// Whether its links run the SPIR-V translator (linkMethod): a helper process's work.
+  bool translates() const;
   /// Not with the program's variables placed in host memory: its binary holds their address.
   bool binaryLoadsOnAnotherDevice() const override { return !placesVariables(); }
   /// Whether link() adds devdl's copy kernels: where the host has no other way to a variable.
@@ -182,6 +184,8 @@ class Device final : public backend::Device {
                                                             std::span<const ProgramPart> parts) const;
 
  private:
+  // openDefault's choice among the platforms' devices.
+  static llvm::Expected<std::unique_ptr<Device>> openChosen(const Api &cl);
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
   /// Sets specialization constants of an IL program (clSetProgramSpecializationConstant).
   llvm::Error specialize(cl_program program, const SpecConstants &specs) const;

@@ -8,6 +8,8 @@
 #include "support/helper_process.h"
 #include "support/own_directory.h"
 
+#include <llvm/ADT/STLExtras.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -55,12 +57,52 @@ class IdleHelpers {
     return nullptr;
   }
 
-  /// Keeps `helper`, whose exchange went as it should, for the next translation.
+  /// Keeps `helper`, whose exchange went as it should, for the next translation; one that has
+  /// served its last is replaced at once (startAhead), so that the next finds LLVM loaded.
   void give(std::unique_ptr<HelperProcess> helper) {
+    const std::string path = helper->path();
+    {
+      std::lock_guard lock(mutex_);
+      forgetAFork();
+      if (helper->exchanges() < kMaxUses && idle_.size() < kKept && helper->ownedHere()) {
+        idle_.push_back(std::move(helper));
+        return;
+      }
+    }
+    helper.reset();
+    startAhead(path);
+  }
+
+  /// Ends the idle helpers that never served: started ahead for a device that does not translate.
+  void stopUnused() {
+    std::vector<std::unique_ptr<HelperProcess>> unused;
+    {
+      std::lock_guard lock(mutex_);
+      forgetAFork();
+      for (auto it = idle_.begin(); it != idle_.end();)
+        if ((*it)->exchanges() == 0) {
+          unused.push_back(std::move(*it));
+          it = idle_.erase(it);
+        } else {
+          ++it;
+        }
+    }
+  }  // killed and reaped here, out of the lock
+
+  /// Starts a helper running `path` where none is idle: it loads LLVM while the host goes on.
+  void startAhead(const std::string &path) {
+    {
+      std::lock_guard lock(mutex_);
+      forgetAFork();
+      if (llvm::any_of(idle_, [&](const auto &helper) { return helper->path() == path; })) return;
+    }
+    auto started = HelperProcess::start(path, "the SPIR-V translator (" + path + ")");
+    if (!started) {
+      llvm::consumeError(started.takeError());  // the translation that needs one says why
+      return;
+    }
     std::lock_guard lock(mutex_);
-    forgetAFork();
-    if (helper->exchanges() < kMaxUses && idle_.size() < kKept && helper->ownedHere())
-      idle_.push_back(std::move(helper));
+    if (idle_.size() < kKept) idle_.push_back(std::make_unique<HelperProcess>(std::move(*started)));
   }
 
  private:
@@ -84,6 +126,10 @@ std::string translatorPath() {
   if (const char *named = devdlVariable("DEVDL_TRANSLATOR"); named && *named) return named;
   return ownDirectory() + "/" + kTranslatorBesideLibrary;
 }
+
+void startTranslatorAhead() { IdleHelpers::process().startAhead(translatorPath()); }
+
+void stopTranslatorsAhead() { IdleHelpers::process().stopUnused(); }
 
 namespace {
 

@@ -27,6 +27,13 @@ inline constexpr std::chrono::seconds kDefaultTranslatorTimeout{600};
 /// The helper this process runs, as DEVDL_TRANSLATOR or the library's place says.
 std::string translatorPath();
 
+/// Starts a helper ahead of the first translation where none is idle (a device that may
+/// translate is being opened): it loads LLVM while the host goes on, and the first link finds it
+/// ready.
+void startTranslatorAhead();
+/// Ends the helpers started ahead that never served (the device opened does not translate).
+void stopTranslatorsAhead();
+
 /// Runs `request` in a helper: its Result's bytes, or the failure it said, or why it gave
 /// neither. `place` answers the helper's Layout where the request places variables.
 llvm::Expected<std::string> translateInHelper(const translator::Request &request, PlaceVariables place = nullptr);
