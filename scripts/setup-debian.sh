@@ -105,23 +105,50 @@ PY
   rm -rf "$work"
 fi
 
-# SYCL's fallback math library (libsycl-fallback-cmath.spv: __devicelib_expf and the others, as
-# SPIR-V), from the last SYCL runtime on the registry that ships its device libraries as SPIR-V
-# (2026's are LLVM bitcode): a real, third-party SPIR-V library the tests link an application with.
-sycl_devicelib=$intel_root/lib/libsycl-fallback-cmath.spv
+# SYCL's device libraries as SPIR-V (25 files: libsycl-fallback-cmath.spv's __devicelib_expf and
+# the others, the imf, complex and bfloat16 ones), from the last SYCL runtime on the registry that
+# ships them as SPIR-V (2026's are LLVM bitcode): real, third-party SPIR-V libraries the tests
+# open, list and link applications with, four of them with extensions newer than Debian's
+# SPIRV-Tools. Into $intel_root/lib/sycl-spv.
+sycl_spv=$intel_root/lib/sycl-spv
 sycl_devicelib_version=2025.3.3
-if [ ! -f "$sycl_devicelib" ]; then
-  echo "setup: unpacking $(basename "$sycl_devicelib") of intel-sycl-rt $sycl_devicelib_version into $intel_root/lib"
+if [ "$(cat "$sycl_spv/version" 2> /dev/null)" != "$sycl_devicelib_version" ]; then
+  echo "setup: unpacking the SPIR-V device libraries of intel-sycl-rt $sycl_devicelib_version into $sycl_spv"
   work=$(mktemp -d)
   python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$work" \
     "intel-sycl-rt==$sycl_devicelib_version"
-  $SUDO python3 - "$work"/*.whl "$sycl_devicelib" <<'PY'
+  $SUDO mkdir -p "$sycl_spv"
+  $SUDO python3 - "$work"/*.whl "$sycl_spv" <<'PY'
+import os, sys, zipfile
+wheel, target = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as archive:
+    for name in archive.namelist():
+        if name.endswith('.spv') and '/data/lib/' in name:
+            with archive.open(name) as source, open(os.path.join(target, name.rsplit('/', 1)[1]), 'wb') as out:
+                out.write(source.read())
+PY
+  echo "$sycl_devicelib_version" | $SUDO tee "$sycl_spv/version" > /dev/null
+  rm -rf "$work"
+fi
+
+# oneMKL's BLAS for SYCL (libmkl_sycl_blas.so.6, 80 MB: DPC++'s offload tables, many SPIR-V
+# images, some with extensions newer than Debian's SPIRV-Tools): a flagship DPC++-built library
+# devdl-nm must list whole. Into $intel_root/lib.
+blas=$intel_root/lib/libmkl_sycl_blas.so.6
+blas_version=2026.2.0
+if [ ! -f "$blas" ]; then
+  echo "setup: unpacking $(basename "$blas") of onemkl-sycl-blas $blas_version into $intel_root/lib"
+  work=$(mktemp -d)
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$work" \
+    "onemkl-sycl-blas==$blas_version"
+  $SUDO python3 - "$work"/*.whl "$blas" <<'PY'
 import sys, zipfile
 wheel, target = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(wheel) as archive:
     name = next(n for n in archive.namelist() if n.endswith('/data/lib/' + target.rsplit('/', 1)[1]))
     with archive.open(name) as source, open(target, 'wb') as out:
-        out.write(source.read())
+        while chunk := source.read(1 << 20):
+            out.write(chunk)
 PY
   rm -rf "$work"
 fi

@@ -1,9 +1,11 @@
 #include "backend/backend.h"
 #include "support/environment.h"
+#include "image/instance_cells.h"
 #include "support/error.h"
 
 #include "devdl.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdlib>
@@ -30,6 +32,23 @@ llvm::Expected<size_t> chooseDevice(const std::vector<std::string> &names, std::
     if (names[i].find(wanted) != std::string::npos) return i;
   return fail(ErrorCode::NotFound,
               "DEVDL_DEVICE=" + llvm::Twine(wanted) + ": no " + backend + " device has that name");
+}
+
+llvm::Expected<Bytes> editedForLink(const LinkInput &input, size_t position, std::deque<std::string> &edits) {
+  const DeviceImage &image = *input.image;
+  if (image.unvalidated.empty())
+    return devdl::editedForLink(image.bytes, image.format, image.statics, input.statics, input.hidden, input.elsewhere,
+                                input.hiddenElsewhere, position, edits);
+  // A module devdl's validator could not vouch for: definitions made local by devdl's own reading
+  // alone (image/local_definitions.h), which its driver judges; its statics stay its own; and no
+  // variable is reached elsewhere, which would rewrite its functions.
+  if (!input.elsewhere.empty() || !input.hiddenElsewhere.empty())
+    return fail(ErrorCode::Unsupported,
+                "devdl would edit it to reach `" +
+                    std::string(input.elsewhere.empty() ? input.hiddenElsewhere.front() : input.elsewhere.front()) +
+                    "` elsewhere, and rewrites no module its SPIR-V validator could not vouch for (" +
+                    std::string(image.unvalidated) + ")");
+  return devdl::editedForLink(image.bytes, image.format, {}, {}, input.hidden, {}, {}, position, edits);
 }
 
 }  // namespace devdl::backend

@@ -7,6 +7,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
@@ -42,6 +43,12 @@ struct LinkInput {
   /// `elsewhere` through cells as other variables. Empty where it has none.
   std::span<const std::string> statics = {};
 };
+
+/// The bytes of `input`'s image as a link takes them, the image at `position` among the link's
+/// inputs (editedForLink, image/instance_cells.h). In an image devdl's validator could not vouch
+/// for (DeviceImage::unvalidated) definitions are made local by devdl's own reading alone, its
+/// statics stay its own, and a variable to reach elsewhere is an error naming it.
+llvm::Expected<Bytes> editedForLink(const LinkInput &input, size_t position, std::deque<std::string> &edits);
 
 /// Where a variable of a program lies in device memory: its address and its size in bytes.
 struct Extent {

@@ -197,8 +197,17 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
     if (!image) return inImage(image.takeError(), input.label);
     input.image = &read.emplace_back(std::move(*image));
   }
-  for (const backend::LinkInput &input : linked)
-    if (llvm::Error err = checkImage(*input.image)) return inImage(std::move(err), input.label);
+  // And every image checked, those of bundles that recorded their symbols too; one the SPIR-V
+  // validator could not vouch for is linked as such (DeviceImage::unvalidated).
+  std::deque<std::string> reasons;
+  for (backend::LinkInput &input : linked) {
+    auto unvalidated = checkImage(*input.image);
+    if (!unvalidated) return inImage(unvalidated.takeError(), input.label);
+    if (unvalidated->empty() || !input.image->unvalidated.empty()) continue;
+    DeviceImage &copy = read.emplace_back(*input.image);
+    copy.unvalidated = reasons.emplace_back(std::move(*unvalidated));
+    input.image = &copy;
+  }
   std::string binary;
   const auto start = Clock::now();
   auto built = withCellsSet(device.link(linked, asking ? &binary : nullptr), instances);

@@ -137,6 +137,7 @@ void DeviceImage::ownStrings() {
   arch = storage->save(arch);
   for (Symbol &s : symbols) s.name = storage->save(s.name);
   for (std::string_view &name : statics) name = storage->save(name);
+  if (!unvalidated.empty()) unvalidated = storage->save(unvalidated);
   for (PropertySet &set : propertySets) {
     set.name = storage->save(set.name);
     for (Property &p : set.properties) {

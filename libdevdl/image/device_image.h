@@ -126,6 +126,10 @@ class DeviceImage {
   /// Its bytes passed its format's reader (readRawImage); an image a bundle recorded the symbols
   /// of has not, until checkImage (image/read_image.h) reads them.
   bool checked = false;
+  /// Why the SPIR-V validator could not vouch for a module devdl read all the same (one that
+  /// declares extensions newer than the validator); empty where it did. Such an image goes only
+  /// to a driver that judges SPIR-V itself, never to devdl's own SPIR-V processing.
+  std::string_view unvalidated;
 
   /// An image taken from its file's summary (cache/image_summary.h) rather than read has no
   /// bytes: readUnread (image/read_image.h) reads them from the file when it is linked.

@@ -181,9 +181,11 @@ llvm::Expected<DeviceImage> readUnread(const DeviceImage &image, UnreadFiles &fi
   return known->second.images[unread.index];  // a copy, sharing the file's storage
 }
 
-llvm::Error checkImage(const DeviceImage &image) {
-  if (image.checked || image.format == ImageFormat::OpenClBinary) return llvm::Error::success();
-  return readRawImage(image.bytes, image.format, nullptr).takeError();
+llvm::Expected<std::string> checkImage(const DeviceImage &image) {
+  if (image.checked || image.format == ImageFormat::OpenClBinary) return std::string(image.unvalidated);
+  auto read = readRawImage(image.bytes, image.format, nullptr);
+  if (!read) return read.takeError();
+  return std::string(read->unvalidated);
 }
 
 llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shared_ptr<Storage> storage) {

@@ -15,6 +15,8 @@
 #include <llvm/Support/SwapByteOrder.h>
 
 #include <cstring>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <set>
 #include <unordered_set>
@@ -30,61 +32,90 @@ struct Linkage {
 };
 
 struct SpirvFacts {
-  const uint32_t *begin = nullptr;
-  size_t numWords = 0;
-  Storage *storage = nullptr;
   uint32_t addressing = 0;
+  bool extensions = false;  // it declares one
   std::vector<Linkage> linkages;
   std::vector<std::pair<uint32_t, std::string_view>> kernels;  // function id, name
   std::unordered_set<uint32_t> variables;
   std::vector<uint32_t> crossWorkgroup;   // module-scope CrossWorkgroup variables, in order
   std::unordered_set<uint32_t> readOnly;  // decorated Constant
-  bool inFunctions = false;
   std::unordered_map<uint32_t, std::string_view> names;
   std::vector<std::pair<uint32_t, uint32_t>> specIds;  // target id, SpecId
-
-  // A literal string operand: NUL-terminated within its words (the parser checked that).
-  std::string_view literal(const spv_parsed_instruction_t *inst, uint16_t operand) const {
-    const spv_parsed_operand_t &op = inst->operands[operand];
-    const char *s = reinterpret_cast<const char *>(inst->words + op.offset);
-    std::string_view view(s, strnlen(s, op.num_words * 4u));
-    // Views stay valid only when the parser handed us our own words (native byte order).
-    if (inst->words >= begin && inst->words < begin + numWords) return view;
-    return storage->save(view);
-  }
 };
 
-spv_result_t onInstruction(void *user, const spv_parsed_instruction_t *inst) {
-  auto &f = *static_cast<SpirvFacts *>(user);
-  auto word = [&](uint16_t operand) { return inst->words[inst->operands[operand].offset]; };
-  switch (inst->opcode) {
-    case SpvOpName:
-      f.names.emplace(word(0), f.literal(inst, 1));
-      break;
-    case SpvOpMemoryModel:
-      f.addressing = word(0);
-      break;
-    case SpvOpEntryPoint:
-      if (word(0) == SpvExecutionModelKernel) f.kernels.emplace_back(word(1), f.literal(inst, 2));
-      break;
-    case SpvOpVariable:
-      f.variables.insert(inst->result_id);
-      if (!f.inFunctions && word(2) == SpvStorageClassCrossWorkgroup) f.crossWorkgroup.push_back(inst->result_id);
-      break;
-    case SpvOpFunction:
-      f.inFunctions = true;
-      break;
-    case SpvOpDecorate:
-      if (word(1) == SpvDecorationConstant) f.readOnly.insert(word(0));
-      if (word(1) == SpvDecorationLinkageAttributes && inst->num_operands >= 4)
-        f.linkages.push_back({word(0), f.literal(inst, 2), word(3)});
-      else if (word(1) == SpvDecorationSpecId && inst->num_operands >= 3)
-        f.specIds.emplace_back(word(0), word(2));
-      break;
-    default:
-      break;
+// A literal string at `first` among an instruction's operands: NUL-terminated within them; and
+// the operand after it. Nullopt where it is not terminated.
+std::optional<std::string_view> literalAt(std::span<const uint32_t> operands, size_t first, size_t *next = nullptr) {
+  if (first >= operands.size()) return std::nullopt;
+  const char *text = reinterpret_cast<const char *>(operands.data() + first);
+  const size_t room = (operands.size() - first) * 4, length = strnlen(text, room);
+  if (length == room) return std::nullopt;
+  if (next) *next = first + length / 4 + 1;
+  return std::string_view(text, length);
+}
+
+// Calls `each(at, opcode, operands)` for every instruction of a module in this host's byte order,
+// bounds-checked: devdl's own reading, which needs no grammar (a module declaring a capability
+// newer than SPIRV-Tools reads all the same). Stops at the first error `each` gives.
+llvm::Error forEachInstruction(std::span<const uint32_t> words,
+                               llvm::function_ref<llvm::Error(size_t, uint32_t, std::span<const uint32_t>)> each) {
+  for (size_t at = 5; at < words.size();) {
+    const uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
+    if (count == 0) return fail(ErrorCode::BadFormat, "invalid SPIR-V: an instruction of no words (at word " + llvm::Twine(at) + ")");
+    if (count > words.size() - at)
+      return fail(ErrorCode::BadFormat, "invalid SPIR-V: an instruction past the module's end (at word " + llvm::Twine(at) + ")");
+    if (llvm::Error err = each(at, opcode, words.subspan(at + 1, count - 1))) return err;
+    at += count;
   }
-  return SPV_SUCCESS;
+  return llvm::Error::success();
+}
+
+// What devdl needs of a module (names, linkage, entry points, variables, specialization ids), read
+// by forEachInstruction. Strings are views into `words`, saved into `storage` where `save`.
+llvm::Error walkSpirv(std::span<const uint32_t> words, SpirvFacts &f, Storage *save) {
+  bool inFunctions = false;
+  return forEachInstruction(words, [&](size_t at, uint32_t opcode, std::span<const uint32_t> operands) -> llvm::Error {
+    auto bad = [&](const char *why) {
+      return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + llvm::Twine(why) + " (at word " + llvm::Twine(at) + ")");
+    };
+    auto kept = [&](std::string_view view) { return save ? save->save(view) : view; };
+    switch (opcode) {
+      case SpvOpName:
+        if (auto name = literalAt(operands, 1); name && operands.size() >= 2) f.names.emplace(operands[0], kept(*name));
+        else return bad("OpName of no terminated string");
+        break;
+      case SpvOpExtension: f.extensions = true; break;
+      case SpvOpMemoryModel:
+        if (operands.size() < 2) return bad("OpMemoryModel of too few words");
+        f.addressing = operands[0];
+        break;
+      case SpvOpEntryPoint:
+        if (auto name = literalAt(operands, 2); !name || operands.size() < 3) return bad("OpEntryPoint of no terminated name");
+        else if (operands[0] == SpvExecutionModelKernel) f.kernels.emplace_back(operands[1], kept(*name));
+        break;
+      case SpvOpFunction: inFunctions = true; break;
+      case SpvOpVariable:
+        if (operands.size() < 3) return bad("OpVariable of too few words");
+        f.variables.insert(operands[1]);
+        if (!inFunctions && operands[2] == SpvStorageClassCrossWorkgroup) f.crossWorkgroup.push_back(operands[1]);
+        break;
+      case SpvOpDecorate:
+        if (operands.size() < 2) return bad("OpDecorate of too few words");
+        if (operands[1] == SpvDecorationConstant) f.readOnly.insert(operands[0]);
+        if (operands[1] == SpvDecorationLinkageAttributes) {
+          size_t next = 0;
+          auto name = literalAt(operands, 2, &next);
+          if (!name || next >= operands.size()) return bad("LinkageAttributes of no name or no linkage type");
+          f.linkages.push_back({operands[0], kept(*name), operands[next]});
+        } else if (operands[1] == SpvDecorationSpecId) {
+          if (operands.size() < 3) return bad("SpecId of no number");
+          f.specIds.emplace_back(operands[0], operands[2]);
+        }
+        break;
+      default: break;
+    }
+    return llvm::Error::success();
+  });
 }
 
 }  // namespace
@@ -102,25 +133,36 @@ llvm::Error readSpirv(DeviceImage &image) {
   if (image.bytes.size() < 20 || image.bytes.size() % 4 != 0)
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(image.bytes.size()) +
                                           " is not a whole module (5 header words and 4-byte words)");
-  // The parser reads 32-bit words; realign a copy if the caller's bytes are not aligned.
+  // The words are read as 32-bit words; realign a copy if the caller's bytes are not aligned.
   if (reinterpret_cast<uintptr_t>(image.bytes.data()) % 4 != 0)
     image.bytes = image.storage->adopt(llvm::MemoryBuffer::getMemBufferCopy(asText(image.bytes)));
 
-  const auto *words = reinterpret_cast<const uint32_t *>(image.bytes.data());
-  const size_t numWords = image.bytes.size() / 4;
-  spirv::Context context;
-
-  spv_const_binary_t binary{words, numWords};
-  if (spirv::Diagnostic validation; spvValidate(context.get(), &binary, validation.out()) != SPV_SUCCESS)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + validation.text());
-
+  std::span<const uint32_t> words(reinterpret_cast<const uint32_t *>(image.bytes.data()), image.bytes.size() / 4);
+  // A module of the other byte order is read from a copy in this host's, its strings saved.
+  std::vector<uint32_t> swapped;
+  if (words[0] == llvm::ByteSwap_32(SpvMagicNumber)) {
+    swapped.assign(words.begin(), words.end());
+    for (uint32_t &word : swapped) word = llvm::ByteSwap_32(word);
+    words = swapped;
+  }
+  if (words[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
   SpirvFacts facts;
-  facts.begin = words;
-  facts.numWords = numWords;
-  facts.storage = image.storage.get();
-  if (spirv::Diagnostic parsing;
-      spvBinaryParse(context.get(), &facts, words, numWords, nullptr, onInstruction, parsing.out()) != SPV_SUCCESS)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
+  if (llvm::Error err = walkSpirv(words, facts, swapped.empty() ? nullptr : image.storage.get())) return err;
+
+  // SPIRV-Tools vouches for the module, or says why not. Where it says so of a module that
+  // declares extensions, its rules or its grammar are older than the module (Debian's 2023.1
+  // knows neither a bfloat16 conversion's capability nor the rules of SPV_INTEL_memory_access_aliasing):
+  // the image is read, not validated, and goes only where a driver judges it (SPIR-V IL), never
+  // to devdl's own SPIR-V processing.
+  spirv::Context context;
+  const auto *raw = reinterpret_cast<const uint32_t *>(image.bytes.data());
+  spv_const_binary_t binary{raw, image.bytes.size() / 4};
+  if (spirv::Diagnostic validation; spvValidate(context.get(), &binary, validation.out()) != SPV_SUCCESS) {
+    std::string why = validation.text();
+    if (!facts.extensions) return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + why);
+    if (size_t line = why.find("\n"); line != std::string::npos) why.resize(line);
+    image.unvalidated = image.storage->save(why);
+  }
 
   image.triple = facts.addressing == SpvAddressingModelPhysical64   ? "spir64-unknown-unknown"
                  : facts.addressing == SpvAddressingModelPhysical32 ? "spir-unknown-unknown"
@@ -159,53 +201,40 @@ llvm::Error readSpirv(DeviceImage &image) {
 llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {
   if (bytes.size() < 20 || bytes.size() % 4 != 0)
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
+  // In this host's byte order, as the result is.
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
+  if (words[0] == llvm::ByteSwap_32(SpvMagicNumber))
+    for (uint32_t &word : words) word = llvm::ByteSwap_32(word);
+  if (words[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
   // OpDecorate %target LinkageAttributes "name" Export of one of `names`: the decoration goes,
-  // and the definition is the module's own.
-  auto hiddenExport = [&](const spv_parsed_instruction_t *inst) {
-    if (inst->opcode != SpvOpDecorate || inst->num_operands < 4 ||
-        inst->words[inst->operands[1].offset] != SpvDecorationLinkageAttributes)
-      return false;
-    const spv_parsed_operand_t &name = inst->operands[2];
-    const char *text = reinterpret_cast<const char *>(inst->words + name.offset);
-    const uint32_t type = inst->words[inst->operands[3].offset];
-    return (type == SpvLinkageTypeExport || type == SpvLinkageTypeLinkOnceODR) &&
-           llvm::is_contained(names, std::string_view(text, strnlen(text, name.num_words * 4u)));
+  // and the definition is the module's own. Its name goes too (OpName comes before the
+  // decorations, hence two passes): the program it is linked into must not answer to it for
+  // another image's definition (a variable the host reads by name). devdl's own reading alone: a
+  // module the validator could not vouch for is edited so too, and its driver judges the result.
+  std::set<uint32_t> ids;  // the definitions made local
+  auto hiddenExport = [&](uint32_t opcode, std::span<const uint32_t> operands) {
+    if (opcode != SpvOpDecorate || operands.size() < 3 || operands[1] != SpvDecorationLinkageAttributes) return false;
+    size_t next = 0;
+    auto name = literalAt(operands, 2, &next);
+    return name && next < operands.size() &&
+           (operands[next] == SpvLinkageTypeExport || operands[next] == SpvLinkageTypeLinkOnceODR) &&
+           llvm::is_contained(names, *name);
   };
-  struct Edit {
-    decltype(hiddenExport) &hidden;
-    std::set<uint32_t> ids;  // the definitions made local, found by the first pass
-    bool writing = false;
-    std::vector<uint32_t> out;
-  } edit{hiddenExport, {}, false, {}};
-  // The parser hands each instruction over in this host's byte order: the header too.
-  edit.out.assign(words.begin(), words.begin() + 5);
-  if (edit.out[0] != SpvMagicNumber)
-    for (uint32_t &word : edit.out) word = llvm::ByteSwap_32(word);
-  // Their names go too (OpName comes before the decorations, hence two passes): the program they
-  // are linked into must not answer to them for another image's definition (a variable the host
-  // reads by name).
-  auto visit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
-    auto &edit = *static_cast<Edit *>(user);
-    const bool hidden = edit.hidden(inst);
-    if (!edit.writing) {
-      if (hidden) edit.ids.insert(inst->words[inst->operands[0].offset]);
-      return SPV_SUCCESS;
-    }
-    if (hidden || (inst->opcode == SpvOpName && inst->num_words >= 2 && edit.ids.count(inst->words[1])))
-      return SPV_SUCCESS;
-    edit.out.insert(edit.out.end(), inst->words, inst->words + inst->num_words);
-    return SPV_SUCCESS;
-  };
-  spirv::Context context;
-  for (bool writing : {false, true}) {
-    edit.writing = writing;
-    if (spirv::Diagnostic parsing;
-        spvBinaryParse(context.get(), &edit, words.data(), words.size(), nullptr, visit, parsing.out()) != SPV_SUCCESS)
-      return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
-  }
-  return std::string(reinterpret_cast<const char *>(edit.out.data()), edit.out.size() * 4);
+  if (llvm::Error err = forEachInstruction(words, [&](size_t, uint32_t opcode, std::span<const uint32_t> operands) {
+        if (hiddenExport(opcode, operands)) ids.insert(operands[0]);
+        return llvm::Error::success();
+      }))
+    return err;
+  std::vector<uint32_t> out(words.begin(), words.begin() + 5);
+  if (llvm::Error err = forEachInstruction(words, [&](size_t at, uint32_t opcode, std::span<const uint32_t> operands) {
+        const bool named = opcode == SpvOpName && !operands.empty() && ids.count(operands[0]);
+        if (!hiddenExport(opcode, operands) && !named)
+          out.insert(out.end(), words.begin() + at, words.begin() + at + 1 + operands.size());
+        return llvm::Error::success();
+      }))
+    return err;
+  return std::string(reinterpret_cast<const char *>(out.data()), out.size() * 4);
 }
 
 namespace {

@@ -48,6 +48,7 @@ struct Loader::BuildInputs {
 struct Loader::BuildJob {
   using Inputs = BuildInputs;
   Inputs linked, alone;  // with the importers, and the root's plan alone should that not link
+  uint64_t generation;   // the loader's when it was prepared: a failure is remembered for it
   std::vector<cache::LinkedProgram::Use> uses;  // the root's first, then the importers'
   std::deque<backend::SpecConstants> specConstants;
   std::vector<uint32_t> held;                          // the linked images, held while it builds

@@ -68,10 +68,13 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
       // their address.
       std::string why;
       const ImageFormat format = images_[id].image.format;
-      if (format != ImageFormat::SpirV && format != ImageFormat::Ptx && format != ImageFormat::Fatbin &&
-          llvm::is_contained(images_[id].statics, name))
-        why = format == ImageFormat::Cubin
-                  ? "a cubin's statics are its machine code's own, which cannot reach an instance elsewhere"
+      const bool exported = (format == ImageFormat::SpirV || format == ImageFormat::Ptx || format == ImageFormat::Fatbin) &&
+                            images_[id].image.unvalidated.empty();
+      if (!exported && llvm::is_contained(images_[id].statics, name))
+        why = format == ImageFormat::Cubin ? "a cubin's statics are its machine code's own, which cannot reach an instance elsewhere"
+              : format == ImageFormat::SpirV
+                  ? "devdl's SPIR-V validator could not vouch for the image (" +
+                        std::string(images_[id].image.unvalidated) + "), which devdl does not edit, so its statics stay its own"
                   : "the statics of an image of format " + std::string(formatName(format)) +
                         " stay its own: devdl exports SPIR-V's and PTX's so that other programs reach them";
       into.reached.push_back({name, variableShown(id, name), std::move(cell), std::move(why), id, lender,

@@ -198,7 +198,7 @@ llvm::Expected<void *> Loader::openMemory(const void *data, size_t size, const c
   };
   Lock lock(*this);
   scanProcess(lock);
-  auto handle = openIdentified(lock, {0, 0, data, size}, flags, label, nullptr, read);
+  auto handle = openIdentified(lock, {0, 0, data, size, 0}, flags, label, nullptr, read);
   if (!handle) return handle.takeError();
   return *handle;
 }

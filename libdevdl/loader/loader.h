@@ -39,6 +39,7 @@
 #include "resolve/link_plan.h"
 #include "resolve/planner.h"
 #include "resolve/scopes.h"
+#include "support/error.h"
 #include "support/regular_file.h"
 
 #include <llvm/ADT/DenseSet.h>
@@ -480,6 +481,18 @@ class Loader {
   bool preloaded_ = false;
   backend::Devices devices_;
   cache::ProgramCache programs_;
+  // Builds that failed, by device and key: given again, not built again, until the loader
+  // changes (generation_), as the images or their scopes may then make another program.
+  struct FailedBuild {
+    const backend::Device *device;
+    cache::ProgramKey key;
+    uint64_t generation;
+    KeptError error;
+  };
+  std::vector<FailedBuild> failedBuilds_;
+  const FailedBuild *failedBuild(const backend::Device *device, const cache::ProgramKey &key);
+  void rememberFailure(const backend::Device *device, const cache::ProgramKey &key, uint64_t generation,
+                       llvm::Error &err);  // `err` of a build prepared at `generation`, copied
   cache::DiskCache &(*const summaries_)();
   llvm::StringSet<> addressNames_;  // the strings device_dladdr handed out: kept for the process
 };

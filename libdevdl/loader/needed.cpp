@@ -49,7 +49,7 @@ llvm::Expected<std::vector<Loader::OpenedFile>> Loader::readNeeded(OpenedFile fi
 
 llvm::Expected<Loader::OpenedFile> Loader::readOpened(RegularFile file, const std::vector<Handle::Identity> &open,
                                                       bool mayOpenDevice) {
-  OpenedFile opened{file.path(), true, Handle::Identity::of(file), false, {}, {}};
+  OpenedFile opened{file.path(), true, Handle::Identity::of(file), false, {}, {}, nullptr};
   opened.open = llvm::is_contained(open, opened.identity);
   if (opened.open) return opened;
   opened.file = std::make_shared<const RegularFile>(std::move(file));

@@ -202,6 +202,22 @@ llvm::Expected<cache::LinkedProgram *> Loader::useProgram(Lock &lock, ProgramReq
   return program;
 }
 
+const Loader::FailedBuild *Loader::failedBuild(const backend::Device *device, const cache::ProgramKey &key) {
+  const uint64_t now = generation_.load(std::memory_order_acquire);
+  std::erase_if(failedBuilds_, [&](const FailedBuild &failed) { return failed.generation != now; });
+  for (const FailedBuild &failed : failedBuilds_)
+    if (failed.device == device && failed.key == key) return &failed;
+  return nullptr;
+}
+
+void Loader::rememberFailure(const backend::Device *device, const cache::ProgramKey &key, uint64_t generation,
+                             llvm::Error &err) {
+  if (hasCode(err, ErrorCode::Busy)) return;  // what it needs is in use now, not for ever
+  FailedBuild failed{device, key, generation, {}};
+  err = KeptError::keep(std::move(err), failed.error);
+  failedBuilds_.push_back(std::move(failed));
+}
+
 Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProgram &planned) {
   // Linked with the loaded images that import from it, so that their kernels find this program
   // later rather than build the plan's code again (the seed's double compilation when a
@@ -209,6 +225,7 @@ Loader::BuildJob Loader::prepareBuild(const ProgramRequest &request, PlannedProg
   // program that is to hold an image's interposed variables: its importers' scope interposes them.
   const Planner planner = this->planner(request.place);
   BuildJob job;
+  job.generation = generation_.load(std::memory_order_acquire);
   job.uses.push_back({request.root, planned.plan, {}});
   std::vector<uint32_t> withImporters{request.root};
   for (Planner::Importer &importer : planner.importersOf(planned.plan, [&](uint32_t id) {
@@ -292,6 +309,18 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     letGo(references);
     return inImage(fail(ErrorCode::Unsupported, job.linked.secondCopy), request.label);
   }
+  // A build that failed since the loader last changed fails again, without building: with its
+  // importers, the plan is linked alone; alone, its error is given again.
+  if (!job.alone.inputs.empty() && failedBuild(planned.device, job.linked.key)) {
+    job.uses.resize(1);
+    job.linked = std::move(job.alone);
+    job.alone = {};
+  }
+  if (const FailedBuild *failed = failedBuild(planned.device, job.linked.key)) {
+    llvm::Error again = failed->error.make();
+    letGo(references);
+    return again;
+  }
   // A thread already builds it: wait, and look again (or build it too where this thread may
   // hold the host loader's lock, which that one may be waiting for).
   std::optional<cache::ProgramCache::Turn> turn = programs_.takeTurn(lock.held(), planned.device, job.linked.key);
@@ -346,6 +375,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
       }
     return err;
   };
+  std::optional<cache::ProgramKey> jointFailed;  // remembered once the lock is held again
   if (references) {
     made = build(job.linked, sameModel);
     if (!made && !job.alone.inputs.empty()) {
@@ -354,6 +384,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
                            llvm::toString(made.takeError()) + "); linked alone");
       else
         llvm::consumeError(made.takeError());
+      jointFailed = job.linked.key;
       job.uses.resize(1);
       job.linked = std::move(job.alone);
       made = build(job.linked, aloneModel);
@@ -369,9 +400,29 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
     if (llvm::Error err = request.rescan()) return err;
     return nullptr;
   }
+  if (jointFailed) {
+    llvm::Error joint = fail(ErrorCode::Unsupported, "with its importers it did not link");
+    rememberFailure(planned.device, *jointFailed, job.generation, joint);
+    llvm::consumeError(std::move(joint));
+  }
   if (!made) {
+    llvm::Error err = made.takeError();
+    // A weak import left to the driver, which a loaded image this device cannot take defines:
+    // likely why the driver's link failed, and said.
+    std::string weak;
+    const Planner planner = this->planner(request.place);
+    for (uint32_t id : job.linked.images) {
+      if (!images_.contains(id)) continue;
+      for (const Symbol &s : images_[id].image.symbols) {
+        if (s.kind != SymbolKind::Import || !s.weak || !weak.empty()) continue;
+        if (std::string why = planner.whyUnresolved(s.name, id); !why.empty())
+          weak = "; `" + std::string(s.name) + "`, left to the driver, is undefined there" + why;
+      }
+    }
+    if (!weak.empty()) err = fail(ErrorCode::Unresolved, llvm::toString(std::move(err)) + weak);
+    rememberFailure(planned.device, job.linked.key, job.generation, err);
     letGo(references);
-    return made.takeError();
+    return err;
   }
   request.built = true;
   if (Debug::get().on(Debug::Statistics))

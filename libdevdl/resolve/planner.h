@@ -104,16 +104,15 @@ class Planner {
   /// The plan as device_dlplan shows it: one line for each binding, unresolved import, image a
   /// set pulled in, and problem.
   std::string text(const LinkPlan &plan) const;
+  /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the
+  /// device cannot take would have resolved (a weak one left to the driver too); "" otherwise.
+  std::string whyUnresolved(std::string_view symbol, uint32_t importer) const;
 
  private:
   const ScopedImage &at(uint32_t id) const { return images_.scoped(id); }
   /// Adds to `into` the images of the sets `image` calls or creates that are not in `pulled`.
   void pullSets(uint32_t image, const llvm::StringMap<std::vector<uint32_t>> &members,
                 llvm::DenseSet<uint32_t> &pulled, std::vector<uint32_t> &into, LinkPlan &plan) const;
-  /// " (lib.bc: image 0 (spir-bc) defines it, but ...)" for an import that a definition the
-  /// device cannot take would have resolved; "" otherwise.
-  std::string whyUnresolved(std::string_view symbol, uint32_t importer) const;
-
   const ScopedImages &images_;
   const Scopes &scopes_;
   unsigned place_;

@@ -63,4 +63,24 @@ llvm::Error inImage(llvm::Error err, std::string_view image) {
   });
 }
 
+llvm::Error KeptError::keep(llvm::Error err, KeptError &into) {
+  into.failures_.clear();
+  return llvm::handleErrors(
+      std::move(err),
+      [&](std::unique_ptr<Failure> f) -> llvm::Error {
+        into.failures_.push_back(*f);
+        return llvm::Error(std::move(f));
+      },
+      [&](std::unique_ptr<llvm::ErrorInfoBase> other) -> llvm::Error {
+        into.failures_.emplace_back(ErrorCode::BadFormat, other->message());
+        return llvm::Error(std::move(other));
+      });
+}
+
+llvm::Error KeptError::make() const {
+  llvm::Error out = llvm::Error::success();
+  for (const Failure &f : failures_) out = llvm::joinErrors(std::move(out), llvm::make_error<Failure>(f));
+  return out;
+}
+
 }  // namespace devdl

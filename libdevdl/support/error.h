@@ -6,6 +6,7 @@
 #include <llvm/Support/Error.h>
 
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace devdl {
@@ -58,5 +59,18 @@ llvm::Error inFile(llvm::Error err, std::string_view file);
 
 /// Adds an image label ("image 2 (spirv)") to every Failure in `err` that has none yet.
 llvm::Error inImage(llvm::Error err, std::string_view image);
+
+/// An error kept to be given again as it was (a build that failed, remembered).
+class KeptError {
+ public:
+  /// Copies `err`'s failures (other LLVM errors as BadFormat ones) into a KeptError, and gives
+  /// `err` back unchanged.
+  static llvm::Error keep(llvm::Error err, KeptError &into);
+  /// The failures kept, as they were.
+  llvm::Error make() const;
+
+ private:
+  std::vector<Failure> failures_;
+};
 
 }  // namespace devdl

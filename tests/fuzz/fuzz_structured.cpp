@@ -220,7 +220,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   for (const DeviceImage &image : file->images) {
-    llvm::consumeError(checkImage(image));
+    llvm::consumeError(checkImage(image).takeError());
     if (image.format != ImageFormat::Fatbin) continue;
     Storage listing;
     auto members = readers::listFatbinMembers(image.bytes, listing);

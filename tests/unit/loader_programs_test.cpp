@@ -121,4 +121,23 @@ TEST_F(LoaderPrograms, SpecializationConstantsSetForTheProgramsLinkedAfter) {
 }
 
 }  // namespace
+// A build the device refuses (here an import left to the driver, which the fake device has not)
+// is not built again at each lookup: the same error is given at once, until the loader changes
+// (an image loaded or closed), which may make another program.
+TEST_F(LoaderPrograms, AFailedBuildIsNotBuiltAgainUntilTheLoaderChanges) {
+  void *app = open("devicelib_app.spv", DEVDL_LAZY);
+  ASSERT_NE(app, nullptr);
+  const std::string first = errorText(loader_.symbol(app, "DevicelibKernel"));
+  EXPECT_NE(first.find("__devicelib_expf"), std::string::npos) << first;
+  ASSERT_EQ(links().size(), 1u);
+  EXPECT_EQ(errorText(loader_.symbol(app, "DevicelibKernel")), first);
+  EXPECT_EQ(errorText(loader_.symbol(app, "DevicelibKernel")), first);
+  EXPECT_EQ(links().size(), 1u) << "the failure given again, not built again";
+  void *lib = open("lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
+  EXPECT_EQ(errorText(loader_.symbol(app, "DevicelibKernel")), first);
+  EXPECT_EQ(links().size(), 2u) << "an image loaded: built again";
+  close(lib);
+  close(app);
+}
+
 }  // namespace devdl::test

@@ -4,7 +4,10 @@
 #include "image/code_graph.h"
 #include "image/read_image.h"
 #include "image/readers.h"
+#include "support/spirv_tools.h"
 #include "test_support.h"
+
+#include <spirv-tools/libspirv.h>
 
 #include <cstring>
 
@@ -100,6 +103,42 @@ TEST(SpirvReader, InvalidModuleIsRefusedNamingFileAndProblem) {
   ASSERT_FALSE(!!file);
   const std::string message = errorText(file);
   EXPECT_NE(message.find("broken.spv: image 0 (spirv): invalid SPIR-V"), std::string::npos) << message;
+}
+
+// A module of a capability newer than Debian's SPIRV-Tools (bfloat16 conversion, 6115: a number
+// its grammar does not know), with the extension that brings it: read by devdl's own reader, its
+// symbols listed, and marked as one the validator could not vouch for. The same capability in a
+// module that declares no extension is refused, as is one whose words do not fit.
+TEST(SpirvReader, AModuleOfAnExtensionNewerThanTheValidatorIsReadUnvouched) {
+  auto assembled = [](bool extension) {
+    const std::string text = std::string("OpCapability Addresses\nOpCapability Linkage\nOpCapability Kernel\n"
+                                         "OpCapability Int8\n") +
+                             (extension ? "OpExtension \"SPV_INTEL_bfloat16_conversion\"\n" : "") +
+                             "OpMemoryModel Physical64 OpenCL\n"
+                             "OpDecorate %f LinkageAttributes \"ConvertIt\" Export\n"
+                             "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n"
+                             "%f = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n";
+    spirv::Context context;
+    spv_binary binary = nullptr;
+    EXPECT_EQ(spvTextToBinary(context.get(), text.data(), text.size(), &binary, nullptr), SPV_SUCCESS);
+    std::vector<uint32_t> words(binary->code, binary->code + binary->wordCount);
+    spvBinaryDestroy(binary);
+    for (size_t i = 5; i + 1 < words.size(); ++i)
+      if (words[i] == (2u << 16 | 17u) && words[i + 1] == 39u) words[i + 1] = 6115;  // Int8 made the new one
+    return std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4);
+  };
+  const std::string bytes = assembled(true);
+  auto file = readImageMemory(asBytes(bytes), "bf16.spv", nullptr);
+  ASSERT_TRUE(!!file) << errorText(file);
+  EXPECT_EQ(symbolLines(file->images[0]), (std::vector<std::string>{"T ConvertIt"}));
+  EXPECT_EQ(file->images[0].unvalidated.rfind("Invalid capability operand: 6115", 0), 0u) << file->images[0].unvalidated;
+  EXPECT_EQ(errorText(readImageMemory(asBytes(assembled(false)), "bare.spv", nullptr))
+                .rfind("bare.spv: image 0 (spirv): invalid SPIR-V: Invalid capability operand: 6115", 0),
+            0u);
+  std::string cut = bytes;
+  cut[5 * 4 + 2] = '\x7f';  // the first instruction's word count past the module's end
+  EXPECT_NE(errorText(readImageMemory(asBytes(cut), "cut.spv", nullptr)).find("an instruction past the module's end"),
+            std::string::npos);
 }
 
 TEST(SpirvReader, TruncatedModulesFailCleanly) {

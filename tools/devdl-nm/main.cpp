@@ -215,6 +215,12 @@ int main(int argc, char **argv) {
       status = 1;
       continue;
     }
+    // Listed all the same, as the loader reads them: said on the side.
+    for (size_t i = 0; i < file->images.size(); ++i)
+      if (!file->images[i].unvalidated.empty())
+        llvm::errs() << "devdl-nm: " << printable(file->name) << ": " << printable(file->images[i].label(i))
+                     << ": not validated (SPIRV-Tools could not vouch for it: " << printable(file->images[i].unvalidated)
+                     << "); listed as read\n";
     if (!json) printText(*file, inputs.size() > 1, llvm::outs());
     else files.push_back(std::move(*file));
   }

@@ -374,6 +374,9 @@ int check(std::vector<std::string> args) {
   };
   std::vector<bool> taken;
   for (uint32_t i = 0; i < images.size(); ++i) {
+    if (!images[i]->unvalidated.empty())
+      llvm::errs() << "devdl-pack: note: " << where(i) << ": not validated (SPIRV-Tools could not vouch for it: "
+                   << images[i]->unvalidated << "): only a driver that takes SPIR-V itself links it\n";
     std::string why;
     taken.push_back(target.takes(*images[i], why));
     if (!taken.back()) llvm::errs() << "devdl-pack: note: " << where(i) << ": left out: " << why << "\n";

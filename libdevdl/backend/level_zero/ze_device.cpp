@@ -286,8 +286,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     if (input.image->format != ImageFormat::IntelNative)
       if (llvm::Error refused = accepts(*input.image)) return inImage(std::move(refused), input.label);
     labels += (labels.empty() ? "" : ", ") + input.label;
-    auto edited = editedForLink(input.image->bytes, input.image->format, input.image->statics, input.statics,
-                                input.hidden, input.elsewhere, input.hiddenElsewhere, bytes.size(), edits);
+    auto edited = editedForLink(input, bytes.size(), edits);
     if (!edited) return inImage(edited.takeError(), input.label);
     bytes.push_back(*edited);
   }

@@ -99,6 +99,13 @@ void Device::native(devdl_native &out) const {
 }
 
 llvm::Error Device::accepts(const DeviceImage &image) const {
+  // A module devdl's validator could not vouch for goes only to a driver that compiles and links
+  // SPIR-V itself; elsewhere devdl links and translates it, which it does not do unvouched.
+  if (image.format == ImageFormat::SpirV && !image.unvalidated.empty() && !(caps_.spirvIl && caps_.linker))
+    return fail(ErrorCode::Unsupported, "devdl's SPIR-V validator could not vouch for it (" +
+                                            std::string(image.unvalidated) + "), and OpenCL device " + name_ +
+                                            " takes SPIR-V only through devdl's own link and translation, "
+                                            "which it runs on modules it vouches for");
   if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir())))
     return llvm::Error::success();
   if (image.format == ImageFormat::OpenClBinary) {

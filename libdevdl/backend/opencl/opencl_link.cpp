@@ -35,8 +35,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   for (size_t i = 0; i < inputs.size(); ++i) {
     LinkInput &input = inputs[i];
     if (input.hidden.empty() && input.elsewhere.empty() && input.statics.empty()) continue;  // hiddenElsewhere is of hidden
-    auto edited = editedForLink(input.image->bytes, input.image->format, input.image->statics, input.statics,
-                                input.hidden, input.elsewhere, input.hiddenElsewhere, i, edits);
+    auto edited = editedForLink(input, i, edits);
     if (!edited) return inImage(edited.takeError(), input.label);
     DeviceImage &copy = copies.emplace_back(*input.image);
     copy.bytes = *edited;
@@ -71,6 +70,12 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       for (const Symbol &s : input.image->symbols)
         if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.hidden, s.name)) variables.emplace_back(s.name);
       if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
+      if (!input.image->unvalidated.empty()) {  // devdl writes no kernels against a module it cannot vouch for
+        if (Debug::get().on(Debug::Statistics))
+          Debug::get().print("no copy kernels for the variables of " + input.label +
+                             ": devdl's SPIR-V validator could not vouch for it (" + std::string(input.image->unvalidated) + ")");
+        continue;
+      }
       CallTimes times;
       auto kernels = copyKernelsFor(*input.image, variables);
       times.mark("made");

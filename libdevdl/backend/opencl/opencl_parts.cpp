@@ -40,6 +40,9 @@ std::vector<ProgramPart> Device::planParts(std::span<const LinkInput> inputs, un
   std::vector<CodeGraph> graphs;
   for (const LinkInput &input : inputs) {
     if (input.image->format != ImageFormat::SpirV) return onePart(input.label + " is a native binary, compiled already");
+    if (!input.image->unvalidated.empty())
+      return onePart(input.label + ": devdl's SPIR-V validator could not vouch for it (" +
+                     std::string(input.image->unvalidated) + "), and devdl cuts no such module into parts");
     if (input.specConstants && !input.specConstants->empty())
       return onePart(input.label + " has specialization constants set");
     auto graph = readers::spirvCodeGraph(input.image->bytes);
