@@ -71,7 +71,8 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
       const bool exported = (format == ImageFormat::SpirV || format == ImageFormat::Ptx || format == ImageFormat::Fatbin) &&
                             images_[id].image.unvalidated.empty();
       if (!exported && llvm::is_contained(images_[id].statics, name))
-        why = format == ImageFormat::Cubin ? "a cubin's statics are its machine code's own, which cannot reach an instance elsewhere"
+        why = format == ImageFormat::Cubin ? "a cubin's statics are its machine code's own, which cannot reach an instance "
+                                             "elsewhere (an image with PTX beside its cubins would do)"
               : format == ImageFormat::SpirV
                   ? "devdl's SPIR-V validator could not vouch for the image (" +
                         std::string(images_[id].image.unvalidated) + "), which devdl does not edit, so its statics stay its own"

@@ -355,7 +355,7 @@ llvm::Expected<cache::LinkedProgram *> Loader::buildProgram(Lock &lock, ProgramR
   auto build = [&](const BuildJob::Inputs &inputs, const cache::SameModel &same) -> llvm::Expected<cache::Built> {
     std::vector<cache::InstanceAddress> instances;
     for (const BuildJob::Inputs::Reached &reached : inputs.reached) {
-      if (!reached.why.empty()) return unreachable(reached, reached.why, "an image with PTX beside its cubins, or ");
+      if (!reached.why.empty()) return unreachable(reached, reached.why, "");
       auto extent = reached.program->variable(reached.name);
       if (!extent) return unreachable(reached, llvm::toString(extent.takeError()), "");
       instances.push_back({reached.name, reached.cell, extent->address});

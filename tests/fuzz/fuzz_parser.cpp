@@ -90,9 +90,14 @@ llvm::Error readSummary(devdl::Bytes bytes) {
 // define where it has none), and reaches its variables and imports through cells in another: the
 // edits parse the bytes themselves, read or not. An image read (SPIR-V: validated) whose cells
 // were made must read again: the edit must not make a valid module invalid.
-llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shared_ptr<devdl::Storage> storage) {
+llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shared_ptr<devdl::Storage> storage,
+                        bool *vouched = nullptr) {
   using namespace devdl;
   auto image = readRawImage(bytes, format, storage);
+  // As the link path: a module the validator could not vouch for is made local by devdl's own
+  // reading alone, and never rewritten with SPIRV-Tools (cells) nor cut into parts.
+  const bool unvouched = image && !image->unvalidated.empty();
+  if (vouched) *vouched = image && !unvouched;
   std::vector<std::string_view> names{"f"}, reached{"v"};
   if (image)
     for (const Symbol &s : image->symbols) {
@@ -100,6 +105,7 @@ llvm::Error readAndHide(devdl::Bytes bytes, devdl::ImageFormat format, std::shar
       if (s.kind == SymbolKind::Variable || s.kind == SymbolKind::Import) reached.push_back(s.name);
     }
   llvm::consumeError(withLocalDefinitions(bytes, format, names).takeError());
+  if (unvouched) return image.takeError();
   auto cells = withInstancesElsewhere(bytes, format, reached);
   if (image && cells && !readRawImage(asBytes(*cells), format, storage)) __builtin_trap();
   if (!cells) llvm::consumeError(cells.takeError());
@@ -219,8 +225,9 @@ llvm::Error parse(devdl::Bytes bytes) {
       // What a link in parts reads of a module, and each part's cut of one the reader accepts
       // (a link cuts only modules read and validated).
       auto graph = readers::spirvCodeGraph(bytes);
-      llvm::Error read = readAndHide(bytes, ImageFormat::SpirV, storage);
-      if (graph && !read) {
+      bool vouched = false;
+      llvm::Error read = readAndHide(bytes, ImageFormat::SpirV, storage, &vouched);
+      if (graph && !read && vouched) {
         const std::vector<ProgramPart> parts = partitionKernels({&*graph, 1}, 2);
         std::vector<uint32_t> words(bytes.size() / 4);
         std::memcpy(words.data(), bytes.data(), words.size() * 4);
