@@ -108,7 +108,7 @@ llvm::Expected<ImageFile> imagesOfSummary(Entry entry, std::shared_ptr<const Reg
   if (!images) return inFile(images.takeError(), file->path());
   if (images->size() != header.images)
     return bad(llvm::Twine(images->size()) + " images where its header says " + llvm::Twine(header.images));
-  ImageFile out{file->path(), std::move(*images)};
+  ImageFile out{file->path(), std::move(*images), {}};
   for (uint32_t i = 0; i < header.images; ++i) {
     Head head;
     std::memcpy(&head, summary.data() + sizeof header + i * sizeof head, sizeof head);

@@ -43,13 +43,25 @@ bool isDeviceElf(Bytes b) {
   return machine == llvm::ELF::EM_CUDA || machine == llvm::ELF::EM_AMDGPU;
 }
 
+// An image of several that could not be read: where a listing reads past it (`past`), kept as
+// the reason in its place (an image of no format); else the read's failure.
+llvm::Error readPast(llvm::Error err, std::vector<DeviceImage> &images, std::shared_ptr<Storage> storage,
+                     UnreadableImages *past) {
+  if (!past) return err;
+  past->emplace_back(images.size(), llvm::toString(std::move(err)));
+  DeviceImage &kept = images.emplace_back();
+  kept.storage = std::move(storage);
+  return llvm::Error::success();
+}
+
 // DPC++'s images: its offload wrapper's tables, looked for where its images are (other host files'
 // symbol tables are not read); none where it has none.
-llvm::Expected<std::vector<DeviceImage>> dpcppImagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage) {
+llvm::Expected<std::vector<DeviceImage>> dpcppImagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage,
+                                                         UnreadableImages *past = nullptr) {
   auto sections = bundle::findDpcppImageSectionsInElf(bytes);
   if (!sections) return sections.takeError();
   if (sections->empty()) return std::vector<DeviceImage>();
-  return readers::readSyclOffloadImages(bytes, std::move(storage));
+  return readers::readSyclOffloadImages(bytes, std::move(storage), past);
 }
 
 // A regular file's bytes, read into a storage of their own.
@@ -59,7 +71,8 @@ llvm::Expected<std::shared_ptr<Storage>> readIntoStorage(const RegularFile &file
   return std::make_shared<Storage>(std::move(*buffer));
 }
 
-llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage) {
+llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage,
+                                                     UnreadableImages *past) {
   const bool intel = readers::isIntelNative(bytes);
   if (intel || isDeviceElf(bytes)) {
     // The ELF reader tells Cubin from others.
@@ -74,7 +87,7 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
   // nvcc's own carriage of device code: fat binaries in sections of their own.
   auto fatbinSections = bundle::findCudaFatbinSectionsInElf(bytes);
   if (!fatbinSections) return fatbinSections.takeError();
-  auto sycl = dpcppImagesOfElf(bytes, storage);
+  auto sycl = dpcppImagesOfElf(bytes, storage, past);
   if (!sycl) return sycl.takeError();
   if (bundles->empty() && fatbinSections->empty() && sycl->empty())
     return fail(ErrorCode::BadFormat, "host ELF file carries no device images (no " +
@@ -82,8 +95,10 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
                                           ", .nv_fatbin or __nv_relfatbin section, nor DPC++'s offload descriptor)");
   std::vector<DeviceImage> images = std::move(*sycl);
   for (Bytes b : *bundles) {
-    auto more = readBundleImages(b, storage);
+    UnreadableImages bundlePast;  // by index in the bundle
+    auto more = readBundleImages(b, storage, past ? &bundlePast : nullptr);
     if (!more) return more.takeError();
+    for (auto &[index, why] : bundlePast) past->emplace_back(images.size() + index, std::move(why));
     for (auto &image : *more) images.push_back(std::move(image));
   }
   for (Bytes section : *fatbinSections) {
@@ -91,8 +106,10 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
     if (!fatbins) return fatbins.takeError();
     for (Bytes fatbin : *fatbins) {
       auto image = readRawImage(fatbin, ImageFormat::Fatbin, storage);
-      if (!image) return inImage(image.takeError(), "image " + std::to_string(images.size()));
-      images.push_back(std::move(*image));
+      if (image) images.push_back(std::move(*image));
+      else if (llvm::Error err = readPast(inImage(image.takeError(), "image " + std::to_string(images.size())), images,
+                                          storage, past))
+        return err;
     }
   }
   return images;
@@ -188,7 +205,8 @@ llvm::Expected<std::string> checkImage(const DeviceImage &image) {
   return std::string(read->unvalidated);
 }
 
-llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shared_ptr<Storage> storage) {
+llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shared_ptr<Storage> storage,
+                                                          UnreadableImages *past) {
   if (!storage) storage = std::make_shared<Storage>();  // one for all the images
   auto entries = bundle::readBundle(bytes);
   if (!entries) return entries.takeError();
@@ -196,10 +214,11 @@ llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shar
   images.reserve(entries->size());
   for (const bundle::Entry &entry : *entries) {
     auto image = imageOfEntry(entry, storage);
-    if (!image)
-      return inImage(image.takeError(), "image " + std::to_string(images.size()) + " (at offset " +
-                                            std::to_string(entry.offset) + ")");
-    images.push_back(std::move(*image));
+    if (image) images.push_back(std::move(*image));
+    else if (llvm::Error err = readPast(inImage(image.takeError(), "image " + std::to_string(images.size()) +
+                                                                       " (at offset " + std::to_string(entry.offset) + ")"),
+                                        images, storage, past))
+      return err;
   }
   return images;
 }
@@ -213,13 +232,15 @@ std::string packImages(const std::vector<DeviceImage> &images) {
   return out;
 }
 
-llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::shared_ptr<Storage> storage) {
-  ImageFile file{std::move(name), {}};
+llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::shared_ptr<Storage> storage,
+                                          bool listing) {
+  ImageFile file{std::move(name), {}, {}};
   if (!storage) storage = std::make_shared<Storage>();  // one for all the images
+  UnreadableImages *past = listing ? &file.unreadable : nullptr;
   auto result = [&]() -> llvm::Expected<std::vector<DeviceImage>> {
     if (bytes.empty()) return fail(ErrorCode::BadFormat, "empty file");
-    if (bundle::isBundle(bytes)) return readBundleImages(bytes, storage);
-    if (bundle::isElf(bytes)) return imagesOfElf(bytes, storage);
+    if (bundle::isBundle(bytes)) return readBundleImages(bytes, storage, past);
+    if (bundle::isElf(bytes)) return imagesOfElf(bytes, storage, past);
     ImageFormat format = sniffFormat(bytes);
     if (format == ImageFormat::Unknown)
       return fail(ErrorCode::BadFormat,
@@ -235,10 +256,10 @@ llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name, std::sh
   return file;
 }
 
-llvm::Expected<ImageFile> readImageFile(const std::string &path) {
+llvm::Expected<ImageFile> readImageFile(const std::string &path, bool listing) {
   auto file = RegularFile::open(path);
   if (!file) return file.takeError();
-  return readImageFile(*file);
+  return readImageFile(*file, listing);
 }
 
 llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string &path) {
@@ -252,11 +273,11 @@ llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string
   return images;
 }
 
-llvm::Expected<ImageFile> readImageFile(const RegularFile &file) {
+llvm::Expected<ImageFile> readImageFile(const RegularFile &file, bool listing) {
   auto storage = readIntoStorage(file);
   if (!storage) return storage.takeError();
   const Bytes bytes = (*storage)->bytes();
-  return readImageMemory(bytes, file.path(), std::move(*storage));
+  return readImageMemory(bytes, file.path(), std::move(*storage), listing);
 }
 
 }  // namespace devdl

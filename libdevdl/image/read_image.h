@@ -14,10 +14,17 @@
 
 namespace devdl {
 
+/// Images a listing read past (readImageFile with `listing`): each one's index among the file's
+/// images and why it could not be read.
+using UnreadableImages = std::vector<std::pair<size_t, std::string>>;
+
 /// What a file holds: its images in order. The images keep their storage alive themselves.
 struct ImageFile {
   std::string name;
   std::vector<DeviceImage> images;
+  /// Read for a listing, the images that could not be read, each kept in its place as an image
+  /// of no format (ImageFormat::Unknown); empty otherwise.
+  UnreadableImages unreadable;
 };
 
 /// The format of a raw device image by its first bytes; Unknown for bundles, host ELF files
@@ -28,9 +35,12 @@ ImageFormat sniffFormat(Bytes bytes);
 /// Fails naming the file: missing or unreadable (NotFound, Io), not a regular file (Io), empty,
 /// truncated or corrupt (BadFormat, also naming the image), an ELF file that is neither a device
 /// object nor carries a bundle (BadFormat).
-llvm::Expected<ImageFile> readImageFile(const std::string &path);
+/// With `listing` (devdl-nm, devdl-pack --check), an image of a file of several that cannot be
+/// read is kept as the reason (ImageFile::unreadable) and the others are read on, as nm goes on
+/// past a bad archive member; the loader reads a file whole or refuses it.
+llvm::Expected<ImageFile> readImageFile(const std::string &path, bool listing = false);
 /// Same for a file already open.
-llvm::Expected<ImageFile> readImageFile(const RegularFile &file);
+llvm::Expected<ImageFile> readImageFile(const RegularFile &file, bool listing = false);
 
 /// The images in DPC++'s offload tables of the host ELF file at `path`, alone (not its bundles or
 /// fat binaries, which the process finds in memory): for an object the host loaded. None where it
@@ -41,7 +51,7 @@ llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string
 /// both cases what reading makes (decompressed members, unescaped strings) goes into `storage`,
 /// or into a new one where it is null. The same holds for the functions below.
 llvm::Expected<ImageFile> readImageMemory(Bytes bytes, std::string name,
-                                          std::shared_ptr<Storage> storage);
+                                          std::shared_ptr<Storage> storage, bool listing = false);
 
 /// One raw image of a known format, with symbols and properties derived from its bytes.
 llvm::Expected<DeviceImage> readRawImage(Bytes bytes, ImageFormat format,
@@ -66,7 +76,8 @@ llvm::Expected<std::string> checkImage(const DeviceImage &image);
 /// The images of one bundle. Envelopes with devdl's keys keep their recorded symbols and
 /// properties; others (e.g. from clang-offload-packager) are derived from their bytes.
 llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bundle,
-                                                          std::shared_ptr<Storage> storage);
+                                                          std::shared_ptr<Storage> storage,
+                                                          UnreadableImages *past = nullptr);
 
 /// Packs images into bundle bytes: deterministic, one envelope per image.
 std::string packImages(const std::vector<DeviceImage> &images);

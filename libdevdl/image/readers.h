@@ -30,7 +30,9 @@ llvm::Error readIntelNative(DeviceImage &image);
 /// file has no DPC++ descriptor (a symbol .sycl_offloading.descriptor); fails naming what does
 /// not fit the file, or a version or format devdl does not read. Reads the symbol table: asked
 /// only of a file with a section of DPC++'s images (bundle::findDpcppImageSectionsInElf).
-llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elf, std::shared_ptr<Storage> storage);
+/// An image that cannot be read is kept as the reason where `past` (read_image.h's listing).
+llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elf, std::shared_ptr<Storage> storage,
+                                                               std::vector<std::pair<size_t, std::string>> *past = nullptr);
 
 /// An ELF file of ocloc's: its legacy container or zebin.
 bool isIntelNative(Bytes bytes);

@@ -183,7 +183,8 @@ llvm::Expected<DeviceImage> readDeviceBinary(const Addresses &file, uint64_t rec
 
 }  // namespace
 
-llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elfBytes, std::shared_ptr<Storage> storage) {
+llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elfBytes, std::shared_ptr<Storage> storage,
+                                                               std::vector<std::pair<size_t, std::string>> *past) {
   std::vector<DeviceImage> images;
   auto elf = llvm::object::ELF64LEFile::create(asText(elfBytes));
   if (!elf) {
@@ -221,8 +222,14 @@ llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elfBytes, s
                                               " of version " + llvm::Twine(version) + " (devdl reads version 1)");
     for (uint16_t i = 0; i < count; ++i) {
       auto image = readDeviceBinary(file, *binaries + 80 * uint64_t(i), storage);
-      if (!image) return inImage(image.takeError(), "image " + std::to_string(images.size()) + " (DPC++)");
-      images.push_back(std::move(*image));
+      if (image) {
+        images.push_back(std::move(*image));
+        continue;
+      }
+      llvm::Error err = inImage(image.takeError(), "image " + std::to_string(images.size()) + " (DPC++)");
+      if (!past) return err;
+      past->emplace_back(images.size(), llvm::toString(std::move(err)));  // kept in its place, of no format
+      images.emplace_back().storage = storage;
     }
   }
   return images;

@@ -104,6 +104,19 @@ TEST_F(Cuda, SeedExampleAsLtoIr) {
   EXPECT_EQ(runSeed({"lib.lto.fatbin"}, "app.lto.fatbin", "AppKernel"), times(2, 0, 8));
 }
 
+// A program the driver's linker refuses (a call devdl leaves to it, which nothing defines) is
+// refused again at each lookup with the same error, not linked again (LoaderPrograms counts links).
+TEST_F(Cuda, AFailedLinkIsGivenAgain) {
+  void *app = device_dlopen(image("app_missing.cubin").c_str(), DEVDL_LAZY);
+  ASSERT_NE(app, nullptr) << error();
+  EXPECT_EQ(device_dlsym(app, "MissingKernel"), nullptr);
+  const std::string first = error();
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(device_dlsym(app, "MissingKernel"), nullptr);
+  EXPECT_EQ(error(), first);
+  EXPECT_EQ(device_dlclose(app), 0);
+}
+
 TEST_F(Cuda, FatbinsGiveTheMemberForTheDevice) {
   EXPECT_EQ(runSeed({"lib.fatbin"}, "app.fatbin", "AppKernel"), times(2, 0, 8));
   // sm_80 cubin + compute_80 PTX: on a 9.x device the cubin cannot run, the PTX is compiled.

@@ -1,4 +1,5 @@
 // devdl-nm, run as a program on the test images.
+#include "bundle/offload_binary.h"
 #include "devdl.h"
 #include "test_support.h"
 
@@ -130,6 +131,28 @@ TEST(DevdlNm, ControlCharactersInFileNamesAreEscaped) {
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err, "devdl-nm: " + dir + "/gone\\nT Forged: No such file or directory\n");
   EXPECT_NE(r.out.find("\n" + dir + "/lib\\r\\x1b[2J.spv:\nD LibCounter\n"), std::string::npos) << r.out;
+}
+
+// A file of three images whose middle one cannot be read (garbage SPIR-V in an envelope of
+// LLVM's, read from its bytes): the other two are listed, the middle one named on stderr, and the
+// status is 1, as nm goes on past a bad archive member.
+TEST(DevdlNm, ListsTheImagesOfAFilePastOneItCannotRead) {
+  const std::string lib = readFile(image("lib.spv")), app = readFile(image("app.spv"));
+  const std::string garbage = lib.substr(0, 20) + std::string(64, 'Z');
+  std::vector<bundle::Entry> entries(3);
+  entries[0].image = asBytes(lib);
+  entries[1].image = asBytes(garbage);
+  entries[2].image = asBytes(app);
+  std::string bytes;
+  bundle::writeBundle(entries, bytes);
+  const std::string path = scratchDir() + "/three.devdl";
+  writeFile(path, bytes);
+  CommandResult r = run({DEVDL_NM, path});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("(image 0, spirv, spir64-unknown-unknown):\nD LibCounter\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(image 2, spirv, spir64-unknown-unknown):\nK AppKernel\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(image 1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.rfind("devdl-nm: " + path + ": image 1 (at offset ", 0), 0u) << r.err;
 }
 
 TEST(DevdlNm, BadInputNeverCrashes) {

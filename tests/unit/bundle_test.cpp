@@ -85,6 +85,31 @@ TEST(Bundle, StaticsAreRecordedAndReadWhereAnEarlierPackDidNot) {
   EXPECT_TRUE(read->images[0].checked) << "read from its image";
 }
 
+// An image of several that cannot be read (here a SPIR-V module of garbage, in an envelope of
+// LLVM's, read from its bytes): the loader's read fails naming it; a listing keeps the reason in
+// its place and reads the others on.
+TEST(Bundle, AListingReadsPastAnImageItCannotRead) {
+  const std::string lib = readFile(image("lib.spv")), app = readFile(image("app.spv"));
+  std::string garbage = lib.substr(0, 20) + std::string(64, '\x5a');
+  std::vector<bundle::Entry> entries(3);
+  entries[0].image = asBytes(lib);
+  entries[1].image = asBytes(garbage);
+  entries[2].image = asBytes(app);
+  std::string bytes;
+  bundle::writeBundle(entries, bytes);
+  const std::string strict = errorText(readImageMemory(asBytes(bytes), "three.devdl", nullptr));
+  EXPECT_EQ(strict.rfind("three.devdl: image 1 (at offset ", 0), 0u) << strict;
+  auto listed = readImageMemory(asBytes(bytes), "three.devdl", nullptr, /*listing=*/true);
+  ASSERT_TRUE(!!listed) << errorText(listed);
+  ASSERT_EQ(listed->images.size(), 3u);
+  ASSERT_EQ(listed->unreadable.size(), 1u);
+  EXPECT_EQ(listed->unreadable[0].first, 1u);
+  EXPECT_EQ(listed->unreadable[0].second.rfind("image 1 (at offset ", 0), 0u) << listed->unreadable[0].second;
+  EXPECT_EQ(listed->images[1].format, ImageFormat::Unknown);
+  EXPECT_FALSE(symbolLines(listed->images[0]).empty());
+  EXPECT_EQ(symbolLines(listed->images[2]), symbolLines(readImageMemory(asBytes(app), "app.spv", nullptr)->images[0]));
+}
+
 TEST(Bundle, OutputIsDeterministicAndAligned) {
   const std::string a = packImages(seedImages()), b = packImages(seedImages());
   EXPECT_EQ(a, b);

@@ -125,6 +125,7 @@ void printText(const ImageFile &file, bool manyFiles, llvm::raw_ostream &os) {
   const bool manyImages = file.images.size() > 1;
   for (size_t i = 0; i < file.images.size(); ++i) {
     const DeviceImage &image = file.images[i];
+    if (image.format == ImageFormat::Unknown) continue;  // unreadable: said on stderr
     // Headers as nm's for archive members: only where more than one thing is listed.
     if (manyImages || properties) {
       std::string what = std::string(ref(formatName(image.format)));
@@ -156,6 +157,7 @@ void writeJson(llvm::json::OStream &j, const ImageFile &file) {
   j.attributeArray("images", [&] {
     for (size_t i = 0; i < file.images.size(); ++i) {
       const DeviceImage &image = file.images[i];
+      if (image.format == ImageFormat::Unknown) continue;  // unreadable: said on stderr
       j.object([&] {
         j.attribute("index", static_cast<int64_t>(i));
         j.attribute("format", ref(formatName(image.format)));
@@ -209,11 +211,17 @@ int main(int argc, char **argv) {
   int status = 0;
   std::vector<ImageFile> files;
   for (const std::string &path : inputs) {
-    auto file = readImageFile(path);
+    auto file = readImageFile(path, /*listing=*/true);
     if (!file) {
       llvm::errs() << "devdl-nm: " << printable(llvm::toString(file.takeError())) << '\n';
       status = 1;
       continue;
+    }
+    // An image that could not be read is said, and the others listed, as nm goes on past a bad
+    // archive member.
+    for (const auto &unreadable : file->unreadable) {
+      llvm::errs() << "devdl-nm: " << printable(file->name) << ": " << printable(unreadable.second) << '\n';
+      status = 1;
     }
     // Listed all the same, as the loader reads them: said on the side.
     for (size_t i = 0; i < file->images.size(); ++i)

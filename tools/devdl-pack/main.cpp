@@ -120,7 +120,7 @@ llvm::Expected<ImageFile> readOpenClBinary(const std::string &path, const std::s
   image.triple = storage->save(from->images[0].triple);
   for (const Symbol &symbol : from->images[0].symbols) image.symbols.push_back({storage->save(symbol.name), symbol.kind});
   image.storage = std::move(storage);
-  ImageFile file{path, {}};
+  ImageFile file{path, {}, {}};
   file.images.push_back(std::move(image));
   return file;
 }
