@@ -118,7 +118,7 @@ class DeviceImage {
   Bytes bytes;              // the image itself: a view into storage
   std::vector<Symbol> symbols;
   /// The writable variables it keeps to itself (C's `static`: no linkage), each named apart from
-  /// the others (readers::staticNames). Like an exported variable, each has one instance on a
+  /// the others (readers::spirvStatics). Like an exported variable, each has one instance on a
   /// device, which every program linked with the image reaches (image/instance_cells.h).
   std::vector<std::string_view> statics;
   std::vector<PropertySet> propertySets;

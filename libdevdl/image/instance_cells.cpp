@@ -235,18 +235,14 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
   }
 }
 
-// Statics exported: the first pass finds the module's statics as the reader names them; the
-// second gives each its exported name (OpName and a LinkageAttributes decoration, with the
+// Statics exported: the module's statics as the reader names them (readers::spirvStatics); the
+// first pass finds whether the module has the Linkage capability and which ids have names; the
+// second gives each static its exported name (OpName and a LinkageAttributes decoration, with the
 // Linkage capability where the module has none).
 struct Export {
-  std::span<const std::string_view> names;
-  std::span<const std::string> exported;
   // The first pass's findings.
   bool linkage = false;
-  std::vector<uint32_t> crossWorkgroup;  // module-scope CrossWorkgroup variables, in order
-  std::set<uint32_t> linked, readOnly;
-  std::map<uint32_t, std::string_view> idNames;
-  bool inFunctions = false;
+  std::set<uint32_t> named;
   std::map<uint32_t, std::string_view> targets;  // variable id -> its exported name
   // The second pass's state.
   bool writing = false;
@@ -255,21 +251,8 @@ struct Export {
 };
 
 void collectStatics(Export &e, const spv_parsed_instruction_t *inst) {
-  switch (inst->opcode) {
-    case SpvOpCapability: e.linkage |= inst->words[1] == SpvCapabilityLinkage; break;
-    case SpvOpName:
-      if (inst->num_operands >= 2) e.idNames[inst->words[1]] = literal(inst, inst->operands[1]);
-      break;
-    case SpvOpDecorate:
-      if (inst->num_operands >= 2 && inst->words[2] == SpvDecorationConstant) e.readOnly.insert(inst->words[1]);
-      if (inst->num_operands >= 2 && inst->words[2] == SpvDecorationLinkageAttributes) e.linked.insert(inst->words[1]);
-      break;
-    case SpvOpFunction: e.inFunctions = true; break;
-    case SpvOpVariable:
-      if (!e.inFunctions && inst->words[3] == SpvStorageClassCrossWorkgroup) e.crossWorkgroup.push_back(inst->result_id);
-      break;
-    default: break;
-  }
+  if (inst->opcode == SpvOpCapability) e.linkage |= inst->words[1] == SpvCapabilityLinkage;
+  if (inst->opcode == SpvOpName && inst->num_words >= 2) e.named.insert(inst->words[1]);
 }
 
 void writeWords(Export &e, uint32_t opcode, std::initializer_list<uint32_t> head, std::string_view text = {},
@@ -297,7 +280,7 @@ void writeExported(Export &e, const spv_parsed_instruction_t *inst) {
   if (!preamble && !debug && !e.namesWritten) {  // names the variables had none of
     e.namesWritten = true;
     for (const auto &[id, name] : e.targets)
-      if (!e.idNames.count(id)) writeWords(e, SpvOpName, {id}, name);
+      if (!e.named.count(id)) writeWords(e, SpvOpName, {id}, name);
   }
   if (!preamble && !debug && op != SpvOpModuleProcessed && !e.decorationsWritten) {
     e.decorationsWritten = true;
@@ -320,8 +303,6 @@ llvm::Expected<std::string> readers::spirvWithStaticsExported(Bytes bytes, std::
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
   Export e;
-  e.names = names;
-  e.exported = exported;
   auto visit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &e = *static_cast<Export *>(user);
     e.writing ? writeExported(e, inst) : collectStatics(e, inst);
@@ -335,17 +316,13 @@ llvm::Expected<std::string> readers::spirvWithStaticsExported(Bytes bytes, std::
     return llvm::Error::success();
   };
   if (llvm::Error err = parse()) return err;
-  // The statics as the reader names them (readers::staticNames).
-  std::vector<std::pair<uint32_t, std::string_view>> statics;
-  for (uint32_t id : e.crossWorkgroup)
-    if (!e.linked.count(id) && !e.readOnly.count(id))
-      statics.emplace_back(id, e.idNames.count(id) ? e.idNames[id] : std::string_view());
-  const std::vector<std::string> staticNames = readers::staticNames(statics);
+  auto statics = readers::spirvStatics(bytes);
+  if (!statics) return statics.takeError();
   for (size_t k = 0; k < names.size(); ++k) {
-    auto it = llvm::find(staticNames, names[k]);
-    if (it == staticNames.end())
+    auto it = llvm::find_if(*statics, [&](const auto &s) { return s.second == names[k]; });
+    if (it == statics->end())
       return fail(ErrorCode::BadFormat, "`" + std::string(names[k]) + "` is no static variable of the module");
-    e.targets[statics[static_cast<size_t>(it - staticNames.begin())].first] = exported[k];
+    e.targets[it->first] = exported[k];
   }
   if (e.targets.empty()) return std::string(bytes.begin(), bytes.end());
   e.out.assign(words.begin(), words.begin() + 5);

@@ -5,9 +5,34 @@
 #include "image/readers.h"
 #include "support/error.h"
 
+#include <algorithm>
 #include <set>
 
 namespace devdl::readers {
+
+namespace {
+
+// A piece of the text replaced: `length` bytes at `at` by `text`.
+struct Edit {
+  size_t at, length;
+  std::string text;
+};
+
+// The text with `edits` made, in the text's order (those at one place in the order given).
+std::string applied(std::string_view text, std::vector<Edit> edits) {
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
+  std::string out;
+  size_t from = 0;
+  for (const Edit &edit : edits) {
+    out.append(text, from, edit.at - from);
+    out += edit.text;
+    from = edit.at + edit.length;
+  }
+  out.append(text, from);
+  return out;
+}
+
+}  // namespace
 
 llvm::Expected<std::string> ptxWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {
   auto text = ptxText(bytes);
@@ -33,10 +58,6 @@ llvm::Expected<std::string> ptxWithStaticsExported(Bytes bytes, std::span<const 
   auto text = ptxText(bytes);
   if (!text) return text.takeError();
   // Each mention of a static takes its exported name, and its declaration `.visible`.
-  struct Edit {
-    size_t at, length;
-    std::string_view text;
-  };
   std::vector<Edit> edits;
   auto offset = [&](std::string_view token) { return static_cast<size_t>(token.data() - text->data()); };
   PtxScanner scanner(*text);
@@ -69,16 +90,7 @@ llvm::Expected<std::string> ptxWithStaticsExported(Bytes bytes, std::span<const 
   }
   if (depth > 0) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
   if (scanner.failed()) return fail(ErrorCode::BadFormat, "invalid PTX: unterminated comment");
-  std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
-  std::string out;
-  size_t from = 0;
-  for (const Edit &edit : edits) {
-    out.append(*text, from, edit.at - from);
-    out += edit.text;
-    from = edit.at + edit.length;
-  }
-  out.append(*text, from);
-  return out;
+  return applied(*text, std::move(edits));
 }
 
 llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
@@ -87,10 +99,6 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
   if (!text) return text.takeError();
   // The edits, in the text's order: each declaration of a variable replaced by its cell's, each
   // use in a body by the register its cell's address is loaded into at the body's start.
-  struct Edit {
-    size_t at, length;
-    std::string text;
-  };
   std::vector<Edit> edits;
   auto target = [&](std::string_view token) -> std::optional<size_t> {
     auto it = llvm::find(names, token);
@@ -176,16 +184,7 @@ llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<con
     return fail(ErrorCode::Unsupported, "`" + llvm::Twine(written) + "`, a variable of its own that it does not export, "
                                             "would have a second instance in the program that reaches `" + defined +
                                             "` in another: devdl reaches only exported variables so");
-  std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
-  std::string out;
-  size_t from = 0;
-  for (const Edit &edit : edits) {
-    out.append(*text, from, edit.at - from);
-    out += edit.text;
-    from = edit.at + edit.length;
-  }
-  out.append(*text, from);
-  return out;
+  return applied(*text, std::move(edits));
 }
 
 }  // namespace devdl::readers

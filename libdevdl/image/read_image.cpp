@@ -43,17 +43,6 @@ bool isDeviceElf(Bytes b) {
   return machine == llvm::ELF::EM_CUDA || machine == llvm::ELF::EM_AMDGPU;
 }
 
-// An image of several that could not be read: where a listing reads past it (`past`), kept as
-// the reason in its place (an image of no format); else the read's failure.
-llvm::Error readPast(llvm::Error err, std::vector<DeviceImage> &images, std::shared_ptr<Storage> storage,
-                     UnreadableImages *past) {
-  if (!past) return err;
-  past->emplace_back(images.size(), llvm::toString(std::move(err)));
-  DeviceImage &kept = images.emplace_back();
-  kept.storage = std::move(storage);
-  return llvm::Error::success();
-}
-
 // DPC++'s images: its offload wrapper's tables, looked for where its images are (other host files'
 // symbol tables are not read); none where it has none.
 llvm::Expected<std::vector<DeviceImage>> dpcppImagesOfElf(Bytes bytes, std::shared_ptr<Storage> storage,
@@ -107,7 +96,7 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
     for (Bytes fatbin : *fatbins) {
       auto image = readRawImage(fatbin, ImageFormat::Fatbin, storage);
       if (image) images.push_back(std::move(*image));
-      else if (llvm::Error err = readPast(inImage(image.takeError(), "image " + std::to_string(images.size())), images,
+      else if (llvm::Error err = readers::readPast(inImage(image.takeError(), "image " + std::to_string(images.size())), images,
                                           storage, past))
         return err;
     }
@@ -215,7 +204,7 @@ llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shar
   for (const bundle::Entry &entry : *entries) {
     auto image = imageOfEntry(entry, storage);
     if (image) images.push_back(std::move(*image));
-    else if (llvm::Error err = readPast(inImage(image.takeError(), "image " + std::to_string(images.size()) +
+    else if (llvm::Error err = readers::readPast(inImage(image.takeError(), "image " + std::to_string(images.size()) +
                                                                        " (at offset " + std::to_string(entry.offset) + ")"),
                                         images, storage, past))
       return err;
@@ -278,6 +267,14 @@ llvm::Expected<ImageFile> readImageFile(const RegularFile &file, bool listing) {
   if (!storage) return storage.takeError();
   const Bytes bytes = (*storage)->bytes();
   return readImageMemory(bytes, file.path(), std::move(*storage), listing);
+}
+
+llvm::Error readers::readPast(llvm::Error err, std::vector<DeviceImage> &images, std::shared_ptr<Storage> storage,
+                               std::vector<std::pair<size_t, std::string>> *past) {
+  if (!past) return err;
+  past->emplace_back(images.size(), llvm::toString(std::move(err)));
+  images.emplace_back().storage = std::move(storage);
+  return llvm::Error::success();
 }
 
 }  // namespace devdl

@@ -30,7 +30,12 @@ llvm::Error readIntelNative(DeviceImage &image);
 /// file has no DPC++ descriptor (a symbol .sycl_offloading.descriptor); fails naming what does
 /// not fit the file, or a version or format devdl does not read. Reads the symbol table: asked
 /// only of a file with a section of DPC++'s images (bundle::findDpcppImageSectionsInElf).
-/// An image that cannot be read is kept as the reason where `past` (read_image.h's listing).
+/// An image of several that could not be read (`err`): where a listing reads past it (`past`,
+/// read_image.h's UnreadableImages), kept as the reason in its place among `images` (an image of
+/// no format); else `err` itself.
+llvm::Error readPast(llvm::Error err, std::vector<DeviceImage> &images, std::shared_ptr<Storage> storage,
+                     std::vector<std::pair<size_t, std::string>> *past);
+/// An image that cannot be read is kept as the reason where `past` (readPast).
 llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elf, std::shared_ptr<Storage> storage,
                                                                std::vector<std::pair<size_t, std::string>> *past = nullptr);
 
@@ -47,10 +52,9 @@ llvm::Expected<std::string> spirvWithInstancesElsewhere(Bytes bytes, std::span<c
 llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
                                                       std::span<const std::string> cells);
 
-/// The names DeviceImage::statics gives a SPIR-V module's writable variables without linkage,
-/// given by id and OpName (empty where it has none), in module order: the OpName, or
+/// A SPIR-V module's statics by id, named as DeviceImage::statics names them: by OpName, or
 /// `OpName.id` where it has none or another has it too.
-std::vector<std::string> staticNames(std::span<const std::pair<uint32_t, std::string_view>> named);
+llvm::Expected<std::vector<std::pair<uint32_t, std::string>>> spirvStatics(Bytes bytes);
 /// Copies of an image's bytes with its statics `names` (DeviceImage::statics) exported under
 /// `exported` (image/instance_cells.h).
 llvm::Expected<std::string> spirvWithStaticsExported(Bytes bytes, std::span<const std::string_view> names,

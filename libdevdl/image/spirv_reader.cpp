@@ -118,8 +118,7 @@ llvm::Error walkSpirv(std::span<const uint32_t> words, SpirvFacts &f, Storage *s
   });
 }
 
-}  // namespace
-
+// Statics' names: the OpName, or `OpName.id` where it has none or another has it too.
 std::vector<std::string> staticNames(std::span<const std::pair<uint32_t, std::string_view>> named) {
   std::unordered_map<std::string_view, unsigned> count;
   for (const auto &[id, name] : named) ++count[name];
@@ -128,6 +127,25 @@ std::vector<std::string> staticNames(std::span<const std::pair<uint32_t, std::st
     names.push_back(!name.empty() && count[name] == 1 ? std::string(name) : std::string(name) + "." + std::to_string(id));
   return names;
 }
+
+// The module's statics (readers::spirvStatics): writable variables without linkage.
+std::vector<std::pair<uint32_t, std::string>> staticsOf(const SpirvFacts &facts) {
+  std::unordered_set<uint32_t> linked;
+  for (const Linkage &l : facts.linkages) linked.insert(l.id);
+  std::vector<std::pair<uint32_t, std::string_view>> named;
+  for (uint32_t id : facts.crossWorkgroup)
+    if (!linked.count(id) && !facts.readOnly.count(id)) {
+      auto name = facts.names.find(id);
+      named.emplace_back(id, name == facts.names.end() ? std::string_view() : name->second);
+    }
+  std::vector<std::string> names = staticNames(named);
+  std::vector<std::pair<uint32_t, std::string>> statics;
+  for (size_t k = 0; k < named.size(); ++k) statics.emplace_back(named[k].first, std::move(names[k]));
+  return statics;
+}
+
+}  // namespace
+
 
 llvm::Error readSpirv(DeviceImage &image) {
   if (image.bytes.size() < 20 || image.bytes.size() % 4 != 0)
@@ -182,20 +200,26 @@ llvm::Error readSpirv(DeviceImage &image) {
           {l.name, facts.variables.count(l.id) ? SymbolKind::Variable : SymbolKind::Function});
     }
   }
-  // Writable variables without linkage: the module's statics.
-  std::unordered_set<uint32_t> linked;
-  for (const Linkage &l : facts.linkages) linked.insert(l.id);
-  std::vector<std::pair<uint32_t, std::string_view>> statics;
-  for (uint32_t id : facts.crossWorkgroup)
-    if (!linked.count(id) && !facts.readOnly.count(id))
-      statics.emplace_back(id, facts.names.count(id) ? facts.names[id] : std::string_view());
-  for (const std::string &name : staticNames(statics)) image.statics.push_back(image.storage->save(name));
+  for (const auto &[id, name] : staticsOf(facts)) image.statics.push_back(image.storage->save(name));
   for (const auto &[id, specId] : facts.specIds) {
     auto name = facts.names.find(id);
     std::string fallback = "SpecId " + std::to_string(specId);
     image.setProperty(kSpecConstantsSet, name != facts.names.end() ? name->second : fallback, specId);
   }
   return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<std::pair<uint32_t, std::string>>> spirvStatics(Bytes bytes) {
+  if (bytes.size() < 20 || bytes.size() % 4 != 0)
+    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  if (words[0] == llvm::ByteSwap_32(SpvMagicNumber))
+    for (uint32_t &word : words) word = llvm::ByteSwap_32(word);
+  if (words[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
+  SpirvFacts facts;
+  if (llvm::Error err = walkSpirv(words, facts, nullptr)) return err;
+  return staticsOf(facts);  // its names are copies: `words` go
 }
 
 llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {

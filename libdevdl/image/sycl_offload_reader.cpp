@@ -222,14 +222,10 @@ llvm::Expected<std::vector<DeviceImage>> readSyclOffloadImages(Bytes elfBytes, s
                                               " of version " + llvm::Twine(version) + " (devdl reads version 1)");
     for (uint16_t i = 0; i < count; ++i) {
       auto image = readDeviceBinary(file, *binaries + 80 * uint64_t(i), storage);
-      if (image) {
-        images.push_back(std::move(*image));
-        continue;
-      }
-      llvm::Error err = inImage(image.takeError(), "image " + std::to_string(images.size()) + " (DPC++)");
-      if (!past) return err;
-      past->emplace_back(images.size(), llvm::toString(std::move(err)));  // kept in its place, of no format
-      images.emplace_back().storage = storage;
+      if (image) images.push_back(std::move(*image));
+      else if (llvm::Error err = readPast(inImage(image.takeError(), "image " + std::to_string(images.size()) + " (DPC++)"),
+                                          images, storage, past))
+        return err;
     }
   }
   return images;

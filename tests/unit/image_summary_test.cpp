@@ -166,7 +166,7 @@ TEST(ImageSummary, ReadingTheBytesOfAChangedFileFailsSayingSo) {
 TEST(ImageSummary, ALargeSummaryOutlivesItsEntrysFile) {
   // A summary over 16 KB, which the disk cache maps: the images keep a copy of their strings.
   const std::string dir = test::scratchDir();
-  ImageFile many{"many.spv", {}};
+  ImageFile many{"many.spv", {}, {}};
   DeviceImage image;
   image.format = ImageFormat::SpirV;
   const std::string bytes = test::readFile(test::image("lib.spv"));
@@ -194,7 +194,7 @@ TEST(ImageSummary, ALargeSummaryOutlivesItsEntrysFile) {
 }
 
 TEST(ImageSummary, NativeBinariesAreNotSummarized) {
-  ImageFile file{"native.bin", {}};
+  ImageFile file{"native.bin", {}, {}};
   DeviceImage native;
   native.format = ImageFormat::OpenClBinary;
   const uint8_t bytes[] = {1, 2, 3, 4};
