@@ -64,8 +64,11 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   aspects_[aspect::usm_host_allocations] = usm;
   aspects_[aspect::usm_shared_allocations] = usm;
   if (const char *options = devdlVariable("DEVDL_BUILD_OPTIONS")) options_ = options;
+  // Asked for alone (DEVDL_LTO=1): the driver compiles the one linked module it is given, and
+  // inlines across what were images itself (PoCL: the same kernel times with and without, and
+  // LLVM's -O2 here cost 5% of the seed's first kernel; bench/README.md).
   const char *lto = devdlVariable("DEVDL_LTO");
-  lto_ = !(lto && std::string_view(lto) == "0") && canTranslateToSpir();  // LLVM does it, through the translator
+  lto_ = lto && std::string_view(lto) == "1" && canTranslateToSpir();  // LLVM does it, through the translator
   identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +

@@ -154,7 +154,7 @@ class Device final : public backend::Device {
   /// on a device with a linker.
   llvm::Error accepts(const DeviceImage &image) const override;
   /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
-  /// built as IL where the device takes it, else translated to SPIR; unless DEVDL_LTO=0,
+  /// built as IL where the device takes it, else translated to SPIR; with DEVDL_LTO=1,
   /// optimized across the images (optimizeSpirv, spirvToSpir).
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary) override;
@@ -224,7 +224,7 @@ class Device final : public backend::Device {
   Capabilities caps_;
   VariablePointers pointers_;  // where caps_.variablePointers
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
-  bool lto_ = true;      // the optimization across images of the software link; DEVDL_LTO=0 turns it off
+  bool lto_ = false;     // the optimization across images of the software link, DEVDL_LTO=1
   // PoCL (3.1) makes a program's binary by compiling each kernel into a directory named after it,
   // and ends the process where that name is longer than a file name may be (NAME_MAX; DPC++'s
   // mangled kernel names often are): such a program's binary is not asked for there.
