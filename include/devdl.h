@@ -1,7 +1,11 @@
-/* devdl: dlopen for device code. The public C API; the only header devdl installs.
+/* devdl: dlopen for device code. The public C API: the calls of <dlfcn.h> for device images, and
+ * the devices they link for. SYCL's calls by host object are in devdl_sycl.h, which this header
+ * includes (programs written before the two were apart compile unchanged).
  *
- * This header is C99 and ABI-stable: functions are never removed or changed once released,
- * and every struct that may grow begins with its size. */
+ * These headers are C99 and ABI-stable: functions are never removed or changed once released,
+ * and every struct that may grow begins with its size: the caller's sizeof where the caller
+ * fills it in, devdl's where devdl hands the struct over (devdl_image_info, as dl_iterate_phdr
+ * gives its callback the size of what it fills). */
 #ifndef DEVDL_H
 #define DEVDL_H
 
@@ -127,27 +131,6 @@ DEVDL_API int device_dlspecialize(void *handle, unsigned spec_id, const void *va
 DEVDL_API int device_dlread(void *handle, const char *name, size_t offset, void *dst, size_t size);
 DEVDL_API int device_dlwrite(void *handle, const char *name, size_t offset, const void *src, size_t size);
 
-/* Host objects that device images know by a unique id (SYCL's device_global and
- * specialization_id): the host registers each object's address with its id and kind, before
- * main and from host libraries' constructors, as SYCL compilers generate; the registrations of a
- * host library leave with it. __register_uniquely_identifiable_object is the name SYCL compilers
- * call; device_dlregister is devdl's for the same. */
-DEVDL_API void device_dlregister(const void *address, const char *unique_id, const char *kind);
-DEVDL_API void __register_uniquely_identifiable_object(void *address, const char *unique_id, const char *kind);
-
-/* device_dlread and device_dlwrite for the device global (kind "device_global") registered at host
- * address `object`: the variable that an image of the handle's scope (its images, then the global
- * scope) names for the object's unique id (`SYCL/device globals`). Errors name the id and say
- * whether the object is unregistered or defined by no image in scope. */
-DEVDL_API int device_dlread_object(void *handle, const void *object, size_t offset, void *dst, size_t size);
-DEVDL_API int device_dlwrite_object(void *handle, const void *object, size_t offset, const void *src, size_t size);
-
-/* Sets the specialization constant (kind "specialization_id") registered at host address
- * `object` to the `size` bytes at `value` (a value of the host object's type): each SpecId the
- * handle's images map its unique id to (`SYCL/specialization constants`: SpecId, offset, size),
- * as device_dlspecialize does. */
-DEVDL_API int device_dlspecialize_object(void *handle, const void *object, const void *value, size_t size);
-
 /* The link plan of kernel `name` in the scope of `handle`, as text: the kernel's image, then
  * one line per import and the image it binds to. NULL with an error for device_dlerror when
  * an import does not resolve. The text is valid until this thread's next call. */
@@ -155,7 +138,7 @@ DEVDL_API const char *device_dlplan(void *handle, const char *name);
 
 /* One image, as device_dliterate reports it. */
 typedef struct devdl_image_info {
-  size_t size;        /* sizeof(devdl_image_info) as devdl fills it: the struct may grow */
+  size_t size;        /* set by devdl to its sizeof(devdl_image_info): a field past it is not there */
   const char *file;   /* the file (or memory name) it came from; "" for the executable */
   unsigned index;     /* its position in that file */
   const char *format; /* "spirv", ... */
@@ -223,5 +206,7 @@ DEVDL_API void *device_dlview(void *handle, const devdl_native *device);
 #ifdef __cplusplus
 }
 #endif
+
+#include "devdl_sycl.h"
 
 #endif /* DEVDL_H */

@@ -22,11 +22,13 @@ const bool kLevelZero = [] {
 
 // DEVDL_TEST_OPENCL_LAYER=1 runs the suite on OpenCL with the tests' layer before PoCL (a device
 // that takes SPIR-V IL and gives its variables' addresses, as Intel's drivers do), set up before
-// the ICD loader's first call.
+// the ICD loader's first call. Optimized across images (DEVDL_LTO=1): the path no other suite
+// takes, and the one where devdl applies specialization constants itself, which the layer cannot.
 const bool kOpenClLayer = [] {
   if (!std::getenv("DEVDL_TEST_OPENCL_LAYER")) return false;
   setenv("OPENCL_LAYERS", DEVDL_TEST_OPENCL_LAYER, 1);
   setenv("DEVDL_CACHE", "0", 0);
+  setenv("DEVDL_LTO", "1", 0);
   return true;
 }();
 

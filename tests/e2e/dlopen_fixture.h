@@ -71,7 +71,7 @@ class DeviceDlopen : public ::testing::Test {
   // driver gives them, or devdl places the variables.
   bool variablesHaveAddresses() const { return !onOpenCl() || usmMemcpy_ || devdlPlacesVariables(); }
 
-  // Whether devdl moves a program's variables to host memory (README: an OpenCL CPU device that
+  // Whether devdl moves a program's variables to host memory (docs/backends.md: an OpenCL CPU device that
   // shares the host's memory and takes SPIR rather than SPIR-V IL, as PoCL 3 does, and gives no
   // variables' addresses itself).
   bool devdlPlacesVariables() const;

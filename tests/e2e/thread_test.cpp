@@ -164,7 +164,7 @@ TEST(Threads, HostConstructorsCallingDevdlNeverDeadlock) {
   constexpr int kCycles = 2000;
   // The device first, as an application opens it before it loads plugins from threads: the
   // OpenCL ICD loader, started by a constructor while another thread starts it too, waits inside
-  // itself for glibc's lock (README, Limits). devdl opens no device in a scan of the host's objects.
+  // itself for glibc's lock (docs/limits.md). devdl opens no device in a scan of the host's objects.
   devdl_native native{};
   native.size = sizeof native;
   if (device_dlnative(&native) != 0) GTEST_SKIP() << "no OpenCL device to run on: " << device_dlerror();
