@@ -1,11 +1,13 @@
-// What a build of a program needs once the loader's lock is let go (loader/programs.cpp), and
-// which variables' instances it reaches or will hold (loader/instances.cpp): internal to the
-// loader.
+// What a build of a program needs once the loader's mutex is let go (loader/program_build.cpp),
+// and which variables' instances it reaches or will hold (loader/instances.cpp): internal to
+// Programs.
 #pragma once
 
-#include "loader/loader.h"
+#include "loader/programs.h"
 
+#include <chrono>
 #include <deque>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,8 +16,8 @@
 
 namespace devdl {
 
-// What a build needs once the lock is let go: copies of whatever the loader may change meanwhile.
-struct Loader::BuildInputs {
+// What a build needs once the mutex is let go: copies of whatever the loader may change meanwhile.
+struct Programs::BuildInputs {
   cache::ProgramKey key;
   std::vector<uint32_t> images;
   std::vector<std::vector<std::string_view>> hidden;     // the inputs' spans are into it
@@ -45,7 +47,7 @@ struct Loader::BuildInputs {
   std::string secondCopy;
 };
 
-struct Loader::BuildJob {
+struct Programs::BuildJob {
   using Inputs = BuildInputs;
   Inputs linked, alone;  // with the importers, and the root's plan alone should that not link
   uint64_t generation;   // the loader's when it was prepared: a failure is remembered for it
@@ -55,6 +57,21 @@ struct Loader::BuildJob {
   std::vector<cache::LinkedProgram *> lenders;         // holding instances it reaches: referenced while it builds
   std::vector<host::ObjectLoad> hosts;                 // of the linked images: held while it builds
   std::vector<std::vector<host::ObjectLoad>> useHosts;  // of each use's plan: held while it is used
+  backend::Device *device = nullptr;
+  /// A device of the same model that linked it already lends its binary (for `linked`, and for
+  /// `alone`); while two are in use, the binary is kept for the other. Asked before the mutex goes.
+  cache::SameModel sameModel, aloneModel;
+  bool keepBinary = false;
+  /// The references on `hosts` while it builds (none where one was unloaded meanwhile: look again).
+  std::optional<std::vector<std::shared_ptr<const void>>> references;
+};
+
+/// What buildUnlocked made: the program (or the error), the key that failed with its importers
+/// (remembered once the mutex is held again), and how long it took.
+struct Programs::Made {
+  llvm::Expected<cache::Built> built = cache::Built{};
+  std::optional<cache::ProgramKey> jointFailed;
+  double ms = 0;
 };
 
 }  // namespace devdl

@@ -1,7 +1,5 @@
 #include "loader/image_table.h"
 
-#include "loader/loader.h"  // Handle: an owner's local scope
-
 #include "image/instance_cells.h"
 #include "support/debug.h"
 #include "support/xxh3.h"
@@ -11,7 +9,7 @@
 namespace devdl {
 
 uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned index, Handle *owner,
-                         const host::LoadedBundle *host) {
+                         const LocalScope *local, const host::LoadedBundle *host) {
   std::string label = (file.empty() ? std::string("(main program)") : file) + ": " + image.label(index);
   // An image from its file's summary has the hash of the bytes it will be read with.
   const xxh3::Hash128 xxh = image.unread ? xxh3::Hash128{image.unread->hashLow, image.unread->hashHigh}
@@ -35,7 +33,7 @@ uint32_t ImageTable::add(DeviceImage image, const std::string &file, unsigned in
   loaded->file = file;
   loaded->index = index;
   loaded->owner = owner;
-  loaded->local = owner ? &owner->local : nullptr;
+  loaded->local = local;
   loaded->host = host;
   loaded->bytesHash = loaded->hash = hash;
   for (std::string_view name : loaded->image.statics) loaded->statics.push_back(staticExportName(name, hash.low));
@@ -68,7 +66,7 @@ void ImageTable::unload(uint32_t id) {
   if (image.holders == 0) free(id);
 }
 
-void ImageTable::release(uint32_t id) {
+void ImageTable::unhold(uint32_t id) {
   LoadedImage &image = *images_[id];
   if (--image.holders == 0 && !image.loaded) free(id);
 }
@@ -77,6 +75,19 @@ void ImageTable::free(uint32_t id) {
   images_[id].reset();
   pointers_[id] = nullptr;
   freeIds_.push_back(id);
+}
+
+std::vector<host::ObjectLoad> ImageTable::hostsOf(std::span<const uint32_t> ids,
+                                                   const host::LoadedBundle *except) const {
+  std::vector<host::ObjectLoad> hosts;
+  for (uint32_t id : ids) {
+    const host::LoadedBundle *host = images_[id]->host;
+    // The executable is never unloaded.
+    if (!host || host == except || host->object.empty()) continue;
+    host::ObjectLoad object{host->object, host->base};
+    if (!llvm::is_contained(hosts, object)) hosts.push_back(std::move(object));
+  }
+  return hosts;
 }
 
 std::span<const uint32_t> ImageTable::importersOf(std::string_view symbol) const {

@@ -50,16 +50,19 @@ struct LoadedImage : ScopedImage {
 
 class ImageTable final : public ScopedImages {
  public:
-  /// Adds an image; its id. Ids of freed images are taken again, so that what is sized by the
-  /// ids stays the size of what is loaded, however often images come and go.
-  uint32_t add(DeviceImage image, const std::string &file, unsigned index, Handle *owner,
+  /// Adds an image, of handle `owner` and resolved in its `local` scope, or of host object `host`;
+  /// its id. Ids of freed images are taken again, so that what is sized by the ids stays the size
+  /// of what is loaded, however often images come and go.
+  uint32_t add(DeviceImage image, const std::string &file, unsigned index, Handle *owner, const LocalScope *local,
                const host::LoadedBundle *host = nullptr);
   /// Marks an image unloaded (its handle closed, its host object gone): it imports nothing any
   /// more, and is freed now unless a program holds it. Reads nothing of the image itself.
   void unload(uint32_t id);
   /// A program holds the image, or lets it go; an unloaded image is freed with its last holder.
   void hold(uint32_t id) { ++images_[id]->holders; }
-  void release(uint32_t id);
+  void unhold(uint32_t id);
+  /// The host objects carrying images `ids` but for `except`'s (loaded while they are).
+  std::vector<host::ObjectLoad> hostsOf(std::span<const uint32_t> ids, const host::LoadedBundle *except) const;
 
   LoadedImage &operator[](uint32_t id) { return *images_[id]; }
   const LoadedImage &operator[](uint32_t id) const { return *images_[id]; }

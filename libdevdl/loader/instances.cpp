@@ -11,7 +11,7 @@
 
 namespace devdl {
 
-std::vector<std::string_view> Loader::variablesOf(uint32_t id) const {
+std::vector<std::string_view> Programs::variablesOf(uint32_t id) const {
   std::vector<std::string_view> variables;
   for (const Symbol &s : images_[id].image.symbols)
     if (s.kind == SymbolKind::Variable) variables.push_back(s.name);
@@ -19,17 +19,17 @@ std::vector<std::string_view> Loader::variablesOf(uint32_t id) const {
   return variables;
 }
 
-std::string_view Loader::variableShown(uint32_t id, std::string_view name) const {
+std::string_view Programs::variableShown(uint32_t id, std::string_view name) const {
   const LoadedImage &image = images_[id];
   auto it = llvm::find(image.statics, name);
   return it == image.statics.end() ? name : image.image.statics[static_cast<size_t>(it - image.statics.begin())];
 }
 
-std::string_view Loader::labelOf(const cache::LinkedProgram &program) const {
+std::string_view Programs::labelOf(const cache::LinkedProgram &program) const {
   return images_[program.uses.empty() ? program.images.front() : program.uses.front().root].label;
 }
 
-cache::ProgramKey Loader::keyOf(const LinkPlan &plan) const {
+cache::ProgramKey Programs::keyOf(const LinkPlan &plan) const {
   cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
   for (uint32_t id : plan.images)
     if (!variablesOf(id).empty()) key.instances.push_back(id);
@@ -37,7 +37,7 @@ cache::ProgramKey Loader::keyOf(const LinkPlan &plan) const {
   return key;
 }
 
-void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const {
+void Programs::reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const {
   // Like a host library's data, a loaded image's variables have one instance on a device: in the
   // first program linked with them, which every later program reaches through cells (the
   // definition's, and each importer's in the plan).
@@ -50,10 +50,10 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
     const uint32_t id = plan.images[i];
     for (std::string_view name : variablesOf(id)) {
       const bool interposed = std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name);
-      cache::LinkedProgram *lender = programs_.defining(id, name, device);
+      cache::LinkedProgram *lender = cache_.defining(id, name, device);
       if (!lender) {
         // A program keeps the one copy another image's interposition made of it: this would be a second.
-        if (const cache::LinkedProgram *copy = programs_.copying(id, name, device); copy && into.secondCopy.empty())
+        if (const cache::LinkedProgram *copy = cache_.copying(id, name, device); copy && into.secondCopy.empty())
           into.secondCopy = "`" + std::string(name) + "` of " + images_[id].label + " has a copy in the program of " +
                             std::string(labelOf(*copy)) +
                             ", where another image interposes it and its image cannot reach an instance elsewhere "
@@ -64,20 +64,7 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
       }
       std::string cell = interposed ? interposedCellName(name, i) : instanceCellName(name);
       into.key.elsewhere.emplace_back(interposed ? cell : std::string(name));
-      // Statics devdl cannot export stay the image's own (withStaticsExported): no program has
-      // their address.
-      std::string why;
-      const ImageFormat format = images_[id].image.format;
-      const bool exported = (format == ImageFormat::SpirV || format == ImageFormat::Ptx || format == ImageFormat::Fatbin) &&
-                            images_[id].image.unvalidated.empty();
-      if (!exported && llvm::is_contained(images_[id].statics, name))
-        why = format == ImageFormat::Cubin ? "a cubin's statics are its machine code's own, which cannot reach an instance "
-                                             "elsewhere (an image with PTX beside its cubins would do)"
-              : format == ImageFormat::SpirV
-                  ? "devdl's SPIR-V validator could not vouch for the image (" +
-                        std::string(images_[id].image.unvalidated) + "), which devdl does not edit, so its statics stay its own"
-                  : "the statics of an image of format " + std::string(formatName(format)) +
-                        " stay its own: devdl exports SPIR-V's and PTX's so that other programs reach them";
+      std::string why = llvm::is_contained(images_[id].statics, name) ? whyStaticsStay(id) : "";
       into.reached.push_back({name, variableShown(id, name), std::move(cell), std::move(why), id, lender,
                               lender->program, images_[id].label, std::string(labelOf(*lender))});
       if (interposed) {
@@ -93,7 +80,25 @@ void Loader::reachInstances(const LinkPlan &plan, const backend::Device *device,
   llvm::sort(into.key.elsewhere);
 }
 
-std::optional<uint32_t> Loader::interposedWithoutInstance(const ProgramRequest &request, const PlannedProgram &planned) const {
+std::string Programs::whyStaticsStay(uint32_t id) const {
+  // Statics devdl cannot export stay the image's own (withStaticsExported): no program has their
+  // address.
+  const DeviceImage &image = images_[id].image;
+  const ImageFormat format = image.format;
+  if ((format == ImageFormat::SpirV || format == ImageFormat::Ptx || format == ImageFormat::Fatbin) &&
+      image.unvalidated.empty())
+    return "";
+  if (format == ImageFormat::Cubin)
+    return "a cubin's statics are its machine code's own, which cannot reach an instance elsewhere (an image with "
+           "PTX beside its cubins would do)";
+  if (format == ImageFormat::SpirV)
+    return "devdl's SPIR-V validator could not vouch for the image (" + std::string(image.unvalidated) +
+           "), which devdl does not edit, so its statics stay its own";
+  return "the statics of an image of format " + std::string(formatName(format)) +
+         " stay its own: devdl exports SPIR-V's and PTX's so that other programs reach them";
+}
+
+std::optional<uint32_t> Programs::interposedWithoutInstance(const Request &request, const Planned &planned) const {
   for (size_t i = 0; i < planned.plan.images.size(); ++i) {
     const uint32_t id = planned.plan.images[i];
     const ImageFormat format = images_[id].image.format;
@@ -104,7 +109,7 @@ std::optional<uint32_t> Loader::interposedWithoutInstance(const ProgramRequest &
       continue;
     const std::vector<std::string_view> variables = variablesOf(id);
     for (std::string_view name : planned.plan.hidden[i])
-      if (llvm::is_contained(variables, name) && !programs_.defining(id, name, planned.device)) return id;
+      if (llvm::is_contained(variables, name) && !cache_.defining(id, name, planned.device)) return id;
   }
   return std::nullopt;
 }

@@ -95,29 +95,29 @@ class Remembered {
 thread_local Remembered remembered;
 }  // namespace
 
-llvm::Expected<Loader::Found> Loader::lookup(Lock &lock, void *pointer, std::string_view name) {
-  std::optional<Target> target = targetOf(pointer);
+llvm::Expected<Loader::Found> Loader::lookup(LoaderLock &lock, void *pointer, std::string_view name) {
+  std::optional<Handles::Target> target = handles_.targetOf(pointer);
   if (!target) return fail(ErrorCode::InvalidArgument, "invalid handle");
   const unsigned place = target->place;
-  decideCandidacies(lock, place);
+  candidacies_.decide(lock, place);
   // Deciding lets the lock go: the handle may have been closed meanwhile.
-  if (!(target = targetOf(pointer))) return fail(ErrorCode::InvalidArgument, "invalid handle");
-  const Planner planner = this->planner(place);
+  if (!(target = handles_.targetOf(pointer))) return fail(ErrorCode::InvalidArgument, "invalid handle");
+  const Planner planner = programs_.planner(place);
   auto takes = [&](uint32_t id) { return planner.isCandidate(id); };
   const Definition *definition = nullptr;
   const Handle *handle = nullptr;  // null: the global scope
-  if (target->handle == globalHandle()) {
+  if (target->handle == handles_.global()) {
     auto findGlobal = [&] { return firstCandidate(scopes_.global().definitions(name), takes); };
     // Objects the host loads later come later in search order and cannot shadow what is found
     // now; only a definition from a host object, which may have been unloaded since, or none at
     // all needs a look at the process first.
     definition = findGlobal();
     if (!definition || images_[definition->image].host) {
-      scanProcess(lock);
+      scan_.scan(lock);
       definition = findGlobal();
     }
   } else {
-    handle = findHandle(target->handle);
+    handle = handles_.find(target->handle);
     definition = firstCandidate(handle->local.index.definitions(name), takes);
     // In a recorded dependency: as one its imports reach.
     if (definition && !llvm::is_contained(handle->images, definition->image))
@@ -147,10 +147,10 @@ std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::s
   // A definition the plan makes local (interposed) is not the one its kernels use.
   for (uint32_t root : handle.images) {
     std::optional<LinkPlan> made;
-    const LinkPlan &plan = planOf(root, place, made);
+    const LinkPlan &plan = programs_.planOf(root, place, made);
     for (size_t i = 0; i < plan.images.size(); ++i) {
       const uint32_t id = plan.images[i];
-      if (llvm::is_contained(handle.local.images, id) || !planner(place).isCandidate(id)) continue;
+      if (llvm::is_contained(handle.local.images, id) || !programs_.planner(place).isCandidate(id)) continue;
       if (std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name)) continue;
       const DeviceImage &image = images_[id].image;
       auto defined =
@@ -165,34 +165,20 @@ std::optional<uint32_t> Loader::imageReaching(const Handle &handle, uint32_t id,
   // The program of that image holds `id`: the program its kernels use.
   for (uint32_t root : handle.images) {
     std::optional<LinkPlan> made;
-    if (llvm::is_contained(planOf(root, place, made).images, id)) return root;
+    if (llvm::is_contained(programs_.planOf(root, place, made).images, id)) return root;
   }
   return std::nullopt;
 }
 
-const LinkPlan *Loader::linkedPlan(uint32_t root, unsigned place) const {
-  const LoadedImage &image = images_[root];
-  if (const cache::LinkedProgram *program = image.programAt(placeFor(image.image, place)))
-    for (const cache::LinkedProgram::Use &use : program->uses)
-      if (use.root == root) return &use.plan;
-  return nullptr;
-}
-
-const LinkPlan &Loader::planOf(uint32_t root, unsigned place, std::optional<LinkPlan> &made) {
-  if (const LinkPlan *linked = linkedPlan(root, place)) return *linked;
-  const uint32_t roots[] = {root};
-  return made.emplace(planner(placeFor(images_[root].image, place)).plan(roots));
-}
-
 llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   // What this thread found before, while nothing changed: no lock at all.
-  const uint64_t now = generation_.load(std::memory_order_acquire);
+  const uint64_t now = Generation::now();
   if (const Remembered::Answer *answer = remembered.find(this, now, handlePtr, name))
     if (!answer->hostAddress || host::loadMarkOf(answer->hostAddress) == answer->hostLoad) return answer->address;
 
-  Lock lock(*this);
+  LoaderLock lock(mutex_);
   lookupsUnderLock_.fetch_add(1, std::memory_order_relaxed);
-  auto bound = bind(lock, handlePtr, name);
+  auto bound = locate(lock, handlePtr, name);
   if (!bound) return bound.takeError();
   // The native object is made by the backend with the lock let go.
   const Definition &definition = bound->definition;
@@ -212,36 +198,36 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   return *address;
 }
 
-llvm::Expected<Loader::Bound> Loader::bind(Lock &lock, void *handlePtr, std::string_view name) {
+llvm::Expected<Loader::Located> Loader::locate(LoaderLock &lock, void *handlePtr, std::string_view name) {
   auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition definition = found->definition;
-  const std::optional<Target> target = targetOf(handlePtr);
-  const bool inGlobalScope = target && target->handle == globalHandle();
+  const std::optional<Handles::Target> target = handles_.targetOf(handlePtr);
+  const bool inGlobalScope = target && target->handle == handles_.global();
   llvm::Expected<cache::LinkedProgram *> program = nullptr;
   if (found->through) {
     // Found among the handle's dependencies: in the program of the image that reaches it, whose
     // kernels use this very instance.
-    program = programFor(lock, *found->through, found->place);
+    program = programs_.programFor(lock, *found->through, found->place);
   } else if (definition.kind != SymbolKind::Kernel) {
     // A variable has one instance on each device, in the first program whose definition it is
     // (not made local there: another image's interposes it), which every other program that
     // uses it reaches. Only with no such program is one linked for the image.
-    auto device = deviceAt(images_[definition.image].image, found->place);
-    if (device) program = programs_.defining(definition.image, name, *device);
+    auto device = places_.deviceAt(images_[definition.image].image, found->place);
+    if (device) program = programs_.cache().defining(definition.image, name, *device);
     else llvm::consumeError(device.takeError());  // programFor says why
   }
-  if (program && !*program) program = programFor(lock, definition.image, found->place);
+  if (program && !*program) program = programs_.programFor(lock, definition.image, found->place);
   if (!program) return program.takeError();
   // The program found reaches the variable's instance in the one that holds it.
   if (definition.kind == SymbolKind::Variable && !(*program)->defines(definition.image, name))
-    if (cache::LinkedProgram *holder = programs_.defining(definition.image, name, (*program)->device))
+    if (cache::LinkedProgram *holder = programs_.cache().defining(definition.image, name, (*program)->device))
       program = holder;
   // The program holds the image: its label is there, whatever was unloaded meanwhile.
-  Bound bound{(*program)->program, definition, images_[definition.image].label, nullptr};
+  Located bound{(*program)->program, definition, images_[definition.image].label, nullptr};
   if (inGlobalScope && images_[definition.image].host)
     bound.hostAddress = images_[definition.image].host->bytes.data();
-  lock.release();
+  lock.letGo();
   return bound;
 }
 

@@ -1,12 +1,7 @@
-// The process's own images applied to the loader: the host's objects as a view of them found
-// them (host/process_view.h: the bundles of the objects loaded now, and the offload tables of
-// those DPC++ built, in link-map order, and whether each is in the host's global scope), and
-// DEVDL_PRELOAD's images, which take their place after the executable's and LD_PRELOAD's. The
-// host loader is asked with the loader's lock let go; what it said is applied under the lock.
-#include "host/loaded_bundles.h"
-#include "host/process_view.h"
+// The host's objects and DEVDL_PRELOAD applied to the loader's handles and scopes.
+#include "loader/process_scan.h"
+
 #include "loader/files.h"
-#include "loader/loader.h"
 #include "support/debug.h"
 #include "support/environment.h"
 
@@ -23,146 +18,161 @@ namespace devdl {
 
 using host::sameLoad;
 
-void Loader::scanProcess(Lock &lock) {
-  ProcessView view = observeProcess(lock);
-  applyProcess(std::move(view));
-  decideCandidacies(lock);
-  if (!unreported_.empty()) {
-    const std::vector<uint32_t> ids = std::move(unreported_);
-    unreported_.clear();
-    reportDuplicates(ids);
-  }
+void ProcessScan::scan(LoaderLock &lock) {
+  View view = observe(lock);
+  apply(std::move(view));
+  candidacies_.decide(lock);
+  handles_.reportWaiting();
 }
 
-Loader::ProcessView Loader::observeProcess(Lock &lock) {
-  // What the loader knows, copied, so that the host loader is asked without the lock.
+ProcessScan::View ProcessScan::observe(LoaderLock &lock) {
+  // What the loader knows, copied, so that the host loader is asked without the mutex.
   // Known global (told so), and the others: asked again, as promotion may have made them global.
   host::KnownObjects known;
-  for (const auto &[address, pb] : processBundles_) (pb.global && pb.told ? known.global : known.others).push_back(pb.found);
+  for (const auto &[address, bundle] : bundles_)
+    (bundle.global && bundle.told ? known.global : known.others).push_back(bundle.found);
   known.generation = scannedGeneration_;
   known.listed = scanned_;
   const bool preloaded = preloaded_;
-  std::vector<Handle::Identity> open;
-  for (const auto &handle : handles_) open.push_back(handle->identity);
-  lock.release();
-  ProcessView view{host::observeProcess(known), {}, {}, std::nullopt};
+  const std::vector<FileIdentity> open = handles_.identities();
+  lock.letGo();
+  View view{host::observeProcess(known), {}, {}, std::nullopt};
   for (host::ProcessView::Object &object : view.host.objects) {
     std::optional<std::vector<NewImage>> &images = view.images.emplace_back();
     std::vector<std::vector<OpenedFile>> &needed = view.needed.emplace_back();
     if (!object.images) continue;
     images.emplace();
-    for (DeviceImage &image : *object.images) images->push_back(withCandidacy(std::move(image), /*mayOpenDevice=*/false));
+    for (DeviceImage &image : *object.images)
+      images->push_back(candidacies_.accept(std::move(image), /*mayOpenDevice=*/false));
     object.images.reset();
     needed = readNeededOf(object.found, *images, open);
   }
   if (!preloaded) view.preloads = readPreloads();
-  lock.acquire();
+  lock.takeAgain();
   return view;
 }
 
-void Loader::applyProcess(ProcessView view) {
+void ProcessScan::apply(View view) {
   // Another thread may have applied a later view meanwhile: an earlier one says nothing new.
   if (scanned_ && view.host.generation < scannedGeneration_) return;
+  applyObjects(view);
+  if (!preloaded_ && view.preloads) applyPreloads(*view.preloads);
+}
+
+void ProcessScan::applyObjects(View &view) {
   if (view.host.listed) {
     scanned_ = true;
     scannedGeneration_ = view.host.generation;
-    // Objects the host has unloaded: their bundles are gone from memory (another object may be
-    // at the same address now).
-    for (auto it = processBundles_.begin(); it != processBundles_.end();) {
-      const bool still = llvm::any_of(view.host.objects, [&](const host::ProcessView::Object &o) {
-        return sameLoad(o.found, it->second.found);
-      });
-      if (still) {
-        ++it;
-        continue;
-      }
-      dropImages(it->second.images);
-      for (Handle *needed : it->second.needed)
-        if (findHandle(needed)) release(needed);
-      it = processBundles_.erase(it);
-    }
+    dropUnloaded(view.host);
   }
   for (size_t o = 0; o < view.host.objects.size(); ++o) {
     host::ProcessView::Object &object = view.host.objects[o];
-    std::optional<std::vector<NewImage>> &images = view.images[o];
-    auto it = processBundles_.find(object.found.bytes.data());
-    if (it == processBundles_.end() || !sameLoad(it->second.found, object.found)) {
-      if (!images) continue;  // not read: known when observed, unloaded since
-      ProcessBundle &pb = processBundles_[object.found.bytes.data()];
-      pb.found = std::move(object.found);
-      for (size_t i = 0; i < images->size(); ++i) {
-        NewImage &image = (*images)[i];
-        const uint32_t id =
-            images_.add(std::move(image.image), pb.found.object, static_cast<unsigned>(i), nullptr, &pb.found);
-        images_[id].candidacy = image.candidacy;
-        images_[id].whyNot = std::move(image.whyNot);
-        if (image.candidacy == Candidacy::Undecided) undecided_.push_back(id);
-        pb.images.push_back(id);
-      }
-      addNeeded(pb, view.needed[o]);
-      it = processBundles_.find(pb.found.bytes.data());
+    auto it = bundles_.find(object.found.bytes.data());
+    if (it == bundles_.end() || !sameLoad(it->second.found, object.found)) {
+      if (!view.images[o]) continue;  // not read: known when observed, unloaded since
+      it = addBundle(object, *view.images[o], view.needed[o]);
     }
-    // An object opened RTLD_LOCAL joins the global scope when the host promotes it. One taken
-    // as global without being told so leaves it when it can be told it is not (the object whose
-    // exports hid its own has gone).
-    ProcessBundle &pb = it->second;
-    pb.told = object.told;
-    if (!pb.global && object.global) {
-      pb.global = true;
-      joinGlobalScope(pb.images);
-      // Its needed files with it (the process's images resolve in the global scope alone). They
-      // stay there if it leaves: another may have come to rely on them, as with RTLD_GLOBAL.
-      for (Handle *needed : pb.needed)
-        if (findHandle(needed)) makeGlobal(*needed);
-    } else if (pb.global && !object.global) {
-      pb.global = false;
-      scopes_.leave(pb.images, images_.pointers());
-      changed();
-    }
-  }
-  if (!preloaded_ && view.preloads) {
-    // Right after the executable and the LD_PRELOAD objects, before the libraries: the images
-    // of those objects are the first in the global scope at this point.
-    std::set<std::string> hostPreloads;
-    for (const std::string &item : preloadList(std::getenv("LD_PRELOAD"))) hostPreloads.insert(item);
-    const std::span<const uint32_t> order = scopes_.globalOrder();
-    size_t position = 0;
-    for (const auto &[address, pb] : processBundles_)
-      if (pb.found.object.empty() || hostPreloads.count(pb.found.object))
-        for (uint32_t id : pb.images)
-          position = std::max<size_t>(position, llvm::find(order, id) - order.begin() + 1);
-    for (ProcessView::Preload &preload : *view.preloads) {
-      Handle *handle = findHandle(preload.front().identity);
-      if (handle) {
-        ++handle->references;
-        handle->nodelete = true;
-        makeGlobal(*handle);
-      } else {
-        auto added = addHandles(preload, DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE);
-        if (!added || !*added) {
-          Debug::get().warn("DEVDL_PRELOAD: " +
-                            (added ? preload.front().name + ": a file it needs was closed meanwhile"
-                                   : llvm::toString(added.takeError())) +
-                            ": ignored");
-          continue;
-        }
-        handle = *added;
-      }
-      // The images were appended to the global scope: they go to their place.
-      scopes_.place(handle->images, position, images_.pointers());
-      position += handle->images.size();
-      if (Debug::get().on(Debug::Libs)) Debug::get().print("preloaded " + handle->path);
-    }
-    preloaded_ = true;
-    changed();
-    // The process's first scope is reported once its images' candidacies are decided (scanProcess).
-    unreported_.insert(unreported_.end(), scopes_.globalOrder().begin(), scopes_.globalOrder().end());
+    followGlobal(it->second, object);
   }
 }
 
-std::vector<std::vector<Loader::OpenedFile>> Loader::readNeededOf(const host::LoadedBundle &object,
-                                                                    const std::vector<NewImage> &images,
-                                                                    const std::vector<Handle::Identity> &open) {
+void ProcessScan::dropUnloaded(const host::ProcessView &host) {
+  // Their bundles are gone from memory (another object may be at the same address now).
+  for (auto it = bundles_.begin(); it != bundles_.end();) {
+    const bool still = llvm::any_of(host.objects, [&](const host::ProcessView::Object &o) {
+      return sameLoad(o.found, it->second.found);
+    });
+    if (still) {
+      ++it;
+      continue;
+    }
+    handles_.dropImages(it->second.images);
+    for (Handle *needed : it->second.needed)
+      if (handles_.find(needed)) handles_.dropReference(*needed);
+    it = bundles_.erase(it);
+  }
+}
+
+std::map<const uint8_t *, ProcessScan::Bundle>::iterator ProcessScan::addBundle(
+    host::ProcessView::Object &object, std::vector<NewImage> &images, std::vector<std::vector<OpenedFile>> &needed) {
+  const uint8_t *address = object.found.bytes.data();
+  Bundle &bundle = bundles_[address];
+  bundle.found = std::move(object.found);
+  for (size_t i = 0; i < images.size(); ++i) {
+    const uint32_t id = images_.add(std::move(images[i].image), bundle.found.object, static_cast<unsigned>(i), nullptr,
+                                    nullptr, &bundle.found);
+    candidacies_.arrived(id, std::move(images[i].acceptance));
+    bundle.images.push_back(id);
+  }
+  addNeeded(bundle, needed);
+  return bundles_.find(address);
+}
+
+void ProcessScan::followGlobal(Bundle &bundle, const host::ProcessView::Object &object) {
+  // An object opened RTLD_LOCAL joins the global scope when the host promotes it. One taken as
+  // global without being told so leaves it when it can be told it is not (the object whose
+  // exports hid its own has gone).
+  bundle.told = object.told;
+  if (!bundle.global && object.global) {
+    bundle.global = true;
+    handles_.joinGlobalScope(bundle.images);
+    // Its needed files with it (the process's images resolve in the global scope alone). They
+    // stay there if it leaves: another may have come to rely on them, as with RTLD_GLOBAL.
+    OpenRecord promoted;
+    for (Handle *needed : bundle.needed)
+      if (handles_.find(needed)) handles_.makeGlobal(*needed, promoted);
+  } else if (bundle.global && !object.global) {
+    bundle.global = false;
+    scopes_.leave(bundle.images, images_.pointers());
+    Generation::move();
+  }
+}
+
+void ProcessScan::applyPreloads(std::vector<View::Preload> &preloads) {
+  // Right after the executable and the LD_PRELOAD objects, before the libraries: the images of
+  // those objects are the first in the global scope at this point.
+  std::set<std::string> hostPreloads;
+  for (const std::string &item : preloadList(std::getenv("LD_PRELOAD"))) hostPreloads.insert(item);
+  const std::span<const uint32_t> order = scopes_.globalOrder();
+  size_t position = 0;
+  for (const auto &[address, bundle] : bundles_)
+    if (bundle.found.object.empty() || hostPreloads.count(bundle.found.object))
+      for (uint32_t id : bundle.images) position = std::max<size_t>(position, llvm::find(order, id) - order.begin() + 1);
+  for (View::Preload &preload : preloads) {
+    OpenRecord record;
+    Handle *handle = handleFor(preload, DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE, "DEVDL_PRELOAD: ", record);
+    if (!handle) continue;
+    handle->nodelete = true;
+    handles_.makeGlobal(*handle, record);
+    // The images were appended to the global scope: they go to their place.
+    scopes_.place(handle->images, position, images_.pointers());
+    position += handle->images.size();
+    if (Debug::get().on(Debug::Libs)) Debug::get().print("preloaded " + handle->path);
+  }
+  preloaded_ = true;
+  handles_.reportJoins();
+  Generation::move();
+  // The process's first scope is reported once its images' candidacies are decided (scan).
+  handles_.reportLater(scopes_.globalOrder());
+}
+
+Handle *ProcessScan::handleFor(std::vector<OpenedFile> &batch, int flags, const std::string &what, OpenRecord &record) {
+  if (Handle *handle = handles_.find(batch.front().identity)) {
+    handles_.reference(*handle, record);
+    return handle;
+  }
+  auto added = handles_.add(batch, flags, record);
+  if (added && added->settled()) return **added;
+  handles_.revert(record);
+  Debug::get().warn(what + (added ? batch.front().name + ": a file it needs was closed meanwhile"
+                                  : llvm::toString(added.takeError())) +
+                    ": ignored");
+  return nullptr;
+}
+
+std::vector<std::vector<OpenedFile>> ProcessScan::readNeededOf(const host::LoadedBundle &object,
+                                                               const std::vector<NewImage> &images,
+                                                               const std::vector<FileIdentity> &open) const {
   std::vector<std::vector<OpenedFile>> needed;
   std::string file;  // $ORIGIN's: the object's, the executable's for its images; asked only for a need
   for (const NewImage &image : images)
@@ -178,10 +188,10 @@ std::vector<std::vector<Loader::OpenedFile>> Loader::readNeededOf(const host::Lo
         Debug::get().warn(llvm::toString(opened.takeError()) + ": ignored");
         continue;
       }
-      const Handle::Identity identity = Handle::Identity::of(*opened);
+      const FileIdentity identity = FileIdentity::of(*opened);
       if (llvm::any_of(needed, [&](const auto &batch) { return batch.front().identity == identity; })) continue;
-      auto first = readOpened(std::move(*opened), open, /*mayOpenDevice=*/false);
-      auto files = first ? readNeeded(std::move(*first), open, /*mayOpenDevice=*/false) : first.takeError();
+      auto first = reader_.readOpened(std::move(*opened), open, /*mayOpenDevice=*/false);
+      auto files = first ? reader_.readNeeded(std::move(*first), open, /*mayOpenDevice=*/false) : first.takeError();
       if (!files) {
         Debug::get().warn(llvm::toString(files.takeError()) + ": ignored");
         continue;
@@ -191,34 +201,22 @@ std::vector<std::vector<Loader::OpenedFile>> Loader::readNeededOf(const host::Lo
   return needed;
 }
 
-void Loader::addNeeded(ProcessBundle &pb, std::vector<std::vector<OpenedFile>> &needed) {
+void ProcessScan::addNeeded(Bundle &bundle, std::vector<std::vector<OpenedFile>> &needed) {
   for (std::vector<OpenedFile> &batch : needed) {
-    Handle *handle = findHandle(batch.front().identity);
-    if (handle) {
-      ++handle->references;
-    } else {
-      auto added = addHandles(batch, DEVDL_LAZY);
-      if (!added || !*added) {
-        Debug::get().warn((added ? batch.front().name + ": a file it needs was closed meanwhile"
-                                 : llvm::toString(added.takeError())) +
-                          ": ignored");
-        continue;
-      }
-      handle = *added;
-    }
-    pb.needed.push_back(handle);
+    OpenRecord record;
+    if (Handle *handle = handleFor(batch, DEVDL_LAZY, "", record)) bundle.needed.push_back(handle);
   }
 }
 
-std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
-  std::vector<ProcessView::Preload> preloads;
+std::vector<ProcessScan::View::Preload> ProcessScan::readPreloads() const {
+  std::vector<View::Preload> preloads;
   const char *list = devdlVariable("DEVDL_PRELOAD");
   // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.
   for (const std::string &item : preloadList(list)) {
     auto opened = openNamedFile(item.c_str());
     // Decided later if that would open a device: the first scan may run in a host constructor.
-    auto first = opened ? readOpened(std::move(*opened), {}, /*mayOpenDevice=*/false) : opened.takeError();
-    auto files = first ? readNeeded(std::move(*first), {}, /*mayOpenDevice=*/false) : first.takeError();
+    auto first = opened ? reader_.readOpened(std::move(*opened), {}, /*mayOpenDevice=*/false) : opened.takeError();
+    auto files = first ? reader_.readNeeded(std::move(*first), {}, /*mayOpenDevice=*/false) : first.takeError();
     if (!files) {
       Debug::get().warn("DEVDL_PRELOAD: " + llvm::toString(files.takeError()) + ": ignored");
       continue;
@@ -226,26 +224,6 @@ std::vector<Loader::ProcessView::Preload> Loader::readPreloads() {
     preloads.push_back(std::move(*files));
   }
   return preloads;
-}
-
-void Loader::reportDuplicates(std::span<const uint32_t> ids) {
-  if (!Debug::get().on(Debug::Symbols)) return;
-  for (uint32_t id : ids) {
-    if (!images_.contains(id) || !images_[id].loaded) continue;
-    if (images_[id].candidacy == Candidacy::Undecided) {
-      unreported_.push_back(id);
-      continue;
-    }
-    for (const Symbol &s : images_[id].image.symbols) {
-      if (s.kind == SymbolKind::Import || !planner().isCandidate(id)) continue;
-      const Definition *first =
-          firstCandidate(scopes_.global().definitions(s.name), [&](uint32_t image) { return planner().isCandidate(image); },
-                         linkFamily(images_[id].image.format));
-      if (first && first->image != id)
-        Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id].label +
-                           " (the one in " + images_[first->image].label + " is used)");
-    }
-  }
 }
 
 }  // namespace devdl

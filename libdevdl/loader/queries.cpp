@@ -17,8 +17,8 @@ namespace devdl {
 
 llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, void *host, size_t size,
                          bool toDevice) {
-  Lock lock(*this);
-  auto bound = bind(lock, handlePtr, name);
+  LoaderLock lock(mutex_);
+  auto bound = locate(lock, handlePtr, name);
   if (!bound) return bound.takeError();
   if (bound->definition.kind != SymbolKind::Variable)
     return fail(ErrorCode::InvalidArgument, bound->label + ": `" + std::string(name) + "` is a " +
@@ -28,7 +28,7 @@ llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, 
 }
 
 llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
-    Lock &lock, void *handlePtr, const void *object, std::string_view kind, std::string_view what,
+    LoaderLock &lock, void *handlePtr, const void *object, std::string_view kind, std::string_view what,
     llvm::function_ref<bool(const DeviceImage &, std::string_view)> has) {
   char address[32];
   std::snprintf(address, sizeof address, "%p", object);
@@ -39,10 +39,10 @@ llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
   if (entry->kind != kind)
     return fail(ErrorCode::InvalidArgument, std::string(what) + ": the object at " + address + ", `" + entry->uniqueId +
                                                 "`, is a " + entry->kind + ", not a " + std::string(kind));
-  const std::optional<Target> target = targetOf(handlePtr);
+  const std::optional<Handles::Target> target = handles_.targetOf(handlePtr);
   if (!target) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
-  const Handle *handle = target->handle == globalHandle() ? nullptr : findHandle(target->handle);
-  scanProcess(lock);
+  const Handle *handle = target->handle == handles_.global() ? nullptr : handles_.find(target->handle);
+  scan_.scan(lock);
   std::vector<uint32_t> scope;
   if (handle) scope = handle->local.images;
   for (uint32_t id : scopes_.globalOrder()) scope.push_back(id);
@@ -60,7 +60,7 @@ llvm::Error Loader::copyObject(void *handlePtr, const void *object, size_t offse
   std::string variable;
   uint32_t bytes = 0;
   {
-    Lock lock(*this);
+    LoaderLock lock(mutex_);
     auto found = objectIn(lock, handlePtr, object, "device_global", what, [](const DeviceImage &image,
                                                                              std::string_view id) {
       return deviceGlobalOf(image, id).has_value();
@@ -80,7 +80,7 @@ llvm::Error Loader::copyObject(void *handlePtr, const void *object, size_t offse
 llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::string_view value) {
   std::vector<SpecConstantPart> parts;
   {
-    Lock lock(*this);
+    LoaderLock lock(mutex_);
     auto found = objectIn(lock, handlePtr, object, "specialization_id", "device_dlspecialize_object",
                           [](const DeviceImage &image, std::string_view id) {
                             return !specConstantPartsOf(image, id).empty();
@@ -100,7 +100,7 @@ llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::s
 }
 
 llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
-  Lock lock(*this);
+  LoaderLock lock(mutex_);
   auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition &definition = found->definition;
@@ -114,24 +114,50 @@ llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_sym
   return llvm::Error::success();
 }
 
+namespace {
+
+// A variable or function a linked program defines, copied under the mutex.
+struct Defined {
+  std::string name;
+  SymbolKind kind;
+  std::string file;
+  unsigned index;
+};
+struct DefinedIn {
+  std::shared_ptr<backend::Program> program;
+  std::vector<Defined> symbols;
+};
+
+// Where `symbol` starts, where `at` is in it (a variable's extent, a function's start); else null.
+// Asked of the backend with the mutex let go.
+void *startOf(const DefinedIn &linked, const Defined &symbol, uintptr_t at) {
+  if (symbol.kind == SymbolKind::Variable) {
+    auto extent = linked.program->variable(symbol.name);
+    if (!extent) {
+      llvm::consumeError(extent.takeError());  // a backend that gives no variables' addresses
+      return nullptr;
+    }
+    const auto begin = reinterpret_cast<uintptr_t>(extent->address);
+    return at < begin || at - begin >= extent->size ? nullptr : extent->address;
+  }
+  auto function = linked.program->function(symbol.name);
+  if (!function) {
+    llvm::consumeError(function.takeError());
+    return nullptr;
+  }
+  return reinterpret_cast<uintptr_t>(*function) == at ? *function : nullptr;
+}
+
+}  // namespace
+
 llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
-  // What each program defines, copied under the lock; the backend is asked where each is with the
-  // lock let go. A name defined in several of a program's images is the first's (defines()).
-  struct Defined {
-    std::string name;
-    SymbolKind kind;
-    std::string file;
-    unsigned index;
-  };
-  struct Linked {
-    std::shared_ptr<backend::Program> program;
-    std::vector<Defined> symbols;
-  };
-  std::vector<Linked> programs;
+  // What each program defines, copied under the mutex; the backend is asked where each is with
+  // the mutex let go. A name defined in several of a program's images is the first's (defines()).
+  std::vector<DefinedIn> programs;
   {
-    Lock lock(*this);
-    for (const auto &linked : programs_.all()) {
-      Linked &each = programs.emplace_back(Linked{linked->program, {}});
+    LoaderLock lock(mutex_);
+    for (const auto &linked : programs_.cache().all()) {
+      DefinedIn &each = programs.emplace_back(DefinedIn{linked->program, {}});
       llvm::StringSet<> seen;
       for (uint32_t id : linked->images)
         for (const Symbol &s : images_[id].image.symbols)
@@ -141,28 +167,11 @@ llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
     }
   }
   const auto at = reinterpret_cast<uintptr_t>(address);
-  for (const Linked &linked : programs)
+  for (const DefinedIn &linked : programs)
     for (const Defined &symbol : linked.symbols) {
-      void *start = nullptr;
-      if (symbol.kind == SymbolKind::Variable) {
-        auto extent = linked.program->variable(symbol.name);
-        if (!extent) {
-          llvm::consumeError(extent.takeError());  // a backend that gives no variables' addresses
-          continue;
-        }
-        const auto begin = reinterpret_cast<uintptr_t>(extent->address);
-        if (at < begin || at - begin >= extent->size) continue;
-        start = extent->address;
-      } else {
-        auto function = linked.program->function(symbol.name);
-        if (!function) {
-          llvm::consumeError(function.takeError());
-          continue;
-        }
-        if (*function != address) continue;
-        start = *function;
-      }
-      Lock lock(*this);
+      void *start = startOf(linked, symbol, at);
+      if (!start) continue;
+      LoaderLock lock(mutex_);
       out.file = addressNames_.insert(symbol.file).first->getKeyData();
       out.image = symbol.index;
       out.symbol = addressNames_.insert(symbol.name).first->getKeyData();
@@ -176,26 +185,26 @@ llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
 }
 
 llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {
-  Lock lock(*this);
+  LoaderLock lock(mutex_);
   auto found = lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   if (found->definition.kind != SymbolKind::Kernel)
     return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
-  scanProcess(lock);
+  scan_.scan(lock);
   const uint32_t root = found->definition.image;
   if (!images_.contains(root) || !images_[root].loaded)
     return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
   std::optional<LinkPlan> made;
-  const LinkPlan &plan = planOf(root, found->place, made);
-  const std::string text =
-      std::string(name) + ": " + images_[root].label + "\n" + planner(placeFor(images_[root].image, found->place)).text(plan);
+  const LinkPlan &plan = programs_.planOf(root, found->place, made);
+  const Planner planner = programs_.planner(places_.placeFor(images_[root].image, found->place));
+  const std::string text = std::string(name) + ": " + images_[root].label + "\n" + planner.text(plan);
   if (!plan.unresolved.empty() || !plan.setProblems.empty()) return fail(ErrorCode::Unresolved, text);
   return text;
 }
 
 std::vector<Loader::ImageSnapshot> Loader::snapshot() {
-  Lock lock(*this);
-  scanProcess(lock);
+  LoaderLock lock(mutex_);
+  scan_.scan(lock);
   std::vector<ImageSnapshot> list;
   auto add = [&](uint32_t id) {
     const LoadedImage &image = images_[id];

@@ -42,18 +42,19 @@ struct ScopedImage {
   std::string file;   // the file or memory name; "" for the executable
   const LocalScope *local = nullptr;  // its handle's scope; null for the process's own images
   VirtualFunctions vf;                // its virtual-function sets (views into `image`'s strings)
-  Candidacy candidacy = Candidacy::Undecided;  // by the device that links it by default
-  std::string whyNot;  // why that device does not take it, for messages
+  Acceptance acceptance;  // by the device that links it by default
   /// At each other place (place p at p - 1): by that place's device where its backend links the
   /// image's family, else as by the default device; decided when a lookup there first needs it.
   /// Past its end, or Undecided: not a candidate there yet.
   std::vector<Acceptance> elsewhere;
   /// Whether place `place`'s device takes it (0: the default device).
   Candidacy candidacyAt(unsigned place) const {
-    return place == 0 ? candidacy : place <= elsewhere.size() ? elsewhere[place - 1].candidacy : Candidacy::Undecided;
+    return place == 0                 ? acceptance.candidacy
+           : place <= elsewhere.size() ? elsewhere[place - 1].candidacy
+                                       : Candidacy::Undecided;
   }
   const std::string &whyNotAt(unsigned place) const {
-    return place == 0 || place > elsewhere.size() ? whyNot : elsewhere[place - 1].whyNot;
+    return place == 0 || place > elsewhere.size() ? acceptance.whyNot : elsewhere[place - 1].whyNot;
   }
 };
 

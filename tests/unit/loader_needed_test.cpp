@@ -181,6 +181,23 @@ TEST_F(LoaderNeeded, GlobalMakesTheNeededFilesGlobalToo) {
   EXPECT_TRUE(loadedFiles().empty());
 }
 
+TEST_F(LoaderNeeded, AFailedGlobalOpenLeavesAFileItNeedsAsItWas) {
+  // As glibc's dlopen: an open that fails takes back what it did, the promotion of an object
+  // loaded before to the global scope too.
+  const std::string dir = scratchDir();
+  writeNeedingBundle(dir + "/app.devdl", image("app.spv"), "base.devdl", "$ORIGIN");
+  writeNeedingBundle(dir + "/base.devdl", image("chain_base.spv"), "");
+  void *base = openPath(dir + "/base.devdl", DEVDL_LAZY);
+  ASSERT_NE(base, nullptr);
+  auto app = loader_.open((dir + "/app.devdl").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  EXPECT_EQ(errorText(app), dir + "/app.devdl: image 0 (spirv): undefined device symbol `LibDeviceFunc`");
+  EXPECT_EQ(loadedFiles(), (std::vector<std::string>{dir + "/base.devdl"}));
+  EXPECT_EQ(openError("chain_mid.spv", DEVDL_NOW), label("chain_mid.spv") + ": undefined device symbol `ChainBase`")
+      << "base.devdl is still in no scope but its own handle's";
+  close(base);
+  EXPECT_TRUE(loadedFiles().empty()) << "one reference, as before the failed open";
+}
+
 TEST_F(LoaderNeeded, ACycleOfNeededFilesLoadsEachOnceAndClosesWithTheFirst) {
   const std::string dir = scratchDir();
   writeNeedingBundle(dir + "/a.devdl", image("app.spv"), "b.devdl", "$ORIGIN");

@@ -20,8 +20,7 @@ class Images final : public ScopedImages {
     for (std::string_view name : imports) image.image.symbols.push_back({name, SymbolKind::Import});
     image.label = std::move(label);
     image.file = image.label;
-    image.candidacy = candidacy;
-    image.whyNot = std::move(whyNot);
+    image.acceptance = {candidacy, std::move(whyNot)};
     const uint32_t id = static_cast<uint32_t>(images_.size() - 1);
     pointers_.push_back(&image.image);
     for (std::string_view name : imports) importers_[std::string(name)].push_back(id);

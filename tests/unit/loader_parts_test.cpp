@@ -1,0 +1,173 @@
+// The loader's parts on their own, over the fake backend (unit/fake_backend.h), made as the
+// Loader makes them: what an open adds and how a failed one is taken back (Handles, OpenRecord),
+// whether the device takes each image (Candidacies), a program planned after a scan of the
+// process and found again in memory (Programs), DEVDL_PRELOAD applied (ProcessScan).
+#include "loader/files.h"
+#include "loader/handles.h"
+#include "loader/process_scan.h"
+#include "unit/loader_fixture.h"
+
+#include "devdl.h"
+
+#include <string>
+#include <vector>
+
+namespace devdl::test {
+namespace {
+
+class LoaderParts : public ::testing::Test {
+ protected:
+  LoaderParts()
+      : devices_(fake::backends(), ""),
+        places_(devices_),
+        candidacies_(images_, devices_, places_),
+        programs_({images_, scopes_, places_, devices_, mutex_, [this](LoaderLock &) { ++scans_; }},
+                  noStore, std::chrono::seconds(1)),
+        handles_(images_, scopes_, candidacies_, programs_),
+        reader_(candidacies_, nullptr),
+        scan_(images_, scopes_, handles_, candidacies_, reader_) {
+    std::lock_guard lock(fake::linksMutex());
+    fake::links().clear();
+  }
+
+  /// The file at `path`, and the files its images need, as an open reads them.
+  std::vector<OpenedFile> read(const std::string &path) {
+    auto file = openNamedFile(path.c_str());
+    EXPECT_TRUE(!!file) << errorText(file);
+    auto first = reader_.readOpened(std::move(*file), handles_.identities(), /*mayOpenDevice=*/true);
+    EXPECT_TRUE(!!first) << errorText(first);
+    auto files = reader_.readNeeded(std::move(*first), handles_.identities(), /*mayOpenDevice=*/true);
+    EXPECT_TRUE(!!files) << errorText(files);
+    return std::move(*files);
+  }
+  /// The handle an open of `path` with `flags` adds, what it did in `record`.
+  Handle *add(const std::string &path, int flags, OpenRecord &record) {
+    std::vector<OpenedFile> files = read(path);
+    auto added = handles_.add(files, flags, record);
+    EXPECT_TRUE(added && added->settled()) << errorText(added);
+    return added && added->settled() ? **added : nullptr;
+  }
+  bool loaded(uint32_t id) const { return images_.contains(id) && images_[id].loaded; }
+  static cache::BinaryStore &noStore() {
+    static cache::DiskCache none("", 0);
+    return none;
+  }
+  static size_t links() {
+    std::lock_guard lock(fake::linksMutex());
+    return fake::links().size();
+  }
+
+  LoaderMutex mutex_;
+  ImageTable images_;
+  Scopes scopes_;
+  backend::Devices devices_;
+  Places places_;
+  Candidacies candidacies_;
+  int scans_ = 0;
+  Programs programs_;
+  Handles handles_;
+  FileReader reader_;
+  ProcessScan scan_;
+};
+
+TEST_F(LoaderParts, ARevertTakesBackWhatTheOpenAddedAndNothingElse) {
+  const std::string dir = scratchDir();
+  writeNeedingBundle(dir + "/app.devdl", image("app.spv"), "lib.devdl", "$ORIGIN");
+  writeNeedingBundle(dir + "/lib.devdl", image("lib.spv"), "");
+  OpenRecord first;
+  Handle *lib = add(dir + "/lib.devdl", DEVDL_LAZY, first);
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ(first.referenced, lib);
+  EXPECT_EQ(first.added, std::vector<Handle *>{lib});
+  OpenRecord second;
+  Handle *app = add(dir + "/app.devdl", DEVDL_LAZY | DEVDL_GLOBAL, second);
+  ASSERT_NE(app, nullptr);
+  EXPECT_EQ(second.added, std::vector<Handle *>{app}) << "lib.devdl was open: its handle is taken";
+  EXPECT_EQ(second.promoted, (std::vector<Handle *>{app, lib}));
+  EXPECT_EQ(lib->references, 2u) << "its own, and app.devdl's";
+  const uint32_t appImage = app->images.front();
+  EXPECT_EQ(scopes_.globalOrder().size(), 2u);
+
+  handles_.revert(second);
+  EXPECT_EQ(handles_.find(app), nullptr);
+  EXPECT_FALSE(loaded(appImage));
+  ASSERT_EQ(handles_.find(lib), lib);
+  EXPECT_EQ(lib->references, 1u);
+  EXPECT_FALSE(lib->global) << "promoted by the open taken back";
+  EXPECT_TRUE(scopes_.globalOrder().empty());
+  handles_.revert(first);
+  EXPECT_TRUE(handles_.all().empty());
+}
+
+TEST_F(LoaderParts, AnOpenThatFailsOnAModuleLeavesWhatItAddedInItsRecord) {
+  // app-depends records that it needs module seedlib, which no loaded image is.
+  OpenRecord record;
+  std::vector<OpenedFile> files = read(image("app-depends.spv.devdl"));
+  auto added = handles_.add(files, DEVDL_LAZY | DEVDL_NODELETE, record);
+  EXPECT_EQ(errorText(added), image("app-depends.spv.devdl") +
+                                  ": image 0 (spirv): depends on module `seedlib`, which no loaded image is");
+  ASSERT_EQ(record.added.size(), 1u);
+  EXPECT_TRUE(record.added.front()->nodelete);
+  handles_.revert(record);
+  EXPECT_TRUE(handles_.all().empty()) << "NODELETE or not";
+  EXPECT_EQ(images_.end(), 1u);
+  EXPECT_FALSE(loaded(0));
+}
+
+TEST_F(LoaderParts, AnImageIsDecidedWhereDecidingOpensNoDeviceElseLater) {
+  auto file = openNamedFile(image("lib.bc").c_str());
+  ASSERT_TRUE(!!file);
+  auto read = reader_.readFile(std::make_shared<const RegularFile>(std::move(*file)));
+  ASSERT_TRUE(!!read);
+  // No device open yet: a scan of the host's objects leaves it undecided.
+  std::vector<NewImage> images = reader_.accept(std::move(*read), /*mayOpenDevice=*/false);
+  ASSERT_EQ(images.size(), 1u);
+  EXPECT_EQ(images[0].acceptance.candidacy, Candidacy::Undecided);
+  const uint32_t id = images_.add(std::move(images[0].image), "lib.bc", 0, nullptr, nullptr);
+  candidacies_.arrived(id, std::move(images[0].acceptance));
+  EXPECT_TRUE(candidacies_.undecided(id));
+  LoaderLock lock(mutex_);
+  candidacies_.decide(lock);
+  EXPECT_EQ(images_[id].acceptance.candidacy, Candidacy::Refused);
+  EXPECT_EQ(images_[id].acceptance.whyNot, "the fake device takes SPIR-V only");
+}
+
+TEST_F(LoaderParts, AProgramIsPlannedAfterAScanAndThenFoundInMemory) {
+  OpenRecord libOpen, appOpen;
+  Handle *lib = add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, libOpen);
+  Handle *app = add(image("app.spv"), DEVDL_LAZY, appOpen);
+  ASSERT_TRUE(lib && app);
+  LoaderLock lock(mutex_);
+  auto program = programs_.programFor(lock, app->images.front(), 0);
+  ASSERT_TRUE(!!program) << errorText(program);
+  EXPECT_EQ(scans_, 1) << "the process is scanned before the plan is made";
+  EXPECT_EQ(links(), 1u);
+  auto again = programs_.programFor(lock, app->images.front(), 0);
+  ASSERT_TRUE(!!again);
+  EXPECT_EQ(*again, *program);
+  EXPECT_EQ(scans_, 1) << "kept by its root: no scan, no plan";
+  // Kept by the root it was linked for: its plan is the program's.
+  EXPECT_NE(programs_.linkedPlan(app->images.front(), 0), nullptr);
+  EXPECT_EQ(programs_.linkedPlan(lib->images.front(), 0), nullptr);
+  lock.letGo();
+  handles_.dropReference(*app);
+  EXPECT_EQ(programs_.cache().all().size(), 1u) << "it holds the instance of the library's LibCounter";
+  handles_.dropReference(*lib);
+  EXPECT_TRUE(programs_.cache().all().empty()) << "released with the last image it was kept for";
+}
+
+TEST_F(LoaderParts, APreloadedFileIsAGlobalHandleThatStays) {
+  ScopedVariable preload("DEVDL_PRELOAD", image("lib.spv"));
+  LoaderLock lock(mutex_);
+  scan_.scan(lock);
+  ASSERT_EQ(handles_.all().size(), 1u);
+  const Handle &lib = *handles_.all().front();
+  EXPECT_TRUE(lib.global);
+  EXPECT_TRUE(lib.nodelete);
+  EXPECT_TRUE(scopes_.isGlobal(lib.images.front()));
+  scan_.scan(lock);
+  EXPECT_EQ(handles_.all().size(), 1u) << "preloaded once";
+}
+
+}  // namespace
+}  // namespace devdl::test
