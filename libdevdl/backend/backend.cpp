@@ -37,18 +37,18 @@ llvm::Expected<size_t> chooseDevice(const std::vector<std::string> &names, std::
 llvm::Expected<Bytes> editedForLink(const LinkInput &input, size_t position, std::deque<std::string> &edits) {
   const DeviceImage &image = *input.image;
   if (image.unvalidated.empty())
-    return devdl::editedForLink(image.bytes, image.format, image.statics, input.statics, input.hidden, input.elsewhere,
-                                input.hiddenElsewhere, position, edits);
+    return devdl::editedForLink(image.bytes, image.format, image.statics, input.statics, input.interposed, input.elsewhere,
+                                input.interposedElsewhere, position, edits);
   // A module devdl's validator could not vouch for: definitions made local by devdl's own reading
   // alone (image/local_definitions.h), which its driver judges; its statics stay its own; and no
   // variable is reached elsewhere, which would rewrite its functions.
-  if (!input.elsewhere.empty() || !input.hiddenElsewhere.empty())
+  if (!input.elsewhere.empty() || !input.interposedElsewhere.empty())
     return fail(ErrorCode::Unsupported,
                 "devdl would edit it to reach `" +
-                    std::string(input.elsewhere.empty() ? input.hiddenElsewhere.front() : input.elsewhere.front()) +
+                    std::string(input.elsewhere.empty() ? input.interposedElsewhere.front() : input.elsewhere.front()) +
                     "` elsewhere, and rewrites no module its SPIR-V validator could not vouch for (" +
                     std::string(image.unvalidated) + ")");
-  return devdl::editedForLink(image.bytes, image.format, {}, {}, input.hidden, {}, {}, position, edits);
+  return devdl::editedForLink(image.bytes, image.format, {}, {}, input.interposed, {}, {}, position, edits);
 }
 
 }  // namespace devdl::backend

@@ -29,15 +29,15 @@ struct LinkInput {
   const SpecConstants *specConstants = nullptr;  // those set; null or empty for none
   /// Its definitions another image of the plan interposes: the link must see them local to this
   /// image (image/local_definitions.h).
-  std::span<const std::string_view> hidden = {};
+  std::span<const std::string_view> interposed = {};
   /// Its variables, defined or imported, whose one instance on the device lies in another
   /// program: the link reaches each through its cell, the image edited so (editedForLink,
   /// image/instance_cells.h); the program cache sets the cells once the program is made.
   std::span<const std::string_view> elsewhere = {};
-  /// Of `hidden`, the variables whose instance, this image's own, lies in another program: the
+  /// Of `interposed`, the variables whose instance, this image's own, lies in another program: the
   /// image's own code reaches each through its interposed cell (interposedCellName, by the
   /// input's position).
-  std::span<const std::string_view> hiddenElsewhere = {};
+  std::span<const std::string_view> interposedElsewhere = {};
   /// The names its statics (image->statics, parallel) are exported under in every program
   /// (staticExportName): the link exports them so (editedForLink), and reaches those in
   /// `elsewhere` through cells as other variables. Empty where it has none.

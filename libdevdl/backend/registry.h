@@ -40,10 +40,8 @@ std::span<const BackendEntry> builtinBackends();
 
 /// The devices devdl links for, one per backend, each opened on first use; and which device links
 /// an image family. Thread-safe. A backend's device is opened by one thread, and others asking
-/// meanwhile wait for it and get what it got, the device or the error (support/waiting.h: one
-/// that may hold the host loader's lock, which opening a driver takes, waits at most
-/// `hostLockWait` and then opens one itself; the first published is kept). A device, once
-/// published, lives as long as this object (programs refer to it).
+/// meanwhile wait for it and get what it got (support/waiting.h; docs/architecture.md, "Threads").
+/// A device, once published, lives as long as this object (programs refer to it).
 class Devices {
  public:
   /// `table` outlives this object; `choice` is DEVDL_BACKEND's value ("" for every backend).

@@ -22,18 +22,18 @@ ContentHash ContentHash::specialized(ContentHash bytes, const backend::SpecConst
   return {key.low, key.high};
 }
 
-ContentHash ContentHash::withHidden(std::span<const std::string_view> hidden) const {
-  if (hidden.empty()) return *this;
+ContentHash ContentHash::withInterposed(std::span<const std::string_view> interposed) const {
+  if (interposed.empty()) return *this;
   KeyBuilder builder;
   builder.add(low).add(high);
-  for (std::string_view name : hidden) builder.add(name);
+  for (std::string_view name : interposed) builder.add(name);
   const Key key = builder.finish();
   return {key.low, key.high};
 }
 
 ProgramKey ProgramKey::of(const LinkPlan &plan, llvm::function_ref<ContentHash(uint32_t)> hashOf) {
   ProgramKey key;
-  for (size_t i = 0; i < plan.images.size(); ++i) key.hashes.push_back(hashOf(plan.images[i]).withHidden(plan.hidden[i]));
+  for (size_t i = 0; i < plan.images.size(); ++i) key.hashes.push_back(hashOf(plan.images[i]).withInterposed(plan.interposed[i]));
   std::sort(key.hashes.begin(), key.hashes.end());
   return key;
 }
@@ -221,12 +221,12 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
 }
 
 LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
-                                 std::vector<std::vector<std::string_view>> hidden,
+                                 std::vector<std::vector<std::string_view>> interposed,
                                  std::vector<LinkedProgram::Use> uses, backend::Device *device,
                                  std::shared_ptr<backend::Program> program, std::shared_ptr<const std::string> binary) {
-  hidden.resize(images.size());
+  interposed.resize(images.size());
   programs_.push_back(std::unique_ptr<LinkedProgram>(new LinkedProgram{std::move(key), std::move(images),
-                                                                       std::move(hidden), std::move(uses), device,
+                                                                       std::move(interposed), std::move(uses), device,
                                                                        std::move(program), std::move(binary), {}, {}, 0, {}}));
   return programs_.back().get();
 }

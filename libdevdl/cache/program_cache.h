@@ -2,8 +2,8 @@
 // them: a program whose images include all of a plan's serves that plan (the seed's nested key);
 // otherwise it is built once, by one thread of the process (a turn per device and key) and one
 // process of the machine (the binary store's build lock): the binary store's program for the
-// plan, else one linked by the device and stored. The loader drives the steps with its lock
-// (loader/programs.cpp): plan, find, hold hosts, take the turn, build, record uses.
+// plan, else one linked by the device and stored. The loader drives the phases (loader/programs.h:
+// plan, use, build); how it locks: docs/architecture.md, "Threads".
 #pragma once
 
 #include "backend/backend.h"
@@ -40,9 +40,9 @@ struct ContentHash {
   /// The hash of an image of bytes hashing to `bytes` with the specialization constants `values`
   /// set: another program.
   static ContentHash specialized(ContentHash bytes, const backend::SpecConstants &values);
-  /// This image's hash with `hidden` made local in it (interposed by the plan): it is linked as
+  /// This image's hash with the names the plan interposes made local in it: it is linked as
   /// another image would be.
-  ContentHash withHidden(std::span<const std::string_view> hidden) const;
+  ContentHash withInterposed(std::span<const std::string_view> interposed) const;
 };
 
 /// What a program is keyed by: the hashes of its images, sorted (the seed's key, with the images
@@ -89,8 +89,8 @@ struct LinkedProgram {
   ProgramKey key;
   std::vector<uint32_t> images;  // the images it was linked from: kept while it lives
   /// By position in `images`: the names made local in that image, whose definitions there are
-  /// not the program's (interposed: LinkPlan::hidden), sorted.
-  std::vector<std::vector<std::string_view>> hidden;
+  /// not the program's (LinkPlan::interposed), sorted.
+  std::vector<std::vector<std::string_view>> interposed;
   std::vector<Use> uses;
   backend::Device *device;
   // Shared with lookups making a kernel from it with the loader's lock let go: the last of them
@@ -118,7 +118,7 @@ struct LinkedProgram {
   bool defines(uint32_t image, std::string_view name) const {
     auto it = std::find(images.begin(), images.end(), image);
     if (it == images.end()) return false;
-    const auto &local = hidden[static_cast<size_t>(it - images.begin())];
+    const auto &local = interposed[static_cast<size_t>(it - images.begin())];
     return !std::binary_search(local.begin(), local.end(), name) &&
            !std::binary_search(key.elsewhere.begin(), key.elsewhere.end(), name);
   }
@@ -155,8 +155,7 @@ struct SameModel {
 };
 
 /// Its caller serializes the calls with a mutex of its own (the loader's), but for build(), which
-/// reads nothing of the cache (only its arguments and the store): the loader builds with its lock
-/// let go.
+/// reads nothing of the cache (only its arguments and the store), called with that mutex let go.
 class ProgramCache {
  public:
   /// `store` is asked for on the first build (the disk cache is set up then, not before).
@@ -216,9 +215,9 @@ class ProgramCache {
   llvm::Expected<Built> build(backend::Device &device, const ProgramKey &key, std::span<const backend::LinkInput> inputs,
                               std::span<const InstanceAddress> instances = {}, const SameModel &sameModel = {},
                               bool keepBinary = false);
-  /// Keeps a program made by build() from `images` (with `hidden` made local in each), for the
+  /// Keeps a program made by build() from `images` (with `interposed` made local in each), for the
   /// plans it serves.
-  LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<std::vector<std::string_view>> hidden,
+  LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<std::vector<std::string_view>> interposed,
                      std::vector<LinkedProgram::Use> uses, backend::Device *device,
                      std::shared_ptr<backend::Program> program, std::shared_ptr<const std::string> binary = nullptr);
   /// Drops the plans rooted at `roots` (images unloaded) and returns the programs no longer

@@ -415,20 +415,20 @@ llvm::Expected<std::string> withStaticsExported(Bytes bytes, ImageFormat format,
 }
 
 llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> statics,
-                                    std::span<const std::string> exported, std::span<const std::string_view> hidden,
+                                    std::span<const std::string> exported, std::span<const std::string_view> interposed,
                                     std::span<const std::string_view> elsewhere,
-                                    std::span<const std::string_view> hiddenElsewhere, size_t position,
+                                    std::span<const std::string_view> interposedElsewhere, size_t position,
                                     std::deque<std::string> &edits) {
   if (!exported.empty() && (format == ImageFormat::SpirV || format == ImageFormat::Ptx)) {
     auto edited = withStaticsExported(bytes, format, statics, exported);
     if (!edited) return edited.takeError();
     bytes = asBytes(edits.emplace_back(std::move(*edited)));
   }
-  if (!elsewhere.empty() || !hiddenElsewhere.empty()) {
+  if (!elsewhere.empty() || !interposedElsewhere.empty()) {
     std::vector<std::string_view> names(elsewhere.begin(), elsewhere.end());
     std::vector<std::string> cells;
     for (std::string_view name : elsewhere) cells.push_back(instanceCellName(name));
-    for (std::string_view name : hiddenElsewhere) {
+    for (std::string_view name : interposedElsewhere) {
       names.push_back(name);
       cells.push_back(interposedCellName(name, position));
     }
@@ -436,8 +436,8 @@ llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<c
     if (!edited) return edited.takeError();
     bytes = asBytes(edits.emplace_back(std::move(*edited)));
   }
-  if (!hidden.empty()) {
-    auto edited = withLocalDefinitions(bytes, format, hidden);
+  if (!interposed.empty()) {
+    auto edited = withLocalDefinitions(bytes, format, interposed);
     if (!edited) return edited.takeError();
     bytes = asBytes(edits.emplace_back(std::move(*edited)));
   }

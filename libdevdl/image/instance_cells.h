@@ -57,13 +57,13 @@ llvm::Expected<std::string> withInstancesElsewhere(Bytes bytes, ImageFormat form
 
 /// An image's bytes as a link takes them, the image at `position` among the link's inputs: its
 /// `statics` exported under `exported` (SPIR-V and PTX; none where `exported` is empty), then
-/// `elsewhere` reached through their cells, and `hiddenElsewhere` (of `hidden`) through their
-/// interposed cells, then its definitions of `hidden` made local (image/local_definitions.h);
+/// `elsewhere` reached through their cells, and `interposedElsewhere` (of `interposed`) through their
+/// interposed cells, then its definitions of `interposed` made local (image/local_definitions.h);
 /// `bytes` themselves where nothing is to be edited. The copies made are kept in `edits`.
 llvm::Expected<Bytes> editedForLink(Bytes bytes, ImageFormat format, std::span<const std::string_view> statics,
-                                    std::span<const std::string> exported, std::span<const std::string_view> hidden,
+                                    std::span<const std::string> exported, std::span<const std::string_view> interposed,
                                     std::span<const std::string_view> elsewhere,
-                                    std::span<const std::string_view> hiddenElsewhere, size_t position,
+                                    std::span<const std::string_view> interposedElsewhere, size_t position,
                                     std::deque<std::string> &edits);
 
 }  // namespace devdl

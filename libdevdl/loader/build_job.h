@@ -20,9 +20,9 @@ namespace devdl {
 struct Programs::BuildInputs {
   cache::ProgramKey key;
   std::vector<uint32_t> images;
-  std::vector<std::vector<std::string_view>> hidden;     // the inputs' spans are into it
+  std::vector<std::vector<std::string_view>> interposed;     // the inputs' spans are into it
   std::vector<std::vector<std::string_view>> elsewhere;        // and into it
-  std::vector<std::vector<std::string_view>> hiddenElsewhere;  // and into it
+  std::vector<std::vector<std::string_view>> interposedElsewhere;  // and into it
   std::vector<backend::LinkInput> inputs;
   size_t bindings = 0;
   /// One instance of each variable on a device: those whose instance another program holds,

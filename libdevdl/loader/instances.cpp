@@ -45,11 +45,11 @@ void Programs::reachInstances(const LinkPlan &plan, const backend::Device *devic
   // of its position's; where no program holds it (programFor links the image's own program first
   // where it can be reached), this program keeps the one copy of it (a cubin's).
   into.elsewhere.assign(plan.images.size(), {});
-  into.hiddenElsewhere.assign(plan.images.size(), {});
+  into.interposedElsewhere.assign(plan.images.size(), {});
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const uint32_t id = plan.images[i];
     for (std::string_view name : variablesOf(id)) {
-      const bool interposed = std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name);
+      const bool interposed = std::binary_search(plan.interposed[i].begin(), plan.interposed[i].end(), name);
       cache::LinkedProgram *lender = cache_.defining(id, name, device);
       if (!lender) {
         // A program keeps the one copy another image's interposition made of it: this would be a second.
@@ -68,7 +68,7 @@ void Programs::reachInstances(const LinkPlan &plan, const backend::Device *devic
       into.reached.push_back({name, variableShown(id, name), std::move(cell), std::move(why), id, lender,
                               lender->program, images_[id].label, std::string(labelOf(*lender))});
       if (interposed) {
-        into.hiddenElsewhere[i].push_back(name);
+        into.interposedElsewhere[i].push_back(name);
         continue;
       }
       into.elsewhere[i].push_back(name);
@@ -108,7 +108,7 @@ std::optional<uint32_t> Programs::interposedWithoutInstance(const Request &reque
         (format != ImageFormat::SpirV && format != ImageFormat::Ptx && format != ImageFormat::Fatbin))
       continue;
     const std::vector<std::string_view> variables = variablesOf(id);
-    for (std::string_view name : planned.plan.hidden[i])
+    for (std::string_view name : planned.plan.interposed[i])
       if (llvm::is_contained(variables, name) && !cache_.defining(id, name, planned.device)) return id;
   }
   return std::nullopt;

@@ -151,7 +151,7 @@ std::optional<Loader::Found> Loader::inDependencies(const Handle &handle, std::s
     for (size_t i = 0; i < plan.images.size(); ++i) {
       const uint32_t id = plan.images[i];
       if (llvm::is_contained(handle.local.images, id) || !programs_.planner(place).isCandidate(id)) continue;
-      if (std::binary_search(plan.hidden[i].begin(), plan.hidden[i].end(), name)) continue;
+      if (std::binary_search(plan.interposed[i].begin(), plan.interposed[i].end(), name)) continue;
       const DeviceImage &image = images_[id].image;
       auto defined =
           llvm::find_if(image.symbols, [&](const Symbol &s) { return s.kind != SymbolKind::Import && s.name == name; });

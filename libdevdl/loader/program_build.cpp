@@ -132,7 +132,7 @@ std::optional<LinkPlan> Programs::withImporters(const Request &request, const Pl
 void Programs::inputsOf(const LinkPlan &plan, const cache::ProgramKey &key, BuildJob &job, BuildInputs &into) const {
   into.key = key;
   into.images = plan.images;
-  into.hidden = plan.hidden;
+  into.interposed = plan.interposed;
   into.bindings = plan.bindings.size();
   reachInstances(plan, job.device, into);
   for (size_t i = 0; i < plan.images.size(); ++i) {
@@ -140,7 +140,7 @@ void Programs::inputsOf(const LinkPlan &plan, const cache::ProgramKey &key, Buil
     const backend::SpecConstants &specs = job.specConstants.emplace_back(image.specConstants);
     // The job's copies: the plan may go.
     into.inputs.push_back(
-        {&image.image, image.label, &specs, into.hidden[i], into.elsewhere[i], into.hiddenElsewhere[i], image.statics});
+        {&image.image, image.label, &specs, into.interposed[i], into.elsewhere[i], into.interposedElsewhere[i], image.statics});
   }
 }
 
@@ -150,7 +150,7 @@ void Programs::sayBindings(const LinkPlan &linked, const BuildJob &job) const {
     Debug::get().print("binding `" + std::string(b.symbol) + "`: " + images_[b.importer].label + " -> " +
                        images_[b.definer].label);
   for (size_t i = 0; i < linked.images.size(); ++i)
-    for (std::string_view name : linked.hidden[i])
+    for (std::string_view name : linked.interposed[i])
       Debug::get().print("interposed `" + std::string(name) + "`: made local in " + images_[linked.images[i]].label);
   for (const BuildInputs::Reached &reached : job.linked.reached)
     Debug::get().print("instance of `" + std::string(reached.shown) + "` of " + reached.imageLabel +

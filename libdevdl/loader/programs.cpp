@@ -102,7 +102,7 @@ llvm::Expected<Outcome<cache::LinkedProgram *>> Programs::use(LoaderLock &lock, 
 cache::LinkedProgram *Programs::keep(BuildJob &job, cache::Built &made, std::vector<cache::LinkedProgram::Use> uses) {
   const BuildInputs &linked = job.linked;
   for (uint32_t id : linked.images) images_.hold(id);
-  cache::LinkedProgram *kept = cache_.add(linked.key, linked.images, linked.hidden, std::move(uses), job.device,
+  cache::LinkedProgram *kept = cache_.add(linked.key, linked.images, linked.interposed, std::move(uses), job.device,
                                           std::move(made.program), std::move(made.binary));
   for (const auto &[image, name] : linked.instances)
     if (!llvm::is_contained(kept->instances, image)) kept->instances.push_back(image);

@@ -35,7 +35,7 @@ LinkPlan computeLinkPlan(std::span<const uint32_t> roots, std::span<const Device
     if (!first && it->second->definer != b.definer) plan.conflicts.push_back({b.symbol, *it->second, b});
   }
   llvm::DenseMap<llvm::StringRef, uint32_t> seen;
-  plan.hidden.resize(plan.images.size());
+  plan.interposed.resize(plan.images.size());
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const uint32_t id = plan.images[i];
     for (const Symbol &s : images[id]->symbols) {
@@ -43,10 +43,10 @@ LinkPlan computeLinkPlan(std::span<const uint32_t> roots, std::span<const Device
       const llvm::StringRef name(s.name.data(), s.name.size());
       auto binding = bound.find(name);
       const bool used = binding != bound.end() ? binding->second->definer == id : seen.try_emplace(name, id).first->second == id;
-      if (!used) plan.hidden[i].push_back(s.name);
+      if (!used) plan.interposed[i].push_back(s.name);
     }
-    std::sort(plan.hidden[i].begin(), plan.hidden[i].end());
-    plan.hidden[i].erase(std::unique(plan.hidden[i].begin(), plan.hidden[i].end()), plan.hidden[i].end());
+    std::sort(plan.interposed[i].begin(), plan.interposed[i].end());
+    plan.interposed[i].erase(std::unique(plan.interposed[i].begin(), plan.interposed[i].end()), plan.interposed[i].end());
   }
   return plan;
 }

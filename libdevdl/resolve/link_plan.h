@@ -38,7 +38,7 @@ struct LinkPlan {
   /// of that image the link must not see, since the plan uses another definition (sorted). A
   /// name the plan binds is the definition it binds to; one nobody in the plan imports is the
   /// first image's that defines it. The backend makes the others local to their image.
-  std::vector<std::vector<std::string_view>> hidden;
+  std::vector<std::vector<std::string_view>> interposed;
   /// A name bound to two definitions (importers in different scopes: DEEPBIND): one program has
   /// one of each name, so such a plan cannot be linked.
   struct Conflict {

@@ -166,8 +166,8 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
     if (!unvalidated->empty() || !image.unvalidated.empty()) return llvm::Error::success();
     linked.push_back(&image);
     labels.push_back("image " + std::to_string(plan.images[i]));
-    if (plan.hidden[i].empty()) continue;
-    auto local = withLocalDefinitions(image.bytes, image.format, plan.hidden[i]);
+    if (plan.interposed[i].empty()) continue;
+    auto local = withLocalDefinitions(image.bytes, image.format, plan.interposed[i]);
     if (!local) return local.takeError();
     DeviceImage &copy = copies.emplace_back(image);
     copy.bytes = asBytes(edited.emplace_back(std::move(*local)));
@@ -197,7 +197,7 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const DeviceImage &image = *images[plan.images[i]];
     for (const Symbol &s : image.symbols)
-      if (s.kind == SymbolKind::Variable && !llvm::is_contained(plan.hidden[i], s.name)) reachedNames.push_back(s.name);
+      if (s.kind == SymbolKind::Variable && !llvm::is_contained(plan.interposed[i], s.name)) reachedNames.push_back(s.name);
     for (std::string_view name : image.statics) exported[i].push_back(staticExportName(name, i));
   }
   for (const std::vector<std::string> &names : exported) reachedNames.insert(reachedNames.end(), names.begin(), names.end());
@@ -206,8 +206,8 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   std::vector<const DeviceImage *> reached;
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const DeviceImage &image = *images[plan.images[i]];
-    auto bytes = editedForLink(image.bytes, image.format, image.statics, exported[i], plan.hidden[i], reachedNames,
-                               plan.hidden[i], i, edited);
+    auto bytes = editedForLink(image.bytes, image.format, image.statics, exported[i], plan.interposed[i], reachedNames,
+                               plan.interposed[i], i, edited);
     if (!bytes) return bytes.takeError();
     reached.push_back(&reaching.emplace_back(image));
     reaching.back().bytes = *bytes;

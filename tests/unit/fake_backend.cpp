@@ -85,10 +85,10 @@ class Device final : public backend::Device {
     Link link;
     for (const backend::LinkInput &input : inputs) {
       link.inputs.push_back(input.label);
-      link.hidden.emplace_back(input.hidden.begin(), input.hidden.end());
+      link.interposed.emplace_back(input.interposed.begin(), input.interposed.end());
       link.specConstants.push_back(input.specConstants ? *input.specConstants : backend::SpecConstants());
       link.elsewhere.emplace_back(input.elsewhere.begin(), input.elsewhere.end());
-      for (std::string_view name : input.hiddenElsewhere) link.elsewhere.back().push_back(std::string(name) + " (interposed)");
+      for (std::string_view name : input.interposedElsewhere) link.elsewhere.back().push_back(std::string(name) + " (interposed)");
     }
     link.values = std::make_shared<Values>();
     {
@@ -104,10 +104,10 @@ class Device final : public backend::Device {
     std::map<std::string, SymbolKind, std::less<>> defined;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const backend::LinkInput &input = inputs[i];
-      for (std::string_view name : input.hiddenElsewhere) defined.emplace(interposedCellName(name, i), SymbolKind::Variable);
+      for (std::string_view name : input.interposedElsewhere) defined.emplace(interposedCellName(name, i), SymbolKind::Variable);
       for (const std::string &name : input.statics) defined.emplace(linkName(input, name), SymbolKind::Variable);  // exported so
       for (const Symbol &s : input.image->symbols) {
-        if (s.kind == SymbolKind::Import || llvm::is_contained(input.hidden, s.name)) continue;
+        if (s.kind == SymbolKind::Import || llvm::is_contained(input.interposed, s.name)) continue;
         if (!defined.emplace(linkName(input, s.name), s.kind).second)
           return fail(ErrorCode::Unsupported, input.label + ": multiple definition of `" + std::string(s.name) + "`");
       }

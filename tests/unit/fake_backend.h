@@ -30,7 +30,7 @@ inline void *const kGpu = reinterpret_cast<void *>(uintptr_t{0x6770});
 /// set for each.
 struct Link {
   std::vector<std::string> inputs;
-  std::vector<std::vector<std::string>> hidden;
+  std::vector<std::vector<std::string>> interposed;
   std::vector<backend::SpecConstants> specConstants;
   /// By input: the variables it reaches in another program, through cells named instanceCellName,
   /// and "NAME (interposed)" for those its own code reaches through interposedCellName.

@@ -102,7 +102,7 @@ TEST(LinkPlan, InterposedDefinitionsAreHiddenByImage) {
   Images set({{{"k"}, {"f", "g"}}, {{"f"}, {}}, {{"f", "g"}, {}}});
   LinkPlan plan = set.plan({0});
   EXPECT_EQ(plan.images, (std::vector<uint32_t>{0, 1, 2}));
-  EXPECT_EQ(plan.hidden, (std::vector<std::vector<std::string_view>>{{}, {}, {"f"}}));
+  EXPECT_EQ(plan.interposed, (std::vector<std::vector<std::string_view>>{{}, {}, {"f"}}));
   EXPECT_TRUE(plan.conflicts.empty());
 }
 
@@ -110,7 +110,7 @@ TEST(LinkPlan, ANameNobodyImportsKeepsItsFirstDefinition) {
   // h is defined by both libraries and imported by nobody: the first in plan order keeps it.
   Images set({{{"k"}, {"a", "b"}}, {{"a", "h"}, {}}, {{"b", "h"}, {}}});
   LinkPlan plan = set.plan({0});
-  EXPECT_EQ(plan.hidden, (std::vector<std::vector<std::string_view>>{{}, {}, {"h"}}));
+  EXPECT_EQ(plan.interposed, (std::vector<std::vector<std::string_view>>{{}, {}, {"h"}}));
 }
 
 TEST(LinkPlan, ANameBoundToTwoDefinitionsIsAConflict) {

@@ -14,7 +14,7 @@ namespace devdl::test {
 namespace {
 
 using LoaderInterposition = LoaderFixture;
-using Hidden = std::vector<std::vector<std::string>>;
+using Interposed = std::vector<std::vector<std::string>>;
 
 TEST_F(LoaderInterposition, AnInterposedVariableIsMadeLocalWhereItIsNotTheOneUsed) {
   // interpose_var_app takes Level from interpose_var_first, first in search order, and Offset and
@@ -26,8 +26,8 @@ TEST_F(LoaderInterposition, AnInterposedVariableIsMadeLocalWhereItIsNotTheOneUse
   void *app = open("interpose_var_app.spv", DEVDL_NOW);
   ASSERT_EQ(links(), (Links{{"interpose_var_other.spv"},
                             {"interpose_var_app.spv", "interpose_var_other.spv", "interpose_var_first.spv"}}));
-  EXPECT_EQ(fake::links()[1].hidden, (Hidden{{}, {"Level"}, {}}));
-  EXPECT_EQ(fake::links()[1].elsewhere, (Hidden{{"Offset"}, {"Offset", "Level (interposed)"}, {}}));
+  EXPECT_EQ(fake::links()[1].interposed, (Interposed{{}, {"Level"}, {}}));
+  EXPECT_EQ(fake::links()[1].elsewhere, (Interposed{{"Offset"}, {"Offset", "Level (interposed)"}, {}}));
   // The host reads by the name the instance the application's kernel uses.
   void *level = symbol(app, "Level");
   EXPECT_NE(level, nullptr);
@@ -76,7 +76,7 @@ TEST_F(LoaderInterposition, AStaticVariableOfTheSameNameIsNotInterposed) {
   void *lib = open("static_var_lib.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = open("static_var_app.spv", DEVDL_NOW);
   ASSERT_EQ(links(), (Links{{"static_var_app.spv", "static_var_lib.spv", "interpose_var_first.spv"}}));
-  EXPECT_EQ(fake::links()[0].hidden, (Hidden{{}, {}, {}}));
+  EXPECT_EQ(fake::links()[0].interposed, (Interposed{{}, {}, {}}));
   EXPECT_EQ(definitionOf(app, "Level"), label("interpose_var_first.spv"));
   EXPECT_EQ(definitionOf(lib, "Level"), image("static_var_lib.spv") + ": undefined device symbol `Level`");
   close(app);
@@ -108,7 +108,7 @@ TEST_F(LoaderInterposition, AnImageTheProgramDoesNotNeedIsNotLinkedForItsDuplica
   void *first = open("interpose_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   void *app = open("interpose_app.spv", DEVDL_NOW);
   ASSERT_EQ(links(), (Links{{"interpose_app.spv", "interpose_other.spv"}}));
-  EXPECT_EQ(fake::links()[0].hidden, (Hidden{{}, {}}));
+  EXPECT_EQ(fake::links()[0].interposed, (Interposed{{}, {}}));
   EXPECT_EQ(definitionOf(app, "Answer"), label("interpose_other.spv"));
   close(app);
   close(first);

@@ -150,14 +150,14 @@ TEST_F(LoaderLinks, InterpositionIsBySymbol) {
   void *app = open("interpose_app.spv", DEVDL_NOW);
   EXPECT_NE(symbol(app, "InterposeKernel"), nullptr);
   ASSERT_EQ(links(), (Links{{"interpose_app.spv", "interpose_first.spv", "interpose_other.spv"}}));
-  EXPECT_EQ(fake::links()[0].hidden, (std::vector<std::vector<std::string>>{{}, {}, {"Answer"}}));
+  EXPECT_EQ(fake::links()[0].interposed, (std::vector<std::vector<std::string>>{{}, {}, {"Answer"}}));
   close(app);
   // In the other order, interpose_other's Answer is the one used, and interpose_first is not needed.
   close(first);
   first = open("interpose_first.spv", DEVDL_LAZY | DEVDL_GLOBAL);
   app = open("interpose_app.spv", DEVDL_NOW);
   EXPECT_EQ(links().back(), (std::vector<std::string>{"interpose_app.spv", "interpose_other.spv"}));
-  EXPECT_EQ(fake::links().back().hidden, (std::vector<std::vector<std::string>>{{}, {}}));
+  EXPECT_EQ(fake::links().back().interposed, (std::vector<std::vector<std::string>>{{}, {}}));
   close(app);
   close(first);
   close(other);

@@ -7,14 +7,14 @@
 namespace devdl::test {
 namespace {
 
-// The symbols of `name`'s image, and of a copy with `hidden` made local, as devdl-nm lists them.
+// The symbols of `name`'s image, and of a copy with `interposed` made local, as devdl-nm lists them.
 std::pair<std::vector<std::string>, std::vector<std::string>> beforeAndAfter(const std::string &name,
-                                                                            std::vector<std::string_view> hidden) {
+                                                                            std::vector<std::string_view> interposed) {
   auto file = readImageFile(image(name));
   EXPECT_TRUE(!!file) << errorText(file);
   if (!file) return {};
   const DeviceImage &original = file->images[0];
-  auto edited = withLocalDefinitions(original.bytes, original.format, hidden);
+  auto edited = withLocalDefinitions(original.bytes, original.format, interposed);
   EXPECT_TRUE(!!edited) << errorText(edited);
   if (!edited) return {};
   auto reread = readImageMemory(asBytes(*edited), name, nullptr);

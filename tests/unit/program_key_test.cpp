@@ -12,12 +12,12 @@ using cache::ProgramKey;
 
 ContentHash hash(uint64_t n) { return {n, n * 7}; }
 
-// A plan of `ids` (image id n has hash(n)), with `hidden` names made local in each.
-LinkPlan planOf(std::vector<uint32_t> ids, std::vector<std::vector<std::string_view>> hidden = {}) {
+// A plan of `ids` (image id n has hash(n)), with `interposed` names made local in each.
+LinkPlan planOf(std::vector<uint32_t> ids, std::vector<std::vector<std::string_view>> interposed = {}) {
   LinkPlan plan;
   plan.images = std::move(ids);
-  plan.hidden = std::move(hidden);
-  plan.hidden.resize(plan.images.size());
+  plan.interposed = std::move(interposed);
+  plan.interposed.resize(plan.images.size());
   return plan;
 }
 ProgramKey keyOf(const LinkPlan &plan) {

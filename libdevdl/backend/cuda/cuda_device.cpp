@@ -249,7 +249,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         auto arch = parseArch(m.arch);  // LTO-IR compiles for its own and later versions, as PTX does
         return m.format == ImageFormat::LtoIr && arch && ptxRunsOn(*arch, sm_);
       });
-      if (jitLink_ && lto_ && optimizable && input.hidden.empty() && input.elsewhere.empty() && input.statics.empty()) {
+      if (jitLink_ && lto_ && optimizable && input.interposed.empty() && input.elsewhere.empty() && input.statics.empty()) {
         ltoIr = true;
         ready.push_back(in);
         continue;
@@ -257,7 +257,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       // A variable reached elsewhere, the program's or its own interposed one, or a static that
       // other programs reach here: only PTX is edited so.
       const std::string_view reached = !input.elsewhere.empty()         ? input.elsewhere.front()
-                                       : !input.hiddenElsewhere.empty() ? input.hiddenElsewhere.front()
+                                       : !input.interposedElsewhere.empty() ? input.interposedElsewhere.front()
                                                                         : std::string_view();
       const bool fromPtx = !reached.empty() || !input.statics.empty();
       // Statics stay the cubin's own where it has no PTX (a program that would reach them is refused).
@@ -287,22 +287,22 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
         in.data = *member;
       }
     }
-    if (!input.hidden.empty() || !input.elsewhere.empty() || (!input.statics.empty() && in.type == CU_JIT_INPUT_PTX)) {
+    if (!input.interposed.empty() || !input.elsewhere.empty() || (!input.statics.empty() && in.type == CU_JIT_INPUT_PTX)) {
       // Definitions another image interposes made local, and variables whose instance is another
       // program's reached through cells, in a copy (of the member picked).
       if (in.type == CU_JIT_INPUT_FATBINARY)
         return fail(ErrorCode::Unsupported,
                     input.label + ": " +
-                        (input.elsewhere.empty() && input.hiddenElsewhere.empty()
-                             ? "cannot make `" + std::string(input.hidden.front()) + "` local: the fatbin's member for " +
+                        (input.elsewhere.empty() && input.interposedElsewhere.empty()
+                             ? "cannot make `" + std::string(input.interposed.front()) + "` local: the fatbin's member for " +
                                    name_ + " is in NVIDIA's compression, which devdl does not read"
                              : "`" +
-                                   std::string(input.elsewhere.empty() ? input.hiddenElsewhere.front()
+                                   std::string(input.elsewhere.empty() ? input.interposedElsewhere.front()
                                                                        : input.elsewhere.front()) +
                                    "` cannot be reached in another program: the fatbin has no PTX for " + name_ +
                                    " that devdl reads, and only PTX is rewritten so"));
       auto edited = editedForLink(in.data, in.type == CU_JIT_INPUT_PTX ? ImageFormat::Ptx : ImageFormat::Cubin,
-                                  image.statics, input.statics, input.hidden, input.elsewhere, input.hiddenElsewhere,
+                                  image.statics, input.statics, input.interposed, input.elsewhere, input.interposedElsewhere,
                                   static_cast<size_t>(&input - inputs.data()), edits);
       if (!edited) return inImage(edited.takeError(), input.label);
       in.data = *edited;
@@ -326,7 +326,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
     llvm::StringSet<> named;  // each once: a library's thousand functions are not compared pairwise
     for (const LinkInput &input : inputs)
       for (const Symbol &symbol : input.image->symbols)
-        if (symbol.kind == SymbolKind::Function && !llvm::is_contained(input.hidden, symbol.name) &&
+        if (symbol.kind == SymbolKind::Function && !llvm::is_contained(input.interposed, symbol.name) &&
             named.insert(symbol.name).second)
           functions.push_back(symbol.name);
     table = functionTablePtx(functions);

@@ -24,7 +24,7 @@ LoadedApi<Api> load() {
 
 llvm::Expected<const Api &> api() { return loadedOnce(load); }
 
-std::string resultName(ze_result_t result) {
+std::string errorName(ze_result_t result) {
   const char *name = nullptr;
   switch (result) {
 #define DEVDL_CASE(c) \

@@ -33,6 +33,6 @@ struct Api {
 llvm::Expected<const Api &> api();
 
 /// "ZE_RESULT_ERROR_MODULE_LINK_FAILURE (0x70000005)".
-std::string resultName(ze_result_t result);
+std::string errorName(ze_result_t result);
 
 }  // namespace devdl::backend::level_zero

@@ -18,7 +18,7 @@ namespace devdl::backend::level_zero {
 namespace {
 
 llvm::Error zeFailure(std::string_view what, ze_result_t result) {
-  return fail(ErrorCode::Unsupported, std::string(what) + " failed: " + resultName(result));
+  return fail(ErrorCode::Unsupported, std::string(what) + " failed: " + errorName(result));
 }
 
 // The text of a build log, which it destroys; "" for none.
@@ -67,7 +67,7 @@ llvm::Expected<void *> Program::kernel(std::string_view name) {
           result = api_.zeKernelCreate(module, &desc, &kernel);
           if (result != ZE_RESULT_ERROR_INVALID_KERNEL_NAME) break;  // found, or another failure
         }
-        if (result != ZE_RESULT_SUCCESS) return fail(ErrorCode::NotFound, "kernel `" + text + "`: " + resultName(result));
+        if (result != ZE_RESULT_SUCCESS) return fail(ErrorCode::NotFound, "kernel `" + text + "`: " + errorName(result));
         return kernel;
       });
 }
@@ -83,7 +83,7 @@ llvm::Expected<Extent> Program::variable(std::string_view name) {
     if (result != ZE_RESULT_ERROR_INVALID_GLOBAL_NAME) break;
   }
   return fail(ErrorCode::Unsupported, "`" + text + "` is a device variable: zeModuleGetGlobalPointer on " + device_ +
-                                          " failed: " + resultName(result));
+                                          " failed: " + errorName(result));
 }
 
 llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
@@ -97,7 +97,7 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
   }
   if (result != ZE_RESULT_SUCCESS)
     return fail(ErrorCode::Unsupported, "`" + text + "` is a device variable: zeModuleGetGlobalPointer on " + device_ +
-                                            " failed: " + resultName(result));
+                                            " failed: " + errorName(result));
   if (llvm::Error err = checkInsideVariable(name, bytes, offset, size)) return err;
   ze_command_queue_desc_t queue = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, nullptr, 0, 0, 0,
                                    ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
@@ -105,14 +105,14 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
   result = api_.zeCommandListCreateImmediate(context_, deviceHandle_, &queue, &list);
   if (result != ZE_RESULT_SUCCESS)
     return fail(ErrorCode::Unsupported, "variable `" + text + "`: zeCommandListCreateImmediate on " + device_ +
-                                            " failed: " + resultName(result));
+                                            " failed: " + errorName(result));
   void *there = static_cast<char *>(pointer) + offset;
   result = api_.zeCommandListAppendMemoryCopy(list, toDevice ? there : host, toDevice ? host : there, size, nullptr, 0,
                                              nullptr);
   api_.zeCommandListDestroy(list);
   if (result != ZE_RESULT_SUCCESS)
     return fail(ErrorCode::Unsupported, "variable `" + text + "`: zeCommandListAppendMemoryCopy on " + device_ +
-                                            " failed: " + resultName(result));
+                                            " failed: " + errorName(result));
   return llvm::Error::success();
 }
 
@@ -126,7 +126,7 @@ llvm::Expected<void *> Program::function(std::string_view name) {
     if (result != ZE_RESULT_ERROR_INVALID_FUNCTION_NAME) break;
   }
   return fail(ErrorCode::Unsupported, "`" + text + "` is a device function: zeModuleGetFunctionPointer on " + device_ +
-                                          " failed: " + resultName(result));
+                                          " failed: " + errorName(result));
 }
 
 Device::Device(const Api &api, ze_driver_handle_t driver, ze_device_handle_t device, ze_context_handle_t context,
@@ -223,7 +223,7 @@ llvm::Expected<ze_module_handle_t> Device::create(const ze_module_desc_t &desc, 
   const std::string text = takeLog(api_, log);
   if (result != ZE_RESULT_SUCCESS)
     return fail(ErrorCode::Unsupported, std::string(what) + ": zeModuleCreate on " + name_ + " failed: " +
-                                            resultName(result) + (text.empty() ? "" : "\n" + text));
+                                            errorName(result) + (text.empty() ? "" : "\n" + text));
   return module;
 }
 
@@ -234,7 +234,7 @@ llvm::Error Device::dynamicLink(Program &program, std::string_view what) const {
   const std::string text = takeLog(api_, log);
   if (result != ZE_RESULT_SUCCESS)
     return fail(ErrorCode::Unsupported, "zeModuleDynamicLink on " + name_ + " of " + std::string(what) + " failed: " +
-                                            resultName(result) + (text.empty() ? "" : "\n" + text));
+                                            errorName(result) + (text.empty() ? "" : "\n" + text));
   return llvm::Error::success();
 }
 
@@ -392,7 +392,7 @@ namespace {
 // Every device each driver lists, in driver then device order.
 llvm::Expected<std::vector<std::pair<ze_driver_handle_t, ze_device_handle_t>>> listedDevices(const Api &ze) {
   if (ze_result_t result = ze.zeInit(0); result != ZE_RESULT_SUCCESS)
-    return fail(ErrorCode::NotFound, "no Level Zero driver (zeInit: " + resultName(result) + ")");
+    return fail(ErrorCode::NotFound, "no Level Zero driver (zeInit: " + errorName(result) + ")");
   uint32_t drivers = 0;
   if (ze.zeDriverGet(&drivers, nullptr) != ZE_RESULT_SUCCESS || drivers == 0)
     return fail(ErrorCode::NotFound, "no Level Zero driver");

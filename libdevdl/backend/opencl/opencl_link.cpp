@@ -34,7 +34,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   std::vector<LinkInput> inputs(given.begin(), given.end());
   for (size_t i = 0; i < inputs.size(); ++i) {
     LinkInput &input = inputs[i];
-    if (input.hidden.empty() && input.elsewhere.empty() && input.statics.empty()) continue;  // hiddenElsewhere is of hidden
+    if (input.interposed.empty() && input.elsewhere.empty() && input.statics.empty()) continue;  // interposedElsewhere is of interposed
     auto edited = editedForLink(input, i, edits);
     if (!edited) return inImage(edited.takeError(), input.label);
     DeviceImage &copy = copies.emplace_back(*input.image);
@@ -68,7 +68,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       const LinkInput input = inputs[i];  // a copy: inputs grows
       std::vector<std::string> variables;
       for (const Symbol &s : input.image->symbols)
-        if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.hidden, s.name)) variables.emplace_back(s.name);
+        if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.interposed, s.name)) variables.emplace_back(s.name);
       if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
       if (!input.image->unvalidated.empty()) {  // devdl writes no kernels against a module it cannot vouch for
         if (Debug::get().on(Debug::Statistics))
