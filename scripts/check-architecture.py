@@ -7,7 +7,7 @@ import re
 import sys
 
 # Lowest first: a folder may include its own files and those of the folders before it.
-LAYERS = ["support", "bundle", "image", "host", "resolve", "backend", "cache", "loader", "api"]
+LAYERS = ["support", "bundle", "image", "host", "resolve", "backend", "store", "cache", "loader", "api"]
 MOST_LINES = 500
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -1,4 +1,4 @@
-// A program linked in parts (resolve/partition.h) as the one binary the disk cache keeps: a line
+// A program linked in parts (backend/partition.h) as the one binary the disk cache keeps: a line
 // naming what the parts are ("devdl CUDA modules\n"), then each part's names and driver binary
 // (docs/cache-format.md). Each backend loads every part and looks each name up in the part that
 // holds it.

@@ -15,19 +15,19 @@ namespace devdl::cache {
 
 ContentHash ContentHash::specialized(ContentHash bytes, const backend::SpecConstants &values) {
   if (values.empty()) return bytes;
-  KeyBuilder builder;
+  store::KeyBuilder builder;
   builder.add(bytes.low).add(bytes.high);
   for (const auto &[spec, value] : values) builder.add(uint64_t(spec)).add(value);
-  const Key key = builder.finish();
+  const store::Key key = builder.finish();
   return {key.low, key.high};
 }
 
 ContentHash ContentHash::withInterposed(std::span<const std::string_view> interposed) const {
   if (interposed.empty()) return *this;
-  KeyBuilder builder;
+  store::KeyBuilder builder;
   builder.add(low).add(high);
   for (std::string_view name : interposed) builder.add(name);
-  const Key key = builder.finish();
+  const store::Key key = builder.finish();
   return {key.low, key.high};
 }
 
@@ -38,8 +38,8 @@ ProgramKey ProgramKey::of(const LinkPlan &plan, llvm::function_ref<ContentHash(u
   return key;
 }
 
-Key ProgramKey::storeKey(std::string_view deviceIdentity) const {
-  KeyBuilder builder;
+store::Key ProgramKey::storeKey(std::string_view deviceIdentity) const {
+  store::KeyBuilder builder;
   builder.add(deviceIdentity);
   for (const ContentHash &hash : hashes) builder.add(hash.low).add(hash.high);
   if (!elsewhere.empty()) builder.add(std::string_view("elsewhere"));
@@ -138,20 +138,20 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
     else
       llvm::consumeError(loaded.takeError());
   }
-  BinaryStore &store = store_();
-  std::optional<Key> storeKey;
-  std::unique_ptr<BuildLock> lock;  // held until the program built here is stored
+  store::BinaryStore &binaries = store_();
+  std::optional<store::Key> storeKey;
+  std::unique_ptr<store::BuildLock> lock;  // held until the program built here is stored
   bool awaited = false;              // the entry came after the miss: another process's, or remote
   bool busy = false;                 // the entry is sound, but cannot be loaded in this process now
-  if (store.enabled()) {
+  if (binaries.enabled()) {
     storeKey = key.storeKey(device.identity());
     const auto start = Clock::now();
-    std::optional<Entry> entry = store.load(*storeKey);
+    std::optional<store::Entry> entry = binaries.load(*storeKey);
     if (!entry) {
-      if (Debug::get().on(Debug::Statistics) && store.enabled())
+      if (Debug::get().on(Debug::Statistics) && binaries.enabled())
         Debug::get().print("cache: miss " + storeKey->hex() + " for " + inputs.front().label);
       // Another process may be building it: its entry, once stored, beats building it again.
-      BuildTurn turn = store.awaitTurn(*storeKey);
+      store::BuildTurn turn = binaries.awaitTurn(*storeKey);
       awaited = turn.entry.has_value();
       entry = std::move(turn.entry);
       if (!awaited) lock = std::move(turn.lock);  // else let go now: the others waiting find the entry too
@@ -163,7 +163,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
       auto loaded = withCellsSet(device.load(entry->binary()), instances);
       if (loaded) {
         const uint64_t load = nanoseconds(loading);
-        store.saved(entry->buildNanoseconds, read + load);
+        binaries.saved(entry->buildNanoseconds, read + load);
         if (Debug::get().on(Debug::Statistics))
           Debug::get().print("cache: hit " + storeKey->hex() + " for " + inputs.front().label + ": " +
                              std::to_string(entry->binary().size()) + " bytes " +
@@ -178,14 +178,14 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
       busy = hasCode(refused, ErrorCode::Busy);
       const std::string why = "refused by " + device.name() + ": " + llvm::toString(std::move(refused));
       if (busy)
-        store.unusable(*storeKey, why);
+        binaries.unusable(*storeKey, why);
       else
-        store.discard(*storeKey, why);
+        binaries.discard(*storeKey, why);
     }
   }
   // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored, or
   // kept for another device of the model.
-  const bool storing = storeKey && store.enabled() && !busy;
+  const bool storing = storeKey && binaries.enabled() && !busy;
   const bool asking = storing || keepBinary;
   // The images taken from their files' summaries are read now, for this link only.
   std::vector<backend::LinkInput> linked(inputs.begin(), inputs.end());
@@ -215,7 +215,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
   if (storing && !binary.empty()) {
     std::string description = device.name();
     for (const backend::LinkInput &input : linked) description += "\n" + input.label;
-    store.store(*storeKey, description, binary, nanoseconds(start));
+    binaries.store(*storeKey, description, binary, nanoseconds(start));
   }
   return Built{std::move(*built), {}, kept(binary)};
 }

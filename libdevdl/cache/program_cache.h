@@ -7,7 +7,7 @@
 #pragma once
 
 #include "backend/backend.h"
-#include "cache/binary_store.h"
+#include "store/binary_store.h"
 #include "resolve/link_plan.h"
 
 #include <llvm/Support/Error.h>
@@ -69,7 +69,7 @@ struct ProgramKey {
   }
   /// The binary store's key of this program linked for a device of `deviceIdentity`: its code,
   /// whichever loaded images it was linked from.
-  Key storeKey(std::string_view deviceIdentity) const;
+  store::Key storeKey(std::string_view deviceIdentity) const;
   auto operator<=>(const ProgramKey &) const = default;
 };
 
@@ -161,7 +161,7 @@ class ProgramCache {
   /// `store` is asked for on the first build (the disk cache is set up then, not before).
   /// `hostLockWait`: how long a thread that may hold the host loader's lock waits for another's
   /// build (support/waiting.h).
-  ProgramCache(BinaryStore &(*store)(), std::chrono::milliseconds hostLockWait)
+  ProgramCache(store::BinaryStore &(*store)(), std::chrono::milliseconds hostLockWait)
       : store_(store), hostLockWait_(hostLockWait) {}
   ProgramCache(const ProgramCache &) = delete;
   ProgramCache &operator=(const ProgramCache &) = delete;
@@ -234,7 +234,7 @@ class ProgramCache {
   const std::vector<std::unique_ptr<LinkedProgram>> &all() const { return programs_; }
 
  private:
-  BinaryStore &(*store_)();
+  store::BinaryStore &(*store_)();
   const std::chrono::milliseconds hostLockWait_;
   std::vector<std::unique_ptr<LinkedProgram>> programs_;
   // The builds under way in the process, by device and key; `finished_` wakes their waiters.

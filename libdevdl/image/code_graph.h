@@ -1,6 +1,6 @@
 // What an image's code refers to: each kernel, function and variable it defines, and the names
 // its code or initializer uses. A link may split a program along this graph
-// (resolve/partition.h): kernels that reach no common variable can be compiled apart.
+// (backend/partition.h): kernels that reach no common variable can be compiled apart.
 #pragma once
 
 #include "image/device_image.h"

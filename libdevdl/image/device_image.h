@@ -131,7 +131,7 @@ class DeviceImage {
   /// to a driver that judges SPIR-V itself, never to devdl's own SPIR-V processing.
   std::string_view unvalidated;
 
-  /// An image taken from its file's summary (cache/image_summary.h) rather than read has no
+  /// An image taken from its file's summary (store/image_summary.h) rather than read has no
   /// bytes: readUnread (image/read_image.h) reads them from the file when it is linked.
   struct Unread {
     std::shared_ptr<const RegularFile> file;  // kept open: the file opened, whatever is renamed over its name

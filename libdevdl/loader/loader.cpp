@@ -3,7 +3,7 @@
 // lookup.cpp, the other queries in queries.cpp.
 #include "loader/loader.h"
 
-#include "cache/remote_store.h"
+#include "store/remote_store.h"
 #include "image/registered_objects.h"
 #include "loader/files.h"
 #include "support/debug.h"
@@ -43,9 +43,9 @@ Loader &Loader::instance() {
   // loader reads its environment once.
   static Loader *loader = [] {
     const char *choice = devdlVariable("DEVDL_BACKEND");
-    auto store = []() -> cache::BinaryStore & { return cache::processStore(); };
+    auto store = []() -> store::BinaryStore & { return store::processStore(); };
     return new Loader({backend::builtinBackends(), store, choice ? choice : "", std::chrono::milliseconds(1000),
-                       &cache::DiskCache::process});
+                       &store::DiskCache::process});
   }();
   return *loader;
 }

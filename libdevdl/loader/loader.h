@@ -23,7 +23,7 @@
 #pragma once
 
 #include "backend/registry.h"
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 #include "loader/candidacies.h"
 #include "loader/handles.h"
 #include "loader/image_table.h"
@@ -58,14 +58,14 @@ class Loader {
   /// the first build), and DEVDL_BACKEND's value ("" for every backend).
   struct Options {
     std::span<const backend::BackendEntry> backends;
-    cache::BinaryStore &(*store)();
+    store::BinaryStore &(*store)();
     std::string backendChoice;
     /// How long a thread that may hold the host loader's lock waits for another's work it needs
     /// (a device opened, a program built) before it does that work itself: the other thread may
     /// wait for that lock (support/waiting.h). One shown not to hold it waits as long as it takes.
     std::chrono::milliseconds hostLockWait{1000};
-    /// The disk cache that keeps image files' summaries (cache/image_summary.h); none where null.
-    cache::DiskCache &(*summaries)() = nullptr;
+    /// The disk cache that keeps image files' summaries (store/image_summary.h); none where null.
+    store::DiskCache &(*summaries)() = nullptr;
   };
   explicit Loader(Options options);
   ~Loader();

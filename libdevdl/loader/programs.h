@@ -36,7 +36,7 @@ class Programs {
     LoaderMutex &mutex;
     std::function<void(LoaderLock &)> scanProcess;
   };
-  Programs(Parts parts, cache::BinaryStore &(*store)(), std::chrono::milliseconds hostLockWait)
+  Programs(Parts parts, store::BinaryStore &(*store)(), std::chrono::milliseconds hostLockWait)
       : parts_(std::move(parts)), images_(parts_.images), cache_(store, hostLockWait) {}
 
   Planner planner(unsigned place = 0) const { return Planner(images_, parts_.scopes, place); }

@@ -1,7 +1,7 @@
 // As ld.so loads DT_NEEDED: breadth first, each file once, however many need it.
 #include "loader/reading.h"
 
-#include "cache/image_summary.h"
+#include "store/image_summary.h"
 #include "loader/files.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -9,7 +9,7 @@
 namespace devdl {
 
 llvm::Expected<ImageFile> FileReader::readFile(const std::shared_ptr<const RegularFile> &file) const {
-  return cache::readImageFileSummarized(file, summaries_ ? &summaries_() : nullptr);
+  return store::readImageFileSummarized(file, summaries_ ? &summaries_() : nullptr);
 }
 
 std::vector<NewImage> FileReader::accept(ImageFile read, bool mayOpenDevice) const {

@@ -3,7 +3,7 @@
 // images need, breadth first, each once, found by name from the image that needs it (files.h).
 #pragma once
 
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 #include "image/read_image.h"
 #include "loader/candidacies.h"
 #include "support/regular_file.h"
@@ -49,9 +49,9 @@ struct OpenedFile {
 
 class FileReader {
  public:
-  /// `summaries`: the disk cache that keeps image files' summaries (cache/image_summary.h); none
+  /// `summaries`: the disk cache that keeps image files' summaries (store/image_summary.h); none
   /// where null.
-  FileReader(Candidacies &candidacies, cache::DiskCache &(*summaries)())
+  FileReader(Candidacies &candidacies, store::DiskCache &(*summaries)())
       : candidacies_(candidacies), summaries_(summaries) {}
 
   /// The images of a file: from its summary where the disk cache has one, else read (and
@@ -71,7 +71,7 @@ class FileReader {
 
  private:
   Candidacies &candidacies_;
-  cache::DiskCache &(*const summaries_)();
+  store::DiskCache &(*const summaries_)();
 };
 
 }  // namespace devdl

@@ -7,7 +7,7 @@
 // bound (the lock held by someone that long) does it stop waiting, and do the work itself.
 //
 // Across processes no lock of the waiter's is needed by the worker: a process waits for another's
-// build while that one lives (cache/disk_cache.h).
+// build while that one lives (store/disk_cache.h).
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // The seed's library (LibDeviceFunc) among 512 other functions: a SPIR-V library of 94 KiB, over
-// the size from which the disk cache keeps a file's summary (cache/image_summary.h).
+// the size from which the disk cache keeps a file's summary (store/image_summary.h).
 int LibDeviceFunc(int x) { return 2 * x; }
 
 #define LIB_LARGE(n) int LibLarge##n(int x) { return x * 3 + 1##n; }

@@ -3,8 +3,8 @@
 // application does and prints what it computed. What devdl did is read from the statistics
 // line DEVDL_DEBUG=statistics prints at exit.
 #include "backend/opencl/opencl_device.h"
-#include "cache/disk_cache.h"
-#include "cache/image_summary.h"
+#include "store/disk_cache.h"
+#include "store/image_summary.h"
 #include "test_support.h"
 
 #include <dirent.h>
@@ -100,14 +100,14 @@ class DiskCacheE2E : public ::testing::Test {
   Load value(const char *definer) {
     return parse(test::run(probeCommand(1, "ValueKernel", {definer, "value_user.spv"})));
   }
-  std::vector<cache::EntryFile> entries() const { return llvm::cantFail(cache::DiskCache(dir_, ~uint64_t(0)).list()); }
+  std::vector<store::EntryFile> entries() const { return llvm::cantFail(store::DiskCache(dir_, ~uint64_t(0)).list()); }
 
   // lib_large.spv (94 KiB, with the seed's library function) copied where the test may change it,
   // once it last changed long enough ago to be summarized.
   std::string largeLibrary() const {
     const std::string path = scratch_ + "/lib_large.spv";
     test::writeFile(path, test::readFile(image("lib_large.spv")));
-    std::this_thread::sleep_for(std::chrono::seconds(cache::kSettledSeconds) + std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::seconds(store::kSettledSeconds) + std::chrono::milliseconds(50));
     return path;
   }
   // The seed's program with `library` in place of lib.spv; `options` first (--spec, --flip-after-open...).
@@ -142,14 +142,14 @@ TEST_F(DiskCacheE2E, OneProcessStoresTheNextLoads) {
   EXPECT_EQ(files[0].problem, "");
   EXPECT_NE(files[0].description.find("app.spv: image 0 (spirv)"), std::string::npos) << files[0].description;
   // The statistics count the entry's bytes both ways, and the build the hit did not do.
-  EXPECT_EQ(cold.wrote, cache::bytesText(files[0].size));
+  EXPECT_EQ(cold.wrote, store::bytesText(files[0].size));
   EXPECT_EQ(cold.read, "0 B");
-  EXPECT_EQ(warm.read, cache::bytesText(files[0].size));
+  EXPECT_EQ(warm.read, store::bytesText(files[0].size));
   EXPECT_EQ(warm.wrote, "0 B");
   EXPECT_EQ(cold.savedMs, 0);
   // And the build the hit did not do: the entry keeps its time; what the hit saved of it, less
   // its own load, depends on how busy the machine is (it was 0 once, under load).
-  auto entry = cache::DiskCache(dir_, ~uint64_t(0)).load(files[0].key);
+  auto entry = store::DiskCache(dir_, ~uint64_t(0)).load(files[0].key);
   ASSERT_TRUE(entry.has_value());
   EXPECT_GT(entry->buildNanoseconds, 0u);
   EXPECT_GE(warm.savedMs, 0) << "reported: " << warm.result.err;
@@ -249,7 +249,7 @@ TEST_F(DiskCacheE2E, EightProcessesOfFiftyLoadsShareOneCache) {
 TEST_F(DiskCacheE2E, ProcessesKilledWhileBuildingLeaveEntriesThatVerify) {
   std::mt19937 random(7);
   for (int round = 0; round < 6; ++round) {
-    llvm::cantFail(cache::DiskCache(dir_, ~uint64_t(0)).clear());
+    llvm::cantFail(store::DiskCache(dir_, ~uint64_t(0)).clear());
     Child child(probeCommand(1, "AppKernel", {"lib.spv", "app.spv"}));
     // A cold load takes about half a second here: the kill lands anywhere in it.
     std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 900));
@@ -333,13 +333,13 @@ TEST_F(DiskCacheE2E, ALibraryOfManyKernelsIsStoredWithoutCompilingThemAll) {
             std::string::npos)
       << first.result.err;
   // Against the 13 MB of PoCL's binary of every kernel.
-  for (const cache::EntryFile &entry : entries()) {
+  for (const store::EntryFile &entry : entries()) {
     if (entry.description.starts_with("image summary of ")) continue;
     EXPECT_LT(entry.size, 2u << 20) << entry.description;
   }
 }
 
-// Image files' summaries (cache/image_summary.h): a process that opens a large file again,
+// Image files' summaries (store/image_summary.h): a process that opens a large file again,
 // unchanged, takes its images from the summary, and reads the file only to link it.
 TEST_F(DiskCacheE2E, ALargeFileIsKnownByItsSummaryAndReadOnlyToBeLinked) {
   const std::string library = largeLibrary();
@@ -362,7 +362,7 @@ TEST_F(DiskCacheE2E, ALargeFileIsKnownByItsSummaryAndReadOnlyToBeLinked) {
   const auto files = entries();
   ASSERT_EQ(files.size(), 3u);
   EXPECT_EQ(std::count_if(files.begin(), files.end(),
-                          [&](const cache::EntryFile &f) {
+                          [&](const store::EntryFile &f) {
                             return f.problem.empty() && f.description == "image summary of " + library;
                           }),
             1);
@@ -386,11 +386,11 @@ TEST_F(DiskCacheE2E, ADamagedSummaryIsDeletedAndTheFileRead) {
   const std::string library = largeLibrary();
   ASSERT_EQ(summaries(seedWith(library)), std::make_tuple(0, 1, 1));
   std::string path;
-  for (const cache::EntryFile &file : entries())
+  for (const store::EntryFile &file : entries())
     if (file.description == "image summary of " + library) path = file.path;
   ASSERT_FALSE(path.empty());
   std::string bytes = test::readFile(path);
-  bytes[cache::Entry::kHeaderSize + 20] ^= 0x01;  // in the first image's hash
+  bytes[store::Entry::kHeaderSize + 20] ^= 0x01;  // in the first image's hash
   test::writeFile(path, bytes);
   chmod(path.c_str(), 0600);
   const Load damaged = seedWith(library);
@@ -482,7 +482,7 @@ TEST_F(DiskCacheE2E, DefaultDirectoryIsUnderXdgCacheHome) {
   struct stat st{};
   ASSERT_EQ(stat((xdg + "/devdl").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ(llvm::cantFail(cache::DiskCache(xdg + "/devdl", ~uint64_t(0)).list()).size(), 1u);
+  EXPECT_EQ(llvm::cantFail(store::DiskCache(xdg + "/devdl", ~uint64_t(0)).list()).size(), 1u);
 }
 
 }  // namespace

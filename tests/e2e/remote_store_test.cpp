@@ -1,6 +1,6 @@
 // The remote store (DEVDL_CACHE_REMOTE) on its own, against a real redis-server: entries round-trip,
 // bad or foreign values are refused, a server gone only means misses, TLS takes only a trusted server.
-#include "cache/remote_store.h"
+#include "store/remote_store.h"
 #include "e2e/remote_cache_fixture.h"
 #include "test_support.h"
 
@@ -13,11 +13,11 @@
 namespace devdl {
 namespace {
 
-using cache::Key;
-using cache::KeyBuilder;
-using cache::RedisAddress;
-using cache::RemoteStore;
-using cache::TagKey;
+using store::Key;
+using store::KeyBuilder;
+using store::RedisAddress;
+using store::RemoteStore;
+using store::TagKey;
 using test::Certificates;
 using test::getRaw;
 using test::makeCertificates;
@@ -37,17 +37,17 @@ std::string tagged(const std::string &value, const std::string &name, const TagK
   return value + key.tag(name, value);
 }
 
-RedisAddress addressOf(const RedisServer &server) { return llvm::cantFail(cache::parseRedisUrl(server.url())); }
+RedisAddress addressOf(const RedisServer &server) { return llvm::cantFail(store::parseRedisUrl(server.url())); }
 
 std::string entryBytes(const Key &key, std::string_view binary) {
-  return cache::entryHeader(key, "a description", binary, 7) + std::string(binary) + "a description";
+  return store::entryHeader(key, "a description", binary, 7) + std::string(binary) + "a description";
 }
 
 #define REQUIRE_SERVER(server) \
   if (!(server).why().empty()) GTEST_SKIP() << (server).why()
 
 TEST(RedisUrl, PartsAndMistakes) {
-  auto parsed = [](std::string_view url) { return llvm::cantFail(cache::parseRedisUrl(url)); };
+  auto parsed = [](std::string_view url) { return llvm::cantFail(store::parseRedisUrl(url)); };
   EXPECT_EQ(parsed("redis://cache.example").host, "cache.example");
   EXPECT_EQ(parsed("redis://cache.example").port, 6379);
   const RedisAddress full = parsed("redis://builder:s3cret@10.1.2.3:7000/4");
@@ -71,7 +71,7 @@ TEST(RedisUrl, PartsAndMistakes) {
   for (const char *bad : {"http://host", "redis://", "rediss://", "redisss://host", "rediss:/host", "redis://:6379", "redis://host:0", "redis://host:65536",
                           "redis://host:port", "redis://host:", "redis://host/db", "redis://user@host",
                           "redis://host?timeout=1", "redis://[::1", "redis://[::1]x", "redis://:@host"}) {
-    auto address = cache::parseRedisUrl(bad);
+    auto address = store::parseRedisUrl(bad);
     ASSERT_FALSE(address) << bad;
     const std::string message = llvm::toString(address.takeError());
     EXPECT_NE(message.find(std::string("DEVDL_CACHE_REMOTE=") + bad), std::string::npos) << message;
@@ -92,7 +92,7 @@ TEST(RemoteStore, StoredEntriesLoadBackAsStored) {
   EXPECT_NE(entry->source.find(server.url()), std::string_view::npos) << entry->source;
   // The value is the disk cache's entry, byte for byte, and its tag.
   EXPECT_EQ(getRaw(server, nameOf(keyOf("program"))),
-            tagged(cache::entryHeader(keyOf("program"), "what it is", "the binary", 42) + "the binary" + "what it is",
+            tagged(store::entryHeader(keyOf("program"), "what it is", "the binary", 42) + "the binary" + "what it is",
                    nameOf(keyOf("program"))));
   EXPECT_EQ(store.statistics().hits, 1u);
   EXPECT_EQ(store.statistics().misses, 1u);
@@ -129,7 +129,7 @@ TEST(RemoteStore, ValuesNotTaggedUnderTheClustersKeyForTheirNameAreRefused) {
   const Key key = keyOf("program"), other = keyOf("another program");
   const std::string name = nameOf(key), good = entryBytes(key, "the binary");
   const std::string retagged = tagged(good, name, TagKey("another secret"));
-  const std::string cut = tagged(good, name).substr(0, good.size() + cache::kTagSize - 1);
+  const std::string cut = tagged(good, name).substr(0, good.size() + store::kTagSize - 1);
   // Another program's entry and tag, replayed under this program's name.
   const std::string replayed = tagged(entryBytes(other, "the binary"), nameOf(other));
   for (const std::string &value : {good, retagged, cut, replayed, std::string("short")}) {
@@ -185,18 +185,18 @@ TEST(RemoteStore, NoServerOnTheAddressMeansMisses) {
 TEST(RemoteStore, PasswordAndDatabase) {
   RedisServer server({"--requirepass", "s3cret"});
   REQUIRE_SERVER(server);
-  RemoteStore wrong(llvm::cantFail(cache::parseRedisUrl("redis://:wrong@127.0.0.1:" + std::to_string(server.port()))),
+  RemoteStore wrong(llvm::cantFail(store::parseRedisUrl("redis://:wrong@127.0.0.1:" + std::to_string(server.port()))),
                     clusterKey());
   EXPECT_FALSE(wrong.load(keyOf("program")));
   EXPECT_FALSE(wrong.usable());
   RemoteStore right(
-      llvm::cantFail(cache::parseRedisUrl("redis://default:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/3")),
+      llvm::cantFail(store::parseRedisUrl("redis://default:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/3")),
       clusterKey());
   right.store(keyOf("program"), "", "the binary", 1);
   ASSERT_TRUE(right.load(keyOf("program")));
   EXPECT_TRUE(right.usable());
   RemoteStore database0(
-      llvm::cantFail(cache::parseRedisUrl("redis://:s3cret@127.0.0.1:" + std::to_string(server.port()))), clusterKey());
+      llvm::cantFail(store::parseRedisUrl("redis://:s3cret@127.0.0.1:" + std::to_string(server.port()))), clusterKey());
   EXPECT_FALSE(database0.load(keyOf("program"))) << "stored in database 3";
   EXPECT_TRUE(database0.usable());
 }

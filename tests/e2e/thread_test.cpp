@@ -1,8 +1,8 @@
 // Every entry point from many threads at once (run under ThreadSanitizer by
 // `scripts/test.sh --tsan`): opens, symbol lookups, closes and errors interleave; each thread
 // sees its own errors, and its own kernel object of the same program (OpenCL's hold arguments).
-#include "cache/disk_cache.h"
-#include "cache/image_summary.h"
+#include "store/disk_cache.h"
+#include "store/image_summary.h"
 #include "devdl.h"
 #include "e2e/dlopen_fixture.h"  // loadedImageFiles
 #include "e2e/opencl_run.h"
@@ -100,13 +100,13 @@ TEST(Threads, LoadsThroughTheDiskCacheAtOnce) {
   // The process's disk cache is set up from the environment at its first link: the threads
   // run in a new process of this program, given a cache of its own (and, under ThreadSanitizer,
   // checked there too: a race fails it). The seed's library is the large one, which the threads
-  // open by its summary once one stored it, and read to link (cache/image_summary.h).
+  // open by its summary once one stored it, and read to link (store/image_summary.h).
   const std::string libPath = image("lib_large.spv");
   if (!std::getenv("DEVDL_TEST_THREADS_CHILD")) {
     // Summarized only once it last changed long enough ago (just built, it may not have).
     struct stat st {};
     ASSERT_EQ(stat(libPath.c_str(), &st), 0);
-    const auto settled = std::chrono::system_clock::from_time_t(st.st_ctim.tv_sec + cache::kSettledSeconds + 1);
+    const auto settled = std::chrono::system_clock::from_time_t(st.st_ctim.tv_sec + store::kSettledSeconds + 1);
     std::this_thread::sleep_until(settled);
     const std::string dir = scratchDir() + "/cache";
     setenv("DEVDL_TEST_THREADS_CHILD", "1", 1);
@@ -121,7 +121,7 @@ TEST(Threads, LoadsThroughTheDiskCacheAtOnce) {
     ASSERT_EQ(child.status, 0) << child.out << child.err;
     if (child.out.find("[  SKIPPED ]") != std::string::npos) GTEST_SKIP() << child.out;
     EXPECT_NE(child.out.find("[  PASSED  ] 1 test"), std::string::npos) << child.out;
-    const auto entries = llvm::cantFail(cache::DiskCache(dir, ~uint64_t(0)).list());
+    const auto entries = llvm::cantFail(store::DiskCache(dir, ~uint64_t(0)).list());
     EXPECT_EQ(entries.size(), 3u) << "one entry for each program, and the large library's summary";
     EXPECT_EQ(std::count_if(entries.begin(), entries.end(),
                             [&](const auto &entry) { return entry.description == "image summary of " + libPath; }),

@@ -12,8 +12,8 @@
 #include "backend/spirv/place_variables.h"
 #include "backend/spirv/translation.h"
 #include "bundle/host_elf.h"
-#include "cache/disk_cache.h"
-#include "cache/image_summary.h"
+#include "store/disk_cache.h"
+#include "store/image_summary.h"
 #include "image/aspects.h"
 #include "image/code_graph.h"
 #include "image/instance_cells.h"
@@ -43,7 +43,7 @@ enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, 
 // A disk cache entry as a file under the key "fuzz" (tests/data/fuzz-seeds has a valid
 // one to start from), then looked up and listed as devdl and devdl-cache do.
 void readCacheEntry(devdl::Bytes bytes) {
-  using namespace devdl::cache;
+  using namespace devdl::store;
   static const std::string dir = [] {
     char name[] = "/tmp/devdl-fuzz-cache-XXXXXX";
     return std::string(mkdtemp(name));
@@ -62,7 +62,7 @@ void readCacheEntry(devdl::Bytes bytes) {
   llvm::consumeError(devdl::backend::cuda::unpackModules(devdl::asText(bytes)).takeError());
 }
 
-// The bytes as an image file's summary (cache/image_summary.h) come out of a disk cache entry
+// The bytes as an image file's summary (store/image_summary.h) come out of a disk cache entry
 // (tests/data/fuzz-seeds has one), of a file that holds these very bytes: each image it gives
 // then read from the file, as when it is linked.
 llvm::Error readSummary(devdl::Bytes bytes) {
@@ -77,10 +77,10 @@ llvm::Error readSummary(devdl::Bytes bytes) {
   close(fd);
   auto file = RegularFile::open(path);
   if (!file) std::abort();
-  cache::Entry entry;
-  entry.file = llvm::MemoryBuffer::getMemBufferCopy(std::string(cache::Entry::kHeaderSize, '\0') + std::string(asText(bytes)));
+  store::Entry entry;
+  entry.file = llvm::MemoryBuffer::getMemBufferCopy(std::string(store::Entry::kHeaderSize, '\0') + std::string(asText(bytes)));
   entry.binarySize = bytes.size();
-  auto images = cache::imagesOfSummary(std::move(entry), std::make_shared<const RegularFile>(std::move(*file)));
+  auto images = store::imagesOfSummary(std::move(entry), std::make_shared<const RegularFile>(std::move(*file)));
   if (!images) return images.takeError();
   for (const DeviceImage &image : images->images) llvm::consumeError(readUnread(image).takeError());
   return llvm::Error::success();

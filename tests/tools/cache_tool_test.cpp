@@ -1,5 +1,5 @@
 // devdl-cache: list, verify and clear a cache filled through the library's own DiskCache.
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 #include "test_support.h"
 
 #include <sys/stat.h>
@@ -13,11 +13,11 @@ class CacheTool : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = test::scratchDir() + "/cache";
-    cache::DiskCache cache(dir_, ~uint64_t(0));
-    cache.store(cache::KeyBuilder().add("good").finish(), "Some Device\nlib.spv: image 0 (spirv)\napp.spv: image 0 (spirv)",
+    store::DiskCache cache(dir_, ~uint64_t(0));
+    cache.store(store::KeyBuilder().add("good").finish(), "Some Device\nlib.spv: image 0 (spirv)\napp.spv: image 0 (spirv)",
                 "binary", 1);
-    cache.store(cache::KeyBuilder().add("bad").finish(), "Some Device\nother.spv: image 0 (spirv)", "binary", 1);
-    bad_ = dir_ + "/" + cache::KeyBuilder().add("bad").finish().hex() + ".devdl-cache";
+    cache.store(store::KeyBuilder().add("bad").finish(), "Some Device\nother.spv: image 0 (spirv)", "binary", 1);
+    bad_ = dir_ + "/" + store::KeyBuilder().add("bad").finish().hex() + ".devdl-cache";
     std::string bytes = test::readFile(bad_);
     bytes.back() ^= 1;
     test::writeFile(bad_, bytes);
@@ -51,7 +51,7 @@ TEST_F(CacheTool, ClearDeletesEverythingInTheDirectoryTheEnvironmentNames) {
   unsetenv("DEVDL_CACHE_DIR");
   ASSERT_EQ(cleared.status, 0) << cleared.err;
   EXPECT_EQ(cleared.out, dir_ + ": deleted 2 files\n");
-  EXPECT_TRUE(llvm::cantFail(cache::DiskCache(dir_, ~uint64_t(0)).list()).empty());
+  EXPECT_TRUE(llvm::cantFail(store::DiskCache(dir_, ~uint64_t(0)).list()).empty());
 }
 
 TEST_F(CacheTool, ADirectoryItCannotReadIsAnError) {

@@ -12,7 +12,7 @@
 #include <ctime>
 #include <string>
 
-namespace devdl::cache {
+namespace devdl::store {
 namespace {
 
 using namespace fixture;
@@ -147,4 +147,4 @@ TEST(DiskCache, AStoreSweepsOnlyWhereTheTallySays) {
 }
 
 }  // namespace
-}  // namespace devdl::cache
+}  // namespace devdl::store

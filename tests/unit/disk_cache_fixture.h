@@ -2,7 +2,7 @@
 // text, the names and paths entries take, and what a directory holds.
 #pragma once
 
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-// A namespace of its own: the cache's files (cache/cache_files.h) have an entryName too.
-namespace devdl::cache::fixture {
+// A namespace of its own: the cache's files (store/cache_files.h) have an entryName too.
+namespace devdl::store::fixture {
 
 inline constexpr uint64_t kUnbounded = uint64_t(1) << 40;
 
@@ -36,4 +36,4 @@ inline std::vector<std::string> filesIn(const std::string &dir, std::string_view
   return names;
 }
 
-}  // namespace devdl::cache::fixture
+}  // namespace devdl::store::fixture

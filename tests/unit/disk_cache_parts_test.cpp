@@ -1,10 +1,10 @@
 // Parts of the disk cache on their own, without a directory: the names that say which files are
-// the cache's (cache/cache_files.h), the trust of entry files and of the directory
-// (cache/cache_directory.h), and the order of eviction (cache/eviction.h). The cache as a whole
+// the cache's (store/cache_files.h), the trust of entry files and of the directory
+// (store/cache_directory.h), and the order of eviction (store/eviction.h). The cache as a whole
 // is tested in disk_cache_test.cpp.
-#include "cache/cache_directory.h"
-#include "cache/cache_files.h"
-#include "cache/eviction.h"
+#include "store/cache_directory.h"
+#include "store/cache_files.h"
+#include "store/eviction.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace devdl::cache {
+namespace devdl::store {
 namespace {
 
 Key keyOf(std::string_view what) { return KeyBuilder().add(what).finish(); }
@@ -124,4 +124,4 @@ TEST(DiskCacheEviction, AnEntryThatCannotBeDeletedIsNotCountedAndTheNextGoes) {
 }
 
 }  // namespace
-}  // namespace devdl::cache
+}  // namespace devdl::store

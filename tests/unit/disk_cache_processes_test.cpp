@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-namespace devdl::cache {
+namespace devdl::store {
 namespace {
 
 using namespace fixture;
@@ -325,4 +325,4 @@ TEST(DiskCacheBuildLock, LockFilesNoProcessHoldsAreRemoved) {
 }
 
 }  // namespace
-}  // namespace devdl::cache
+}  // namespace devdl::store

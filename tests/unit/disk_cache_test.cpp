@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace devdl::cache {
+namespace devdl::store {
 namespace {
 
 using namespace fixture;
@@ -215,4 +215,4 @@ TEST_F(DiskCacheEnvironment, BuildWaitInSeconds) {
 }
 
 }  // namespace
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace devdl::cache {
+namespace devdl::store {
 namespace {
 
 using namespace fixture;
@@ -186,4 +186,4 @@ TEST(DiskCache, ADescriptorThatIsNoLongerTheCachesIsLetGo) {
 }
 
 }  // namespace
-}  // namespace devdl::cache
+}  // namespace devdl::store

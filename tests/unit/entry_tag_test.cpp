@@ -1,6 +1,6 @@
-// The remote store's tags (cache/entry_tag.h): HMAC-SHA256 as RFC 4231 gives its results, a tag
+// The remote store's tags (store/entry_tag.h): HMAC-SHA256 as RFC 4231 gives its results, a tag
 // bound to the secret, the value's name and its bytes, and key files refused as ssh refuses keys.
-#include "cache/entry_tag.h"
+#include "store/entry_tag.h"
 #include "test_support.h"
 
 #include <gtest/gtest.h>
@@ -14,27 +14,27 @@
 namespace devdl {
 namespace {
 
-using cache::TagKey;
+using store::TagKey;
 
-std::string hex(const std::array<uint8_t, cache::kTagSize> &bytes) {
+std::string hex(const std::array<uint8_t, store::kTagSize> &bytes) {
   return llvm::toHex(llvm::ArrayRef<uint8_t>(bytes.data(), bytes.size()), /*LowerCase=*/true);
 }
 
 TEST(EntryTag, HmacSha256IsRfc4231s) {
   // RFC 4231, test cases 1 and 2.
-  EXPECT_EQ(hex(cache::hmacSha256(std::string(20, '\x0b'), "Hi There")),
+  EXPECT_EQ(hex(store::hmacSha256(std::string(20, '\x0b'), "Hi There")),
             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
-  EXPECT_EQ(hex(cache::hmacSha256("Jefe", "what do ya want for nothing?")),
+  EXPECT_EQ(hex(store::hmacSha256("Jefe", "what do ya want for nothing?")),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   // Test case 6: a key longer than SHA-256's block is hashed first.
-  EXPECT_EQ(hex(cache::hmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+  EXPECT_EQ(hex(store::hmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
 TEST(EntryTag, ATagIsOfTheSecretTheNameAndTheBytes) {
   const TagKey key("the cluster's secret"), other("another secret");
   const std::string tag = key.tag("devdl:0123", "the entry");
-  EXPECT_EQ(tag.size(), cache::kTagSize);
+  EXPECT_EQ(tag.size(), store::kTagSize);
   EXPECT_TRUE(key.verifies("devdl:0123", "the entry", tag));
   EXPECT_FALSE(other.verifies("devdl:0123", "the entry", tag)) << "another key";
   EXPECT_FALSE(key.verifies("devdl:4567", "the entry", tag)) << "another name: a value moved";

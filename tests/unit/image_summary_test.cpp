@@ -1,8 +1,8 @@
 // Image files' summaries on their own: the key follows the file's status, a summary gives back
 // what reading the file gives but its bytes, and reading those later finds them or says the file
 // changed. Their use by the loader, with real programs, is in tests/e2e/disk_cache_test.cpp.
-#include "cache/disk_cache.h"
-#include "cache/image_summary.h"
+#include "store/disk_cache.h"
+#include "store/image_summary.h"
 #include "test_support.h"
 
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <set>
 #include <tuple>
 
-namespace devdl::cache {
+namespace devdl::store {
 namespace {
 
 struct timespec at(time_t seconds) { return {seconds, 0}; }
@@ -232,4 +232,4 @@ TEST(ImageSummary, WhatIsNotASummaryIsRefused) {
 }
 
 }  // namespace
-}  // namespace devdl::cache
+}  // namespace devdl::store

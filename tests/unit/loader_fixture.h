@@ -2,7 +2,7 @@
 // store, with its calls turned into test failures where they fail.
 #pragma once
 
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 #include "loader/loader.h"
 #include "test_support.h"
 #include "unit/fake_backend.h"
@@ -52,8 +52,8 @@ class LoaderFixture : public ::testing::Test {
     fake::links().clear();
   }
 
-  static cache::BinaryStore &noStore() {
-    static cache::DiskCache none("", 0);
+  static store::BinaryStore &noStore() {
+    static store::DiskCache none("", 0);
     return none;
   }
 

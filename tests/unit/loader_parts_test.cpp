@@ -48,8 +48,8 @@ class LoaderParts : public ::testing::Test {
     return added && added->settled() ? **added : nullptr;
   }
   bool loaded(uint32_t id) const { return images_.contains(id) && images_[id].loaded; }
-  static cache::BinaryStore &noStore() {
-    static cache::DiskCache none("", 0);
+  static store::BinaryStore &noStore() {
+    static store::DiskCache none("", 0);
     return none;
   }
   static size_t links() {

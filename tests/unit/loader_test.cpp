@@ -166,8 +166,8 @@ TEST_F(LoaderLinks, InterpositionIsBySymbol) {
 TEST(LoaderBackends, AFamilyGoesToTheFirstBackendThatTakesItAndHasADevice) {
   // Two rows take SPIR-V; the first has no device: the second links, found by capability. With
   // DEVDL_BACKEND naming the first, SPIR-V has no device, and the reason is the first's.
-  auto noStore = []() -> cache::BinaryStore & {
-    static cache::DiskCache none("", 0);
+  auto noStore = []() -> store::BinaryStore & {
+    static store::DiskCache none("", 0);
     return none;
   };
   {

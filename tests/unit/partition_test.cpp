@@ -1,8 +1,8 @@
 // What a PTX module's code refers to (image/code_graph.h), and the parts a program's kernels can
-// be linked in (resolve/partition.h): kernels apart where nothing they reach is shared, together
+// be linked in (backend/partition.h): kernels apart where nothing they reach is shared, together
 // where a variable, a function whose address is taken or a linker's rule joins them.
 #include "image/code_graph.h"
-#include "resolve/partition.h"
+#include "backend/partition.h"
 #include "test_support.h"
 
 #include <gtest/gtest.h>

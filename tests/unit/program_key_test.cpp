@@ -60,7 +60,7 @@ TEST(ProgramKey, TheStoresKeyNamesTheDevice) {
   EXPECT_NE(key.storeKey("pocl cpu").hex(), keyOf(planOf({1, 3})).storeKey("pocl cpu").hex());
 }
 
-cache::BinaryStore &noStore() {
+store::BinaryStore &noStore() {
   ADD_FAILURE() << "nothing is built here";
   std::abort();
 }

@@ -1,4 +1,4 @@
-// A program linked with LTO as several modules, one per part of its kernels (resolve/partition.h),
+// A program linked with LTO as several modules, one per part of its kernels (backend/partition.h),
 // each linked by nvJitLink on a thread of its own: the code of a large library compiles on every
 // core, where one nvJitLink link runs most of it on one (its own split compilation and ptxas's
 // gave 3.4x on 16 cores, the parts 8x: bench/README.md). Each part's link takes every input and
@@ -9,7 +9,7 @@
 
 #include "backend/cuda/nvjitlink.h"
 #include "backend/packed_parts.h"
-#include "resolve/partition.h"
+#include "backend/partition.h"
 
 #include <llvm/Support/Error.h>
 

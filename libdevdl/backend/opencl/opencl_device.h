@@ -7,7 +7,7 @@
 #include "backend/kernel_table.h"
 #include "backend/opencl/host_variables.h"
 #include "backend/opencl/opencl_api.h"
-#include "resolve/partition.h"
+#include "backend/partition.h"
 
 #include <llvm/ADT/StringMap.h>
 
@@ -84,7 +84,7 @@ class Program final : public backend::Program {
   std::unique_ptr<HostVariables> variables_;  // unmapped after the program is released
 };
 
-/// A program linked in parts (resolve/partition.h), each built as a program of its own in a helper
+/// A program linked in parts (backend/partition.h), each built as a program of its own in a helper
 /// process of its own (Device::linkParts): each kernel and variable is the one of the part that
 /// holds it, which is the one its kernels use. A name no part holds is asked of the first part.
 class ProgramOfParts final : public backend::Program {

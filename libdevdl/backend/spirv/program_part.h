@@ -1,11 +1,11 @@
-// A SPIR-V image cut down to one part of a program's kernels (resolve/partition.h), for a driver
+// A SPIR-V image cut down to one part of a program's kernels (backend/partition.h), for a driver
 // that compiles and links each part as a program of its own, in a process of its own: the entry
 // points of other parts' kernels go, the definitions other parts export (their kernels' bodies,
 // their variables) become the image's own, and SPIRV-Tools drops what nothing left reaches, so
 // that the driver compiles only this part's code and the part holds only its own variables.
 #pragma once
 
-#include "resolve/partition.h"
+#include "backend/partition.h"
 
 #include <llvm/ADT/StringSet.h>
 #include <llvm/Support/Error.h>

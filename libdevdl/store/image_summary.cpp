@@ -1,7 +1,7 @@
-#include "cache/image_summary.h"
+#include "store/image_summary.h"
 
 #include "backend/backend.h"
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 #include "support/debug.h"
 #include "support/error.h"
 #include "support/version.h"
@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -141,4 +141,4 @@ llvm::Expected<ImageFile> readImageFileSummarized(const std::shared_ptr<const Re
   return read;
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

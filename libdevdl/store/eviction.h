@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 /// An entry's file as a sweep finds it.
 struct SweptEntry {
@@ -25,4 +25,4 @@ struct SweptEntry {
 uint64_t evictLeastRecentlyUsed(std::vector<SweptEntry> entries, uint64_t total, uint64_t bound,
                                 llvm::function_ref<bool(const SweptEntry &)> evict);
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -1,8 +1,8 @@
 // One build per key across processes: after a miss, a process takes the key's lock file
 // (.lock-<key>, flock) in the directory, or waits while another process holds it and then loads
 // the entry that process stored. docs/cache-format.md ("One build per key").
-#include "cache/cache_files.h"
-#include "cache/disk_cache.h"
+#include "store/cache_files.h"
+#include "store/disk_cache.h"
 
 #include <llvm/Support/FormatVariadic.h>
 
@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <thread>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -116,4 +116,4 @@ BuildTurn DiskCache::awaitTurn(const Key &key) {
   }
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -1,8 +1,8 @@
 // The files of a cache directory: their names, reading an entry's file, and operations on small
 // files that the parts of the disk cache share.
-#include "cache/cache_files.h"
+#include "store/cache_files.h"
 
-#include "cache/cache_directory.h"
+#include "store/cache_directory.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -98,4 +98,4 @@ std::string readEntry(int fd, const struct stat &st, uid_t user, const Key &expe
   return verifyEntry(std::move(*buffer), expected, out);
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

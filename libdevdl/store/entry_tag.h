@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 inline constexpr size_t kTagSize = 32;
 
@@ -35,4 +35,4 @@ class TagKey {
   std::string secret_;
 };
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -10,7 +10,7 @@
 // summary.
 #pragma once
 
-#include "cache/binary_store.h"
+#include "store/binary_store.h"
 #include "image/read_image.h"
 
 #include <llvm/Support/Error.h>
@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 /// Files smaller than this are read whole: a summary costs as much to read.
 inline constexpr uint64_t kSummaryFrom = 64 * 1024;
@@ -50,4 +50,4 @@ class DiskCache;
 /// and the file read as if it had none.
 llvm::Expected<ImageFile> readImageFileSummarized(const std::shared_ptr<const RegularFile> &file, DiskCache *cache);
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -1,4 +1,4 @@
-#include "cache/entry_tag.h"
+#include "store/entry_tag.h"
 
 #include "support/error.h"
 
@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -90,4 +90,4 @@ bool TagKey::verifies(std::string_view name, std::string_view bytes, std::string
   return difference == 0;
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -2,7 +2,7 @@
 // each machine's disk cache (DEVDL_CACHE_REMOTE), as ccache keeps its remote storage. A local
 // miss asks it, a remote hit is written to the disk cache, a build goes to both. Its values are
 // the disk cache's entries, byte for byte (docs/cache-format.md), followed by a tag made with the
-// cluster's shared secret (DEVDL_CACHE_KEY_FILE, cache/entry_tag.h): whoever else can write to
+// cluster's shared secret (DEVDL_CACHE_KEY_FILE, store/entry_tag.h): whoever else can write to
 // the server cannot hand a node a program. A value is checked as an entry once its tag verifies.
 //
 // Nothing here may fail a load: a server that is down, slow (every call has a timeout) or sends
@@ -10,9 +10,9 @@
 // DEVDL_DEBUG=statistics. After a failed call the store is not asked again by this process.
 #pragma once
 
-#include "cache/binary_store.h"
-#include "cache/disk_cache.h"
-#include "cache/entry_tag.h"
+#include "store/binary_store.h"
+#include "store/disk_cache.h"
+#include "store/entry_tag.h"
 
 #include <llvm/Support/Error.h>
 
@@ -23,10 +23,10 @@
 #include <string>
 #include <string_view>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 /// Where the store is: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], or rediss:// for TLS
-/// (cache/redis_tls.h).
+/// (store/redis_tls.h).
 struct RedisAddress {
   bool tls = false;
   std::string host;
@@ -118,4 +118,4 @@ class LayeredStore final : public BinaryStore {
 /// alone, and DEVDL_DEBUG says why).
 BinaryStore &processStore();
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -1,5 +1,5 @@
-#include "cache/remote_store.h"
-#include "cache/redis_tls.h"
+#include "store/remote_store.h"
+#include "store/redis_tls.h"
 
 #include "support/driver_library.h"
 #include "support/debug.h"
@@ -21,7 +21,7 @@
 #include <hiredis/hiredis.h>
 #endif
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -52,7 +52,7 @@ struct Hiredis {
   decltype(&::redisCommandArgv) commandArgv = nullptr;
   decltype(&::freeReplyObject) freeReplyObject = nullptr;
   decltype(&::redisFree) free = nullptr;
-  // Redis's protocol over a channel of devdl's (TLS: cache/redis_tls.h).
+  // Redis's protocol over a channel of devdl's (TLS: store/redis_tls.h).
   decltype(&::redisFormatCommandArgv) formatCommandArgv = nullptr;
   decltype(&::redisFreeCommand) freeCommand = nullptr;
   decltype(&::redisReaderCreate) readerCreate = nullptr;
@@ -431,4 +431,4 @@ BinaryStore &processStore() {
   return store;
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

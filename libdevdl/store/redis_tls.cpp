@@ -1,6 +1,6 @@
-// TLS to the remote store (cache/redis_tls.h): OpenSSL opened at run time, one session over
+// TLS to the remote store (store/redis_tls.h): OpenSSL opened at run time, one session over
 // hiredis's socket.
-#include "cache/redis_tls.h"
+#include "store/redis_tls.h"
 
 #include "support/driver_library.h"
 #include "support/environment.h"
@@ -16,7 +16,7 @@
 #include <openssl/x509_vfy.h>
 #endif
 
-namespace devdl::cache {
+namespace devdl::store {
 
 TlsSettings TlsSettings::fromEnvironment() {
   TlsSettings settings;
@@ -207,4 +207,4 @@ llvm::Expected<size_t> TlsChannel::read(char *buffer, size_t size) {
 
 #endif
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

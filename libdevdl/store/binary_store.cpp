@@ -1,4 +1,4 @@
-#include "cache/binary_store.h"
+#include "store/binary_store.h"
 
 #include "support/xxh3.h"
 
@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstring>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -106,4 +106,4 @@ Key KeyBuilder::finish() const {
   return {hash.low, hash.high};
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

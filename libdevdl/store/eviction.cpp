@@ -1,10 +1,10 @@
 // The disk cache's bound: a store counts its entry in the tally (.size), and where the tally
 // says so, sweeps the directory: it sums the entries, evicts the least recently used down to the
 // bound, and removes what killed writers and builders left. docs/cache-format.md ("Bound").
-#include "cache/eviction.h"
+#include "store/eviction.h"
 
-#include "cache/cache_files.h"
-#include "cache/disk_cache.h"
+#include "store/cache_files.h"
+#include "store/disk_cache.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <thread>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -104,4 +104,4 @@ std::optional<uint64_t> DiskCache::sweep() {
   return total;
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -1,4 +1,4 @@
-#include "resolve/partition.h"
+#include "backend/partition.h"
 
 #include <llvm/ADT/StringMap.h>
 

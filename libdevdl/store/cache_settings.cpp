@@ -1,7 +1,7 @@
 // The disk cache's settings from the environment (DEVDL_CACHE, DEVDL_CACHE_DIR, XDG_CACHE_HOME,
 // HOME, DEVDL_CACHE_MAX_SIZE, DEVDL_CACHE_WAIT), and the process's cache made from them. A value
 // that is no setting is said under DEVDL_DEBUG=statistics and the default taken.
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 
 #include "support/debug.h"
 #include "support/environment.h"
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 llvm::Expected<std::string> DiskCache::directoryFromEnvironment() {
   auto none = [](const char *reason) { return fail(ErrorCode::NotFound, reason); };
@@ -68,4 +68,4 @@ DiskCache &DiskCache::process() {
   return cache;
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 /// Why an opened entry file cannot be trusted ("" when it can): it must be a plain file of
 /// `user` (this user) that nobody else can write.
@@ -17,4 +17,4 @@ std::string untrustedEntry(const struct stat &st, uid_t user);
 /// be `user`'s (this user's), and nobody else may write to it.
 std::string untrustedDirectory(const struct stat &st, uid_t user);
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

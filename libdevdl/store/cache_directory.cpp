@@ -1,14 +1,14 @@
 // The directory the disk cache uses: made where missing, checked once, then held open, so that
 // every entry is opened, written and renamed in the directory that was checked; and the checks
 // that the directory and its entry files are this user's alone.
-#include "cache/cache_directory.h"
+#include "store/cache_directory.h"
 
-#include "cache/cache_files.h"
-#include "cache/disk_cache.h"
+#include "store/cache_files.h"
+#include "store/disk_cache.h"
 
 #include <cerrno>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 std::string untrustedEntry(const struct stat &st, uid_t user) {
   if (!S_ISREG(st.st_mode)) return "not a regular file";
@@ -74,4 +74,4 @@ std::string DiskCache::openDirectoryChecked() {
   return "";
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

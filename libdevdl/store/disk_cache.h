@@ -14,7 +14,7 @@
 // (devdl-cache's list and clear), cache_files.h (the files' names, and what the parts share).
 #pragma once
 
-#include "cache/binary_store.h"
+#include "store/binary_store.h"
 
 #include <llvm/Support/Error.h>
 
@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 /// One entry's file, as devdl-cache lists it.
 struct EntryFile {
@@ -111,7 +111,7 @@ class DiskCache final : public BinaryStore {
   /// Adds the build time a hit saved, less what loading it cost.
   void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) override;
 
-  /// The summary of an image file (cache/image_summary.h) by its key, verified as an entry is;
+  /// The summary of an image file (store/image_summary.h) by its key, verified as an entry is;
   /// counted apart from the programs.
   std::optional<Entry> loadSummary(const Key &key);
   /// Stores a summary as storeCopy() stores an entry, not synced: a torn one fails its checks,
@@ -172,4 +172,4 @@ class DiskCache final : public BinaryStore {
   Statistics summaryStats_;
 };
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

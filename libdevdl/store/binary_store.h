@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 /// What an entry is found by: XXH3-128 of everything that decides the binary.
 struct Key {
@@ -99,4 +99,4 @@ class BinaryStore {
   virtual void saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) = 0;
 };
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

@@ -1,6 +1,6 @@
 // TLS to the remote store (rediss://): OpenSSL's, over the socket hiredis connected. Debian 12's
 // hiredis (0.14) has no TLS of its own; its formatter and reader still speak Redis's protocol,
-// over this channel (cache/remote_store.cpp). OpenSSL is opened at run time, as hiredis is: a
+// over this channel (store/remote_store.cpp). OpenSSL is opened at run time, as hiredis is: a
 // process that asks for no TLS loads neither.
 //
 // The server is verified against DEVDL_CACHE_REMOTE_CA (a file of PEM certificates; else the
@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 struct TlsSettings {
   std::string caFile;              // DEVDL_CACHE_REMOTE_CA; empty: the system's certificates
@@ -47,4 +47,4 @@ class TlsChannel {
   std::unique_ptr<Session> session_;
 };
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

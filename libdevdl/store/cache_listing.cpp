@@ -1,8 +1,8 @@
 // The cache as devdl-cache sees it: every entry file, checked as a load checks it, and clearing
 // the directory of the cache's files (entries, leftover temporary files, lock files no process
 // holds, the tally).
-#include "cache/cache_files.h"
-#include "cache/disk_cache.h"
+#include "store/cache_files.h"
+#include "store/disk_cache.h"
 
 #include "support/error.h"
 
@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -89,4 +89,4 @@ llvm::Expected<size_t> DiskCache::clear() const {
   return deleted;
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

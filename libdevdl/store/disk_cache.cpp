@@ -1,9 +1,9 @@
 // The disk cache's core: entries read, verified and written, and what the process's use of them
 // came to. disk_cache.h says which file holds each of its other parts.
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 
-#include "cache/cache_directory.h"
-#include "cache/cache_files.h"
+#include "store/cache_directory.h"
+#include "store/cache_files.h"
 
 #include "support/debug.h"
 
@@ -16,7 +16,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 namespace {
 
@@ -214,4 +214,4 @@ void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {
   if (buildNanoseconds > loadNanoseconds) stats_.nanosecondsSaved += buildNanoseconds - loadNanoseconds;
 }
 
-}  // namespace devdl::cache
+}  // namespace devdl::store

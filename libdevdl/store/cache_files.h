@@ -4,7 +4,7 @@
 // named so are the cache's: another file in the directory is left alone.
 #pragma once
 
-#include "cache/binary_store.h"
+#include "store/binary_store.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-namespace devdl::cache {
+namespace devdl::store {
 
 inline constexpr const char *kEntrySuffix = ".devdl-cache";
 inline constexpr const char *kTemporaryPrefix = ".tmp-";
@@ -72,4 +72,4 @@ using Directory = std::unique_ptr<DIR, CloseDirectory>;
 /// user, whose file it must be (untrustedEntry). The reason when it is bad.
 std::string readEntry(int fd, const struct stat &st, uid_t user, const Key &expected, Entry &out);
 
-}  // namespace devdl::cache
+}  // namespace devdl::store
