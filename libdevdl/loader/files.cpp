@@ -81,20 +81,19 @@ std::string defaultLibraryDirectory() {
 
 void useDefaultLibraryDirectory(std::string dir) { chosenLibraryDirectory = new std::string(std::move(dir)); }
 
-llvm::Expected<RegularFile> openNamedFile(const char *name, const Needer *needer) {
-  const std::string needs = needer ? std::string(needer->name) + " needs " : "";
-  if (std::strchr(name, '/')) {
-    if (needer)
-      return fail(ErrorCode::BadFormat, needs + name + ": a needed file's name holds no slash (its run path says where it is)");
-    return RegularFile::open(name);
-  }
-  const bool saying = Debug::get().on(Debug::Files);
-  if (saying) Debug::get().print("find file=" + std::string(name) + (needer ? "; needed by " + std::string(needer->name) : ""));
-  std::vector<std::string> places;  // for the error
-  std::string refused;              // the first file of the name that could not be opened, and why
+namespace {
+
+// One search for a file by name: the places tried, for the error, and the first file of the name
+// that could not be opened, and why.
+struct Search {
+  const char *name;
+  bool saying;  // DEVDL_DEBUG=files
+  std::vector<std::string> places;
+  std::string refused;
+
   // As ld.so: a file of the name that cannot be opened (unreadable, not a regular file) is passed
   // over, and the search goes on.
-  auto tryIn = [&](llvm::StringRef dir) -> std::optional<RegularFile> {
+  std::optional<RegularFile> in(llvm::StringRef dir) {
     const std::string candidate = dir.str() + "/" + name;
     if (saying) Debug::get().print("  trying file=" + candidate);
     auto opened = RegularFile::open(candidate);
@@ -103,38 +102,54 @@ llvm::Expected<RegularFile> openNamedFile(const char *name, const Needer *needer
     if (!hasCode(err, ErrorCode::NotFound) && refused.empty()) refused = llvm::toString(std::move(err));
     else llvm::consumeError(std::move(err));
     return std::nullopt;
-  };
+  }
+  // The same for a directory of DEVDL_LIBRARY_PATH, as a run path's: a relative one would be the
+  // current directory, where a bare name is never looked for; it is passed over, and said so.
+  std::optional<RegularFile> inLibraryPath(llvm::StringRef dir) {
+    if (llvm::sys::path::is_absolute(dir)) return in(dir);
+    if (saying)
+      Debug::get().print("  skipping " + dir.str() +
+                         " of DEVDL_LIBRARY_PATH: a relative directory, never the current directory");
+    places.back() += (places.back() == "DEVDL_LIBRARY_PATH" ? " (" : ", ") + dir.str() + " not searched: relative";
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+llvm::Expected<RegularFile> openNamedFile(const char *name, const Needer *needer) {
+  const std::string needs = needer ? std::string(needer->name) + " needs " : "";
+  if (std::strchr(name, '/')) {
+    if (needer)
+      return fail(ErrorCode::BadFormat, needs + name + ": a needed file's name holds no slash (its run path says where it is)");
+    return RegularFile::open(name);
+  }
+  Search search{name, Debug::get().on(Debug::Files), {}, {}};
+  if (search.saying)
+    Debug::get().print("find file=" + std::string(name) + (needer ? "; needed by " + std::string(needer->name) : ""));
   if (needer)
     for (const RunPathDirectory &entry : runPathDirectories(*needer)) {
       if (entry.dir.empty()) {
-        places.push_back(entry.text + " (not searched: " + entry.why + ")");
+        search.places.push_back(entry.text + " (not searched: " + entry.why + ")");
         continue;
       }
-      places.push_back(entry.text == entry.dir ? entry.dir : entry.text + " (" + entry.dir + ")");
-      if (auto found = tryIn(entry.dir)) return std::move(*found);
+      search.places.push_back(entry.text == entry.dir ? entry.dir : entry.text + " (" + entry.dir + ")");
+      if (auto found = search.in(entry.dir)) return std::move(*found);
     }
   if (const char *list = devdlVariable("DEVDL_LIBRARY_PATH"); list && *list) {
-    places.push_back("DEVDL_LIBRARY_PATH");
+    search.places.push_back("DEVDL_LIBRARY_PATH");
     llvm::SmallVector<llvm::StringRef, 8> dirs;
     llvm::StringRef(list).split(dirs, ':', -1, /*KeepEmpty=*/false);
-    for (llvm::StringRef dir : dirs) {
-      // As a run path's: a relative directory would be the current one's, where a bare name is
-      // never looked for.
-      if (!llvm::sys::path::is_absolute(dir)) {
-        if (saying) Debug::get().print("  skipping " + dir.str() + " of DEVDL_LIBRARY_PATH: a relative directory, never the current directory");
-        places.back() += (places.back() == "DEVDL_LIBRARY_PATH" ? " (" : ", ") + dir.str() + " not searched: relative";
-        continue;
-      }
-      if (auto found = tryIn(dir)) return std::move(*found);
-    }
-    if (places.back() != "DEVDL_LIBRARY_PATH") places.back() += ")";
+    for (llvm::StringRef dir : dirs)
+      if (auto found = search.inLibraryPath(dir)) return std::move(*found);
+    if (search.places.back() != "DEVDL_LIBRARY_PATH") search.places.back() += ")";
   }
   const std::string installed = defaultLibraryDirectory();
-  places.push_back(installed);
-  if (auto found = tryIn(installed)) return std::move(*found);
-  std::string where = llvm::join(places, ", ");
+  search.places.push_back(installed);
+  if (auto found = search.in(installed)) return std::move(*found);
+  std::string where = llvm::join(search.places, ", ");
   if (secureExecution()) where += " (DEVDL_LIBRARY_PATH is not used in a secure-execution process)";
-  if (!refused.empty()) where += " (passed over: " + refused + ")";
+  if (!search.refused.empty()) where += " (passed over: " + search.refused + ")";
   if (!needer) return inFile(fail(ErrorCode::NotFound, "not found in " + where), name);
   return fail(ErrorCode::NotFound, needs + name + ": not found in " + where);
 }
