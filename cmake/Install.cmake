@@ -3,7 +3,7 @@
 #   tools    (devdl-tools)     devdl-nm, devdl-pack, devdl-cache, their manual pages and devdl(7)
 #   dev      (libdevdl-dev)    devdl.h and devdl_sycl.h, the libdevdl.so link, the CMake package (devdl::devdl,
 #                              devdl::devdl-pack, the rules of DeviceImages.cmake), devdl.pc,
-#                              devdl(3), README and docs/
+#                              devdl(3), README, docs/ and bench/README.md
 #   python   (python3-devdl)   the Python module (ctypes over libdevdl.so.0)
 include(CMakePackageConfigHelpers)
 set(DEVDL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/devdl)
@@ -28,9 +28,11 @@ install(FILES ${PROJECT_BINARY_DIR}/devdlConfig.cmake ${PROJECT_BINARY_DIR}/devd
 file(RELATIVE_PATH DEVDL_PC_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/devdl.pc.in devdl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/devdl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+# As in the tree, so that README's links to docs/ (and docs' to man/) hold where it is installed.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev
-        FILES_MATCHING PATTERN "*.md")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.scd")
+install(FILES ${PROJECT_SOURCE_DIR}/bench/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT dev)
 
 # The manual pages, from their scdoc sources (docs/man/NAME.SECTION.scd): the C API's with the
 # headers, the rest with the tools.
