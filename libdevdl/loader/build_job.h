@@ -27,7 +27,7 @@ struct Programs::BuildInputs {
   size_t bindings = 0;
   /// One instance of each variable on a device: those whose instance another program holds,
   /// with that program (referenced while the job lives; its native program, to ask the address
-  /// with the lock let go) and how messages name it and the variable's image; and the variables
+  /// with the mutex let go) and how messages name it and the variable's image; and the variables
   /// whose instance this program will hold, by image.
   struct Reached {
     std::string_view name;

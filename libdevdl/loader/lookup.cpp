@@ -1,5 +1,5 @@
 // What a name is bound to in a handle's scope, and device_dlsym: the lookups a thread made
-// before answered without the lock (Remembered), the others resolved under it and their program
+// before answered without the mutex (Remembered), the others resolved under it and their program
 // linked if need be.
 #include "host/loaded_bundles.h"
 #include "loader/loader.h"
@@ -18,7 +18,7 @@ namespace {
 // lock while the generation they were found in is the loader's (and, for an image of a host
 // object found through the global scope, while that object is loaded where it was). All of them
 // go when the generation moves, and past kMostRemembered, so that a thread's memory stays
-// bounded: a miss only costs the lock. Open addressing over a power of two, at most half full: a
+// bounded: a miss only costs the mutex. Open addressing over a power of two, at most half full: a
 // lookup is a hash and, mostly, one comparison.
 class Remembered {
  public:
@@ -100,7 +100,7 @@ llvm::Expected<Loader::Found> Loader::lookup(LoaderLock &lock, void *pointer, st
   if (!target) return fail(ErrorCode::InvalidArgument, "invalid handle");
   const unsigned place = target->place;
   candidacies_.decide(lock, place);
-  // Deciding lets the lock go: the handle may have been closed meanwhile.
+  // Deciding lets the mutex go: the handle may have been closed meanwhile.
   if (!(target = handles_.targetOf(pointer))) return fail(ErrorCode::InvalidArgument, "invalid handle");
   const Planner planner = programs_.planner(place);
   auto takes = [&](uint32_t id) { return planner.isCandidate(id); };
@@ -178,23 +178,23 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
 
   LoaderLock lock(mutex_);
   lookupsUnderLock_.fetch_add(1, std::memory_order_relaxed);
-  auto bound = locate(lock, handlePtr, name);
-  if (!bound) return bound.takeError();
-  // The native object is made by the backend with the lock let go.
-  const Definition &definition = bound->definition;
+  auto located = locate(lock, handlePtr, name);
+  if (!located) return located.takeError();
+  // The native object is made by the backend with the mutex let go.
+  const Definition &definition = located->definition;
   auto address = [&]() -> llvm::Expected<void *> {
-    if (definition.kind == SymbolKind::Kernel) return bound->program->kernel(name);
-    if (definition.kind != SymbolKind::Variable) return bound->program->function(name);
-    auto extent = bound->program->variable(name);
+    if (definition.kind == SymbolKind::Kernel) return located->program->kernel(name);
+    if (definition.kind != SymbolKind::Variable) return located->program->function(name);
+    auto extent = located->program->variable(name);
     if (!extent) return extent.takeError();
     return extent->address;
   }();
-  if (!address) return inImage(address.takeError(), bound->label);
+  if (!address) return inImage(address.takeError(), located->label);
   // A host object's image answers while that load of the object is there: objects loaded later
   // come after it in the global scope, and one unloaded since is rescanned.
   std::optional<host::LoadMark> hostLoad;
-  if (bound->hostAddress && !(hostLoad = host::loadMarkOf(bound->hostAddress))) return *address;
-  remembered.add(this, now, handlePtr, name, {*address, bound->hostAddress, hostLoad.value_or(host::LoadMark{})});
+  if (located->hostAddress && !(hostLoad = host::loadMarkOf(located->hostAddress))) return *address;
+  remembered.add(this, now, handlePtr, name, {*address, located->hostAddress, hostLoad.value_or(host::LoadMark{})});
   return *address;
 }
 
@@ -224,11 +224,11 @@ llvm::Expected<Loader::Located> Loader::locate(LoaderLock &lock, void *handlePtr
     if (cache::LinkedProgram *holder = programs_.cache().defining(definition.image, name, (*program)->device))
       program = holder;
   // The program holds the image: its label is there, whatever was unloaded meanwhile.
-  Located bound{(*program)->program, definition, images_[definition.image].label, nullptr};
+  Located located{(*program)->program, definition, images_[definition.image].label, nullptr};
   if (inGlobalScope && images_[definition.image].host)
-    bound.hostAddress = images_[definition.image].host->bytes.data();
+    located.hostAddress = images_[definition.image].host->bytes.data();
   lock.letGo();
-  return bound;
+  return located;
 }
 
 }  // namespace devdl

@@ -18,13 +18,13 @@ namespace devdl {
 llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, void *host, size_t size,
                          bool toDevice) {
   LoaderLock lock(mutex_);
-  auto bound = locate(lock, handlePtr, name);
-  if (!bound) return bound.takeError();
-  if (bound->definition.kind != SymbolKind::Variable)
-    return fail(ErrorCode::InvalidArgument, bound->label + ": `" + std::string(name) + "` is a " +
-                                                std::string(symbolKindName(bound->definition.kind)) +
+  auto located = locate(lock, handlePtr, name);
+  if (!located) return located.takeError();
+  if (located->definition.kind != SymbolKind::Variable)
+    return fail(ErrorCode::InvalidArgument, located->label + ": `" + std::string(name) + "` is a " +
+                                                std::string(symbolKindName(located->definition.kind)) +
                                                 ", not a device variable");
-  return inImage(bound->program->copyVariable(name, offset, host, size, toDevice), bound->label);
+  return inImage(located->program->copyVariable(name, offset, host, size, toDevice), located->label);
 }
 
 llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
