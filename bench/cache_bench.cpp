@@ -26,8 +26,8 @@
 #include "backend/opencl/host_variables.h"
 #include "backend/opencl/opencl_api.h"
 #include "backend/packed_parts.h"
-#include "cache/disk_cache.h"
-#include "cache/image_summary.h"
+#include "store/disk_cache.h"
+#include "store/image_summary.h"
 #include "support/regular_file.h"
 #include "support/xxh3.h"
 #include "devdl.h"
@@ -127,7 +127,7 @@ bool launchCuda(const cuda::Driver &cu, const devdl_native &native, void *kernel
 volatile uint64_t floorSink;  // what was read and hashed, so that none of it is left out
 
 template <typename Mark>
-std::string_view floorRead(int argc, char **argv, devdl::cache::Entry &entry, std::string &error, Mark mark) {
+std::string_view floorRead(int argc, char **argv, devdl::store::Entry &entry, std::string &error, Mark mark) {
   if (argc < 8) return error = "floor: LIB APP ENTRY KEYLOW KEYHIGH", std::string_view();
   uint64_t sink = 0;
   dl_iterate_phdr(
@@ -139,7 +139,7 @@ std::string_view floorRead(int argc, char **argv, devdl::cache::Entry &entry, st
   for (const char *path : {argv[3], argv[4]}) {
     auto file = devdl::RegularFile::open(path);
     if (!file) return error = llvm::toString(file.takeError()), std::string_view();
-    if (static_cast<uint64_t>(file->status().st_size) >= devdl::cache::kSummaryFrom) continue;
+    if (static_cast<uint64_t>(file->status().st_size) >= devdl::store::kSummaryFrom) continue;
     auto bytes = file->read();
     if (!bytes) return error = llvm::toString(bytes.takeError()), std::string_view();
     sink ^= devdl::xxh3::hash128((*bytes)->getBufferStart(), (*bytes)->getBufferSize()).low;
@@ -159,8 +159,8 @@ std::string_view floorRead(int argc, char **argv, devdl::cache::Entry &entry, st
   if (fd >= 0) close(fd);
   if (dir >= 0) close(dir);
   if (!buffer) return error = path + ": " + buffer.getError().message(), std::string_view();
-  const devdl::cache::Key key{std::strtoull(argv[6], nullptr, 16), std::strtoull(argv[7], nullptr, 16)};
-  if (error = devdl::cache::verifyEntry(std::move(*buffer), key, entry); !error.empty()) return {};
+  const devdl::store::Key key{std::strtoull(argv[6], nullptr, 16), std::strtoull(argv[7], nullptr, 16)};
+  if (error = devdl::store::verifyEntry(std::move(*buffer), key, entry); !error.empty()) return {};
   return entry.binary();
 }
 
@@ -200,7 +200,7 @@ int child(int argc, char **argv) {
   } else if (backend == "opencl") {
     const auto &cl = *clApi;
     std::unique_ptr<llvm::MemoryBuffer> file;
-    devdl::cache::Entry entry;
+    devdl::store::Entry entry;
     std::string error = "cannot read " + std::string(argv[3]);
     std::string_view binary = mode == "floor" ? floorRead(argc, argv, entry, error, mark) : readFile(argv[3], file);
     if (binary.empty()) return std::fprintf(stderr, "%s\n", error.c_str()), 1;
@@ -243,7 +243,7 @@ int child(int argc, char **argv) {
     if (err != CL_SUCCESS) return std::fprintf(stderr, "OpenCL by hand failed: %d\n", err), 1;
   } else {
     std::unique_ptr<llvm::MemoryBuffer> file;
-    devdl::cache::Entry entry;
+    devdl::store::Entry entry;
     std::string error = "cannot read " + std::string(argv[3]);
     const std::string_view binary = mode == "floor" ? floorRead(argc, argv, entry, error, mark) : readFile(argv[3], file);
     if (binary.empty()) return std::fprintf(stderr, "%s\n", error.c_str()), 1;
@@ -306,9 +306,9 @@ void firstKernelInAFreshProcess(benchmark::State &state, const std::string &back
     state.SkipWithError(error.c_str());
     return;
   }
-  devdl::cache::DiskCache cache(cacheDir, ~uint64_t(0));
-  std::vector<devdl::cache::EntryFile> programs;  // the entries but the large library's summary
-  for (devdl::cache::EntryFile &file : llvm::cantFail(cache.list()))
+  devdl::store::DiskCache cache(cacheDir, ~uint64_t(0));
+  std::vector<devdl::store::EntryFile> programs;  // the entries but the large library's summary
+  for (devdl::store::EntryFile &file : llvm::cantFail(cache.list()))
     if (!file.description.starts_with("image summary of ")) programs.push_back(std::move(file));
   auto entry = programs.size() == 1 ? cache.load(programs[0].key) : std::nullopt;
   if (!entry) {

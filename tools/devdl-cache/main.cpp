@@ -8,7 +8,7 @@
 // A directory that cannot be read, or files clear cannot delete, are errors (exit status 1);
 // a directory that does not exist is an empty cache.
 #include "backend/backend.h"
-#include "cache/disk_cache.h"
+#include "store/disk_cache.h"
 #include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>
@@ -17,8 +17,8 @@
 #include <ctime>
 #include <string>
 
-using devdl::cache::DiskCache;
-using devdl::cache::EntryFile;
+using devdl::store::DiskCache;
+using devdl::store::EntryFile;
 
 namespace {
 
@@ -87,11 +87,11 @@ int main(int argc, char **argv) {
     bad += !entry.problem.empty();
   }
   if (command == "list") {
-    llvm::outs() << *dir << ": " << entries.size() << " entries, " << devdl::cache::bytesText(total) << " (bound "
-                 << devdl::cache::bytesText(DiskCache::maxSizeFromEnvironment()) << ")\n";
+    llvm::outs() << *dir << ": " << entries.size() << " entries, " << devdl::store::bytesText(total) << " (bound "
+                 << devdl::store::bytesText(DiskCache::maxSizeFromEnvironment()) << ")\n";
     for (const EntryFile &entry : entries) {
       const std::string name = entry.path.substr(entry.path.rfind('/') + 1, 32);
-      llvm::outs() << name << "  " << devdl::cache::bytesText(entry.size) << "  " << timeText(entry.lastUsed) << "  "
+      llvm::outs() << name << "  " << devdl::store::bytesText(entry.size) << "  " << timeText(entry.lastUsed) << "  "
                    << (entry.problem.empty() ? "ok  " + contents(entry.description) : "BAD  " + entry.problem) << "\n";
     }
     return 0;
