@@ -1,6 +1,6 @@
 // The entry points that open and close: files and memory as handles (reading.h reads them,
 // handles.h keeps them), DEVDL_NOW, closing, views, specializing, attaching. Lookups are in
-// lookup.cpp, the other queries in queries.cpp.
+// lookups.h and symbol.cpp, the other queries in queries.cpp.
 #include "loader/loader.h"
 
 #include "store/remote_store.h"
@@ -32,7 +32,8 @@ Loader::Loader(Options options)
                 options.store, options.hostLockWait),
       handles_(images_, scopes_, candidacies_, programs_),
       reader_(candidacies_, options.summaries),
-      scan_(images_, scopes_, handles_, candidacies_, reader_) {
+      scan_(images_, scopes_, handles_, candidacies_, reader_),
+      lookups_({images_, scopes_, handles_, candidacies_, programs_, places_, scan_}) {
   Generation::move();
 }
 

@@ -5,11 +5,12 @@
 //   loader/process_scan   the host's objects and DEVDL_PRELOAD applied
 //   loader/candidacies    whether each image's device takes it
 //   loader/programs       a kernel's program: planned, found in memory or built, kept, dropped
+//   loader/lookups        what a name is bound to in a handle's scope, and its program
 //   loader/places         the devices a lookup links for (views' devices)
 //
-// Here: loader.cpp (opening, DEVDL_NOW, closing, views, attaching, specializing), lookup.cpp
-// (what a name is bound to, and device_dlsym), queries.cpp (variables, registered objects,
-// plans, the image list).
+// Here: loader.cpp (opening, DEVDL_NOW, closing, views, attaching, specializing), symbol.cpp
+// (device_dlsym and each thread's answers), queries.cpp (variables, registered objects, plans,
+// the image list).
 //
 // Global scope, in search order: the device images carried by the objects of the running
 // process that are in the host's global scope (link-map order: executable, LD_PRELOAD, libraries
@@ -28,6 +29,7 @@
 #include "loader/handles.h"
 #include "loader/image_table.h"
 #include "loader/loader_lock.h"
+#include "loader/lookups.h"
 #include "loader/places.h"
 #include "loader/process_scan.h"
 #include "loader/programs.h"
@@ -130,31 +132,6 @@ class Loader {
   /// Success where every import image `id` reaches resolves at `place` (nothing is linked).
   llvm::Error resolvesNow(uint32_t id, unsigned place);
 
-  // lookup.cpp: what a name is bound to.
-  /// What a name is bound to in a handle's scope: its definition, and for one among the
-  /// handle's dependencies the handle's image whose imports reach it; on the devices of `place`
-  /// (the view's, if looked up in a view).
-  struct Found {
-    Definition definition;
-    std::optional<uint32_t> through;
-    unsigned place;
-  };
-  llvm::Expected<Found> lookup(LoaderLock &lock, void *handle, std::string_view name);
-  /// The program a name found in a handle's scope is taken from (linked now if need be), with
-  /// the definition and its image's label; the mutex is let go when it returns.
-  struct Located {
-    std::shared_ptr<backend::Program> program;
-    Definition definition;
-    std::string label;
-    const void *hostAddress;  // in the host object whose image it is, for the global scope's lookups
-  };
-  llvm::Expected<Located> locate(LoaderLock &lock, void *handle, std::string_view name);
-  /// The first definition of `name` among the images the handle's images depend on, with the
-  /// handle's image that reaches it; nullopt when none of them defines it.
-  std::optional<Found> inDependencies(const Handle &handle, std::string_view name, unsigned place);
-  /// The first of the handle's images whose imports reach image `id`; nullopt when none does.
-  std::optional<uint32_t> imageReaching(const Handle &handle, uint32_t id, unsigned place);
-
   // queries.cpp.
   /// The registered object at `object` of `kind`, and the first image of the handle's scope
   /// (its images, then the global scope) that `has` it: its unique id and the image's id.
@@ -175,6 +152,7 @@ class Loader {
   Handles handles_;
   FileReader reader_;
   ProcessScan scan_;
+  Lookups lookups_;
   llvm::StringSet<> addressNames_;  // the strings device_dladdr handed out: kept for the process
 };
 

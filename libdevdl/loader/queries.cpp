@@ -18,7 +18,7 @@ namespace devdl {
 llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, void *host, size_t size,
                          bool toDevice) {
   LoaderLock lock(mutex_);
-  auto located = locate(lock, handlePtr, name);
+  auto located = lookups_.locate(lock, handlePtr, name);
   if (!located) return located.takeError();
   if (located->definition.kind != SymbolKind::Variable)
     return fail(ErrorCode::InvalidArgument, located->label + ": `" + std::string(name) + "` is a " +
@@ -101,7 +101,7 @@ llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::s
 
 llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
   LoaderLock lock(mutex_);
-  auto found = lookup(lock, handlePtr, name);
+  auto found = lookups_.lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition &definition = found->definition;
   const LoadedImage &image = images_[definition.image];
@@ -186,7 +186,7 @@ llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
 
 llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {
   LoaderLock lock(mutex_);
-  auto found = lookup(lock, handlePtr, name);
+  auto found = lookups_.lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   if (found->definition.kind != SymbolKind::Kernel)
     return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");

@@ -1,9 +1,11 @@
 // The loader's parts on their own, over the fake backend (unit/fake_backend.h), made as the
 // Loader makes them: what an open adds and how a failed one is taken back (Handles, OpenRecord),
 // whether the device takes each image (Candidacies), a program planned after a scan of the
-// process and found again in memory (Programs), DEVDL_PRELOAD applied (ProcessScan).
+// process and found again in memory (Programs), DEVDL_PRELOAD applied (ProcessScan), a name bound
+// through what a handle's images import (Lookups).
 #include "loader/files.h"
 #include "loader/handles.h"
+#include "loader/lookups.h"
 #include "loader/process_scan.h"
 #include "unit/loader_fixture.h"
 
@@ -25,7 +27,8 @@ class LoaderParts : public ::testing::Test {
                   noStore, std::chrono::seconds(1)),
         handles_(images_, scopes_, candidacies_, programs_),
         reader_(candidacies_, nullptr),
-        scan_(images_, scopes_, handles_, candidacies_, reader_) {
+        scan_(images_, scopes_, handles_, candidacies_, reader_),
+        lookups_({images_, scopes_, handles_, candidacies_, programs_, places_, scan_}) {
     std::lock_guard lock(fake::linksMutex());
     fake::links().clear();
   }
@@ -68,6 +71,7 @@ class LoaderParts : public ::testing::Test {
   Handles handles_;
   FileReader reader_;
   ProcessScan scan_;
+  Lookups lookups_;
 };
 
 TEST_F(LoaderParts, ARevertTakesBackWhatTheOpenAddedAndNothingElse) {
@@ -154,6 +158,29 @@ TEST_F(LoaderParts, AProgramIsPlannedAfterAScanAndThenFoundInMemory) {
   EXPECT_EQ(programs_.cache().all().size(), 1u) << "it holds the instance of the library's LibCounter";
   handles_.dropReference(*lib);
   EXPECT_TRUE(programs_.cache().all().empty()) << "released with the last image it was kept for";
+}
+
+TEST_F(LoaderParts, ANameAHandlesImageImportsIsFoundThroughItAndTakenFromItsProgram) {
+  OpenRecord libOpen, appOpen;
+  Handle *lib = add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, libOpen);
+  Handle *app = add(image("app.spv"), DEVDL_LAZY, appOpen);
+  ASSERT_TRUE(lib && app);
+  LoaderLock lock(mutex_);
+  // As dlsym(handle): not in app.spv's own scope, but where its image's import binds.
+  auto found = lookups_.lookup(lock, app, "LibDeviceFunc");
+  ASSERT_TRUE(!!found) << errorText(found);
+  EXPECT_EQ(found->definition.image, lib->images.front());
+  EXPECT_EQ(found->through, app->images.front());
+  EXPECT_EQ(links(), 0u) << "found, not linked";
+  auto located = lookups_.locate(lock, app, "LibDeviceFunc");
+  ASSERT_TRUE(!!located) << errorText(located);
+  EXPECT_EQ(located->label, image("lib.spv") + ": image 0 (spirv)");
+  lock.takeAgain();
+  EXPECT_EQ(located->program, images_[app->images.front()].programAt(0)->program)
+      << "the program app.spv's kernels use";
+  EXPECT_EQ(links(), 1u);
+  EXPECT_EQ(errorText(lookups_.lookup(lock, app, "Nowhere")),
+            image("app.spv") + ": undefined device symbol `Nowhere`");
 }
 
 TEST_F(LoaderParts, APreloadedFileIsAGlobalHandleThatStays) {
