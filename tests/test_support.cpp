@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include "bundle/offload_binary.h"
 #include "image/read_image.h"
 
 #include <fcntl.h>
@@ -58,6 +59,18 @@ void writeNeedingBundle(const std::string &path, const std::string &source, cons
   }
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   writeFile(path, packImages(file->images));
+}
+
+std::string bundleWithAnUnreadableImage() {
+  const std::string lib = readFile(image("lib.spv")), app = readFile(image("app.spv"));
+  const std::string garbage = lib.substr(0, 20) + std::string(64, 'Z');
+  std::vector<bundle::Entry> entries(3);
+  entries[0].image = asBytes(lib);
+  entries[1].image = asBytes(garbage);
+  entries[2].image = asBytes(app);
+  std::string bytes;
+  bundle::writeBundle(entries, bytes);
+  return bytes;
 }
 
 ErrorCode errorCode(llvm::Error err) {

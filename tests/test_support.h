@@ -26,6 +26,10 @@ std::string scratchDir();
 void writeNeedingBundle(const std::string &path, const std::string &source, const std::string &needed,
                         const std::string &runPath = "");
 
+/// A bundle of three images whose middle one cannot be read (lib.spv's header and then garbage,
+/// in an envelope of LLVM's, read from its bytes): lib.spv's, that one, then app.spv's.
+std::string bundleWithAnUnreadableImage();
+
 /// The message of a failed Expected, consuming it; "" when it succeeded.
 template <typename T>
 std::string errorText(llvm::Expected<T> &value) {

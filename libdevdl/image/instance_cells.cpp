@@ -298,10 +298,9 @@ void writeExported(Export &e, const spv_parsed_instruction_t *inst) {
 
 llvm::Expected<std::string> readers::spirvWithStaticsExported(Bytes bytes, std::span<const std::string_view> names,
                                                              std::span<const std::string> exported) {
-  if (bytes.size() < 20 || bytes.size() % 4 != 0)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
-  std::vector<uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
+  auto read = readers::spirvWords(bytes);
+  if (!read) return read.takeError();
+  std::vector<uint32_t> &words = *read;
   Export e;
   auto visit = [](void *user, const spv_parsed_instruction_t *inst) -> spv_result_t {
     auto &e = *static_cast<Export *>(user);
@@ -335,10 +334,9 @@ llvm::Expected<std::string> readers::spirvWithStaticsExported(Bytes bytes, std::
 
 llvm::Expected<std::string> readers::spirvWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
                                                                 std::span<const std::string> cells) {
-  if (bytes.size() < 20 || bytes.size() % 4 != 0)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
-  std::vector<uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
+  auto read = readers::spirvWords(bytes);
+  if (!read) return read.takeError();
+  std::vector<uint32_t> &words = *read;
   Rewrite r;
   r.names = names;
   r.cells = cells;

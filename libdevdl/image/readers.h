@@ -52,6 +52,11 @@ llvm::Expected<std::string> spirvWithInstancesElsewhere(Bytes bytes, std::span<c
 llvm::Expected<std::string> ptxWithInstancesElsewhere(Bytes bytes, std::span<const std::string_view> names,
                                                       std::span<const std::string> cells);
 
+/// A SPIR-V module's words, copied out of its bytes; fails where they are no whole module (5
+/// header words and 4-byte words).
+llvm::Expected<std::vector<uint32_t>> spirvWords(Bytes bytes);
+/// The same in this host's byte order; fails where they begin with no SPIR-V magic number.
+llvm::Expected<std::vector<uint32_t>> spirvWordsInHostOrder(Bytes bytes);
 /// A SPIR-V module's statics by id, named as DeviceImage::statics names them: by OpName, or
 /// `OpName.id` where it has none or another has it too.
 llvm::Expected<std::vector<std::pair<uint32_t, std::string>>> spirvStatics(Bytes bytes);

@@ -209,28 +209,35 @@ llvm::Error readSpirv(DeviceImage &image) {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::vector<std::pair<uint32_t, std::string>>> spirvStatics(Bytes bytes) {
+llvm::Expected<std::vector<uint32_t>> spirvWords(Bytes bytes) {
   if (bytes.size() < 20 || bytes.size() % 4 != 0)
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
   std::vector<uint32_t> words(bytes.size() / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
-  if (words[0] == llvm::ByteSwap_32(SpvMagicNumber))
-    for (uint32_t &word : words) word = llvm::ByteSwap_32(word);
-  if (words[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
+  return words;
+}
+
+llvm::Expected<std::vector<uint32_t>> spirvWordsInHostOrder(Bytes bytes) {
+  auto words = spirvWords(bytes);
+  if (!words) return words.takeError();
+  if ((*words)[0] == llvm::ByteSwap_32(SpvMagicNumber))
+    for (uint32_t &word : *words) word = llvm::ByteSwap_32(word);
+  if ((*words)[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
+  return words;
+}
+
+llvm::Expected<std::vector<std::pair<uint32_t, std::string>>> spirvStatics(Bytes bytes) {
+  auto words = spirvWordsInHostOrder(bytes);
+  if (!words) return words.takeError();
   SpirvFacts facts;
-  if (llvm::Error err = walkSpirv(words, facts, nullptr)) return err;
+  if (llvm::Error err = walkSpirv(*words, facts, nullptr)) return err;
   return staticsOf(facts);  // its names are copies: `words` go
 }
 
 llvm::Expected<std::string> spirvWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {
-  if (bytes.size() < 20 || bytes.size() % 4 != 0)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
-  // In this host's byte order, as the result is.
-  std::vector<uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
-  if (words[0] == llvm::ByteSwap_32(SpvMagicNumber))
-    for (uint32_t &word : words) word = llvm::ByteSwap_32(word);
-  if (words[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
+  auto read = spirvWordsInHostOrder(bytes);  // the result is in this host's byte order
+  if (!read) return read.takeError();
+  std::vector<uint32_t> &words = *read;
   // OpDecorate %target LinkageAttributes "name" Export of one of `names`: the decoration goes,
   // and the definition is the module's own. Its name goes too (OpName comes before the
   // decorations, hence two passes): the program it is linked into must not answer to it for
@@ -349,10 +356,9 @@ spv_result_t onGraphInstruction(void *user, const spv_parsed_instruction_t *inst
 }  // namespace
 
 llvm::Expected<CodeGraph> spirvCodeGraph(Bytes bytes) {
-  if (bytes.size() < 20 || bytes.size() % 4 != 0)
-    return fail(ErrorCode::BadFormat, "invalid SPIR-V: size " + llvm::Twine(bytes.size()) + " is not a whole module");
-  std::vector<uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
+  auto read = spirvWords(bytes);
+  if (!read) return read.takeError();
+  const std::vector<uint32_t> &words = *read;
   // The names read are views of these words: the parser hands a module of the other byte order
   // over in copies.
   if (words[0] != SpvMagicNumber)

@@ -78,7 +78,6 @@ class Outcome {
   static Outcome lookAgain() { return Outcome(); }
   bool settled() const { return value_.has_value(); }
   T &operator*() { return *value_; }
-  T *operator->() { return &*value_; }
 
  private:
   Outcome() = default;

@@ -31,8 +31,9 @@ class Places {
   /// A view's device's place, made for it where it has none. Never removed.
   unsigned placeOf(backend::Device *device) {
     auto at = llvm::find(places_, device);
-    if (at == places_.end()) places_.push_back(device);
-    return static_cast<unsigned>(llvm::find(places_, device) - places_.begin());
+    if (at != places_.end()) return static_cast<unsigned>(at - places_.begin());
+    places_.push_back(device);
+    return static_cast<unsigned>(places_.size() - 1);
   }
   /// A view's device (place > 0).
   backend::Device *operator[](unsigned place) const { return places_[place]; }

@@ -1,5 +1,4 @@
 // devdl-nm, run as a program on the test images.
-#include "bundle/offload_binary.h"
 #include "devdl.h"
 #include "test_support.h"
 
@@ -137,16 +136,8 @@ TEST(DevdlNm, ControlCharactersInFileNamesAreEscaped) {
 // LLVM's, read from its bytes): the other two are listed, the middle one named on stderr, and the
 // status is 1, as nm goes on past a bad archive member.
 TEST(DevdlNm, ListsTheImagesOfAFilePastOneItCannotRead) {
-  const std::string lib = readFile(image("lib.spv")), app = readFile(image("app.spv"));
-  const std::string garbage = lib.substr(0, 20) + std::string(64, 'Z');
-  std::vector<bundle::Entry> entries(3);
-  entries[0].image = asBytes(lib);
-  entries[1].image = asBytes(garbage);
-  entries[2].image = asBytes(app);
-  std::string bytes;
-  bundle::writeBundle(entries, bytes);
   const std::string path = scratchDir() + "/three.devdl";
-  writeFile(path, bytes);
+  writeFile(path, bundleWithAnUnreadableImage());
   CommandResult r = run({DEVDL_NM, path});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("(image 0, spirv, spir64-unknown-unknown):\nD LibCounter\n"), std::string::npos) << r.out;

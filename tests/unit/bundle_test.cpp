@@ -89,14 +89,7 @@ TEST(Bundle, StaticsAreRecordedAndReadWhereAnEarlierPackDidNot) {
 // LLVM's, read from its bytes): the loader's read fails naming it; a listing keeps the reason in
 // its place and reads the others on.
 TEST(Bundle, AListingReadsPastAnImageItCannotRead) {
-  const std::string lib = readFile(image("lib.spv")), app = readFile(image("app.spv"));
-  std::string garbage = lib.substr(0, 20) + std::string(64, '\x5a');
-  std::vector<bundle::Entry> entries(3);
-  entries[0].image = asBytes(lib);
-  entries[1].image = asBytes(garbage);
-  entries[2].image = asBytes(app);
-  std::string bytes;
-  bundle::writeBundle(entries, bytes);
+  const std::string bytes = bundleWithAnUnreadableImage(), app = readFile(image("app.spv"));
   const std::string strict = errorText(readImageMemory(asBytes(bytes), "three.devdl", nullptr));
   EXPECT_EQ(strict.rfind("three.devdl: image 1 (at offset ", 0), 0u) << strict;
   auto listed = readImageMemory(asBytes(bytes), "three.devdl", nullptr, /*listing=*/true);
