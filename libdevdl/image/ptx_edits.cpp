@@ -19,11 +19,15 @@ struct Edit {
 };
 
 // The text with `edits` made, in the text's order (those at one place in the order given).
-std::string applied(std::string_view text, std::vector<Edit> edits) {
+// Edits of one piece of text overlap only where the statements they were made from do, which the
+// text of well-formed PTX cannot make them: such text is refused.
+llvm::Expected<std::string> applied(std::string_view text, std::vector<Edit> edits) {
   std::stable_sort(edits.begin(), edits.end(), [](const Edit &a, const Edit &b) { return a.at < b.at; });
   std::string out;
   size_t from = 0;
   for (const Edit &edit : edits) {
+    if (edit.at < from)
+      return fail(ErrorCode::BadFormat, "invalid PTX: statements that overlap at byte " + llvm::Twine(edit.at));
     out.append(text, from, edit.at - from);
     out += edit.text;
     from = edit.at + edit.length;
