@@ -26,6 +26,16 @@
 #     images' `devdl-pack --depends`; NEEDED and RUNPATH as devdl_add_bundle's: the files are
 #     loaded when devdl first sees TARGET loaded (or opens it), $ORIGIN being TARGET's
 #     directory. Once per target.
+#   devdl_cuda_link_at_load(TARGET)
+#     For a SHARED or MODULE library or an executable with CUDA_SEPARABLE_COMPILATION ON: its
+#     device code is linked when it loads, by libdevdl, against the device code already in the
+#     process (other shared libraries' too), instead of by nvcc -dlink at build time. CMake's
+#     device link is turned off (CUDA_RESOLVE_DEVICE_SYMBOLS OFF); devdl-pack --cuda-register
+#     writes the registration object from the target's objects before it links, and TARGET links
+#     it, libdevdl and the shared CUDA runtime (one runtime knows every library's kernels and
+#     variables), each library it links needed even where only its device code is used
+#     (--no-as-needed). With nvcc 13, host code sees device entities of other libraries
+#     (--device-entity-has-hidden-visibility=false).
 #
 # Under them, the rules for one source: devdl_image_rules (below), and the shorthands devdl's
 # own tests use (devdl_opencl_images, devdl_cuda_images, devdl_cuda_lto_images), and
@@ -235,6 +245,31 @@ function(devdl_embed_images target)
   set(object ${CMAKE_CURRENT_BINARY_DIR}/${target}_devdl_bundle.o)
   devdl_bundle_object(${object} IMAGES ${items} OPTIONS ${options})
   target_sources(${target} PRIVATE ${object})
+endfunction()
+
+function(devdl_cuda_link_at_load target)
+  get_target_property(type ${target} TYPE)
+  if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY|EXECUTABLE)$")
+    message(FATAL_ERROR "devdl_cuda_link_at_load(${target}): a shared or module library, or an executable")
+  endif()
+  set(object ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.dir/devdl_cuda_register.o)
+  set_target_properties(${target} PROPERTIES CUDA_SEPARABLE_COMPILATION ON CUDA_RESOLVE_DEVICE_SYMBOLS OFF
+                                             CUDA_RUNTIME_LIBRARY Shared)
+  if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 13)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--device-entity-has-hidden-visibility=false>)
+  endif()
+  set(cc)
+  if(CMAKE_C_COMPILER)
+    set(cc --cc ${CMAKE_C_COMPILER})
+  endif()
+  # Once the objects are compiled, before the link that takes the registration object.
+  add_custom_command(TARGET ${target} PRE_LINK
+                     COMMAND devdl::devdl-pack --cuda-register ${cc} -o ${object}
+                             "$<TARGET_OBJECTS:${target}>"
+                     COMMAND_EXPAND_LISTS VERBATIM)
+  # A library it uses for device code alone is needed all the same (not dropped --as-needed).
+  target_link_options(${target} PRIVATE ${object} LINKER:--no-as-needed)
+  target_link_libraries(${target} PRIVATE devdl::devdl)
 endfunction()
 
 # Shorthands for one source, as devdl's tests use them; each appends its images to `out_var`.

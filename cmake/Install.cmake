@@ -1,7 +1,7 @@
 # Installed, under GNU directories, in four components that CPack makes Debian packages of:
 #   runtime  (libdevdl0)       libdevdl.so.0 and its SONAME link, and devdl-translate beside it
 #   tools    (devdl-tools)     devdl-nm, devdl-pack, devdl-cache, their manual pages and devdl(7)
-#   dev      (libdevdl-dev)    devdl.h and devdl_sycl.h, the libdevdl.so link, the CMake package (devdl::devdl,
+#   dev      (libdevdl-dev)    devdl.h, devdl_sycl.h and devdl_cuda.h, the libdevdl.so link, the CMake package (devdl::devdl,
 #                              devdl::devdl-pack, the rules of DeviceImages.cmake), devdl.pc,
 #                              devdl(3), README, docs/ and bench/README.md
 #   python   (python3-devdl)   the Python module (ctypes over libdevdl.so.0)
@@ -17,7 +17,8 @@ if(TARGET devdl-translate)
 endif()
 install(TARGETS devdl-nm devdl-pack devdl-cache EXPORT devdlTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
-install(FILES ${PROJECT_SOURCE_DIR}/include/devdl.h ${PROJECT_SOURCE_DIR}/include/devdl_sycl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(FILES ${PROJECT_SOURCE_DIR}/include/devdl.h ${PROJECT_SOURCE_DIR}/include/devdl_sycl.h
+              ${PROJECT_SOURCE_DIR}/include/devdl_cuda.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(EXPORT devdlTargets NAMESPACE devdl:: DESTINATION ${DEVDL_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/devdlConfig.cmake.in devdlConfig.cmake
                               INSTALL_DESTINATION ${DEVDL_CMAKE_DIR})

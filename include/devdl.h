@@ -1,6 +1,7 @@
 /* devdl: dlopen for device code. The public C API: the calls of <dlfcn.h> for device images, and
- * the devices they link for. SYCL's calls by host object are in devdl_sycl.h, which this header
- * includes (programs written before the two were apart compile unchanged).
+ * the devices they link for. SYCL's calls by host object are in devdl_sycl.h, the CUDA runtime's
+ * registration of relocatable device code in devdl_cuda.h; this header includes both (programs
+ * written before they were apart compile unchanged).
  *
  * These headers are C99 and ABI-stable: functions are never removed or changed once released,
  * and every struct that may grow begins with its size: the caller's sizeof where the caller
@@ -208,5 +209,6 @@ DEVDL_API void *device_dlview(void *handle, const devdl_native *device);
 #endif
 
 #include "devdl_sycl.h"
+#include "devdl_cuda.h"
 
 #endif /* DEVDL_H */

@@ -12,7 +12,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVDL_PORTABLE=ON >
 ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests devdl_first_use_probe \
   bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto bench_devices bench_instances \
   devdl-cache devdl_test_images bench_lto_images \
-  cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen
+  cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen \
+  cuda-runtime cuda-runtime-plugin cuda-runtime-broken cudapatch
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
   echo "gpu-build: no CUDA toolkit here (nvcc, cuda.h): nothing to run on the GPU" >&2
   exit 1
@@ -45,6 +46,12 @@ cp "$build"/tests/images/*.cubin "$build"/tests/images/*.ptx "$build"/tests/imag
    "$build"/tests/images/*.devdl "$build"/tests/images/lib.spv "$build"/tests/images/*.bc "$stage/images/"
 cp "$build"/bench/images/*.cubin "$build"/bench/images/*.ptx "$build"/bench/images/*.fatbin "$stage/images/"
 cp "$build"/samples/cuda-seed/*.cubin "$build"/samples/cuda-seed/*.ptx "$stage/samples/"
+# The CUDA runtime's sample (samples/cuda-runtime), with the shared CUDA runtime it was built
+# against.
+mkdir -p "$stage/samples/cuda-runtime"
+cp "$build"/samples/cuda-runtime/cuda-runtime "$build"/samples/cuda-runtime/*.so "$stage/samples/cuda-runtime/"
+cp -L "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"/../lib64/libcudart.so.13 \
+  "$stage/samples/cuda-runtime/"
 # The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot
 # translate to SPIR).
 cp "$build"/samples/seed-example/seed-dlopen "$stage/bin/"

@@ -58,6 +58,22 @@ else
   echo "python3 has no CuPy here: samples/python/cuda_seed.py not run"; status=1
 fi
 
+echo "== the CUDA runtime's programs whose device code spans shared libraries (samples/cuda-runtime)"
+rt=$s/cuda-runtime
+runtime() { echo "\$ $*"; LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 "$@" || status=1; }
+runtime "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so"
+runtime "$rt/cuda-runtime" --global "$rt/libcuda-runtime-plugin.so"
+runtime env LD_PRELOAD=$PWD/$rt/libcudapatch.so CUDA_RUNTIME_SAMPLE_PATCHED=1 "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so"
+runtime "$rt/cuda-runtime" --broken "$rt/libcuda-runtime-broken.so" "$rt/libcuda-runtime-plugin.so"
+runtime "$rt/cuda-runtime" --reopen 300 "$rt/libcuda-runtime-plugin.so"
+# A second process loads what the first linked and stored.
+cache=$(mktemp -d)
+for process in first second; do
+  echo "-- $process process"
+  LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics \
+    "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so" 2>&1 | grep -E "^devdl: program for|all right|FAILED" || status=1
+done
+
 echo "== OpenCL on the NVIDIA driver (SPIR-V IL + clCompileProgram/clLinkProgram where it has them)"
 icd=$(mktemp -d)
 echo libnvidia-opencl.so.1 > "$icd/nvidia.icd"

@@ -1,10 +1,13 @@
 // The C API: each entry point turns the loader's llvm::Error into this thread's device_dlerror
 // text. Nothing else is exported (api/devdl.map).
 #include "devdl.h"
+#include "devdl_cuda.h"
 
 #include "loader/loader.h"
 #include "host/object_registry.h"
 #include "support/printable.h"
+
+#include <errno.h>  // program_invocation_name
 
 #include <string>
 
@@ -95,6 +98,23 @@ int device_dlwrite(void *handle, const char *name, size_t offset, const void *sr
     return -1;
   }
   return status(devdl::Loader::instance().copy(handle, name, offset, const_cast<void *>(src), size, /*toDevice=*/true));
+}
+
+int device_dlregister_cuda(devdl_cuda_objects *objects) {
+  if (!objects || objects->size < sizeof(devdl_cuda_objects) || !objects->load) {
+    lastError = {"device_dlregister_cuda: no objects, or an older registration object than this libdevdl reads", true};
+    return -1;
+  }
+  llvm::Error err = devdl::Loader::instance().registerCuda(*objects);
+  if (!err) return 0;
+  // Worded as ld.so words a lookup error: the program, then what failed.
+  setError(std::move(err));
+  lastError.text = std::string(program_invocation_name) + ": device symbol lookup error: " + lastError.text;
+  return -1;
+}
+
+void device_dlunregister_cuda(devdl_cuda_objects *objects) {
+  if (objects) devdl::Loader::instance().unregisterCuda(*objects);
 }
 
 void device_dlregister(const void *address, const char *unique_id, const char *kind) {

@@ -12,6 +12,14 @@
 
 namespace devdl::backend {
 
+llvm::Expected<std::string> Device::linkForRuntime(std::span<const LinkInput>) {
+  return fail(ErrorCode::Unsupported, description() + ": no runtime loads this backend's programs for devdl");
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::loadThrough(std::string_view, const RuntimeLoad &) {
+  return fail(ErrorCode::Unsupported, description() + ": no runtime loads this backend's programs for devdl");
+}
+
 llvm::Error checkInsideVariable(std::string_view name, uint64_t bytes, size_t offset, size_t size) {
   if (offset <= bytes && size <= bytes - offset) return llvm::Error::success();
   return fail(ErrorCode::InvalidArgument, "variable `" + std::string(name) + "` has " + std::to_string(bytes) +

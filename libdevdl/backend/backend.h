@@ -8,6 +8,7 @@
 #include <llvm/Support/Error.h>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -74,6 +75,15 @@ class Program {
   virtual llvm::Error copyVariable(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) = 0;
 };
 
+/// A runtime that loads a program's binary itself, for code of its own that registers with it:
+/// the CUDA runtime, given a library's relocatable device code (include/devdl_cuda.h). devdl
+/// links the binary as one module with a kernel named `anchor` in it; the runtime loads it and
+/// gives the native function of `anchor` in what it loaded (a CUfunction), and devdl looks up the
+/// program's kernels and variables in that module, which stays the runtime's.
+struct RuntimeLoad {
+  std::function<llvm::Expected<void *>(std::string_view binary, const char *anchor)> load;
+};
+
 /// A device, once opened, is used from many threads at once: link, load and accepts may be
 /// called concurrently (each backend's driver API is thread-safe for them).
 class Device {
@@ -99,6 +109,12 @@ class Device {
                                                         std::string *binary = nullptr) = 0;
   /// A program from a native binary link() gave on this device (same identity()).
   virtual llvm::Expected<std::unique_ptr<Program>> load(std::string_view binary) = 0;
+  /// Links as link() does, into one module that a runtime loads (RuntimeLoad): its binary,
+  /// unloaded. Unsupported where the backend serves no such runtime.
+  virtual llvm::Expected<std::string> linkForRuntime(std::span<const LinkInput> inputs);
+  /// A program over what `runtime` loaded of `binary` (linkForRuntime's, or the binary store's
+  /// entry of it): its lookups are the runtime's module's, which devdl never unloads.
+  virtual llvm::Expected<std::unique_ptr<Program>> loadThrough(std::string_view binary, const RuntimeLoad &runtime);
   /// Everything besides the images that decides what link() makes: backend, device, driver
   /// version, link method, build options, devdl's version. Part of the disk cache's key.
   virtual const std::string &identity() const = 0;

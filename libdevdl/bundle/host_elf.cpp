@@ -106,6 +106,10 @@ llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes file) {
   });
 }
 
+llvm::Expected<std::vector<Bytes>> findRelocatableFatbinSectionsInElf(Bytes file) {
+  return sectionsOfElf(file, [](uint32_t, std::string_view name) { return name == "__nv_relfatbin"; });
+}
+
 llvm::Expected<std::vector<Bytes>> findDpcppImageSectionsInElf(Bytes file) {
   return sectionsOfElf(file, [](uint32_t, std::string_view name) {
     return name.starts_with("__CLANG_OFFLOAD_BUNDLE__sycl");

@@ -36,6 +36,9 @@ llvm::Expected<std::vector<Bytes>> findBundlesInElf(Bytes elf);
 /// (executables and libraries) and __nv_relfatbin sections (objects built with -rdc), in section
 /// order. Each may hold several fat binaries one after another.
 llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes elf);
+/// Of those, the __nv_relfatbin sections alone: the relocatable device code of nvcc -rdc=true
+/// objects, which a library linked with devdl's CUDA registration object carries unlinked.
+llvm::Expected<std::vector<Bytes>> findRelocatableFatbinSectionsInElf(Bytes elf);
 
 /// The sections where DPC++'s offload wrapper put a host ELF file's device images
 /// (__CLANG_OFFLOAD_BUNDLE__sycl-*), in section order; its tables point into them.

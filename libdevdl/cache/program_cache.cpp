@@ -44,6 +44,7 @@ store::Key ProgramKey::storeKey(std::string_view deviceIdentity) const {
   for (const ContentHash &hash : hashes) builder.add(hash.low).add(hash.high);
   if (!elsewhere.empty()) builder.add(std::string_view("elsewhere"));
   for (const std::string &name : elsewhere) builder.add(std::string_view(name));
+  if (forRuntime) builder.add(std::string_view("for a runtime"));
   return builder.finish();
 }
 
@@ -120,16 +121,23 @@ llvm::Expected<std::unique_ptr<backend::Program>> withCellsSet(llvm::Expected<st
 llvm::Expected<Built> ProgramCache::build(backend::Device &device, const ProgramKey &key,
                                           std::span<const backend::LinkInput> inputs,
                                           std::span<const InstanceAddress> instances, const SameModel &sameModel,
-                                          bool keepBinary) {
+                                          bool keepBinary, const backend::RuntimeLoad *runtime) {
   using Clock = std::chrono::steady_clock;
   auto nanoseconds = [](Clock::time_point since) {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
   };
   auto kept = [&](std::string_view binary) {
-    return keepBinary && !binary.empty() ? std::make_shared<const std::string>(binary) : nullptr;
+    return (keepBinary || runtime) && !binary.empty() ? std::make_shared<const std::string>(binary) : nullptr;
+  };
+  // The runtime reads the binary it loads while the program lives: it loads the copy kept.
+  auto load = [&](std::shared_ptr<const std::string> &keep, std::string_view binary) {
+    if (!runtime) return device.load(binary);
+    keep = kept(binary);
+    if (!keep) return llvm::Expected<std::unique_ptr<backend::Program>>(fail(ErrorCode::Unsupported, "an empty binary"));
+    return device.loadThrough(*keep, *runtime);
   };
   // Another device of this model linked it in this process: its binary is this device's too.
-  if (sameModel.binary) {
+  if (sameModel.binary && !runtime) {
     auto loaded = withCellsSet(device.load(*sameModel.binary), instances);
     if (loaded) return Built{std::move(*loaded), sameModel.source, sameModel.binary};
     if (Debug::get().on(Debug::Statistics))
@@ -160,7 +168,8 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
       // What came after the miss was reported by the store (the wait, the remote store).
       const uint64_t read = awaited ? 0 : nanoseconds(start);
       const auto loading = Clock::now();
-      auto loaded = withCellsSet(device.load(entry->binary()), instances);
+      std::shared_ptr<const std::string> keep;
+      auto loaded = withCellsSet(load(keep, entry->binary()), instances);
       if (loaded) {
         const uint64_t load = nanoseconds(loading);
         binaries.saved(entry->buildNanoseconds, read + load);
@@ -170,7 +179,7 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
                              (awaited ? "from " + std::string(entry->source)
                                    : "read and verified in " + llvm::formatv("{0:f1}", read / 1e3).str() + " us") +
                              ", loaded by the driver in " + llvm::formatv("{0:f1}", load / 1e3).str() + " us");
-        return Built{std::move(*loaded), std::string(entry->source), kept(entry->binary())};
+        return Built{std::move(*loaded), std::string(entry->source), keep ? keep : kept(entry->binary())};
       }
       llvm::Error refused = loaded.takeError();
       // A sound entry this process cannot take now (the address its variables were placed at is
@@ -210,14 +219,20 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
   }
   std::string binary;
   const auto start = Clock::now();
-  auto built = withCellsSet(device.link(linked, asking ? &binary : nullptr), instances);
+  if (runtime) {
+    auto linkedBinary = device.linkForRuntime(linked);
+    if (!linkedBinary) return linkedBinary.takeError();
+    binary = std::move(*linkedBinary);
+  }
+  std::shared_ptr<const std::string> keep;
+  auto built = withCellsSet(runtime ? load(keep, binary) : device.link(linked, asking ? &binary : nullptr), instances);
   if (!built) return built.takeError();
   if (storing && !binary.empty()) {
     std::string description = device.name();
     for (const backend::LinkInput &input : linked) description += "\n" + input.label;
     binaries.store(*storeKey, description, binary, nanoseconds(start));
   }
-  return Built{std::move(*built), {}, kept(binary)};
+  return Built{std::move(*built), {}, keep ? keep : kept(binary)};
 }
 
 LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
@@ -254,6 +269,23 @@ std::vector<std::unique_ptr<LinkedProgram>> ProgramCache::dropUses(std::span<con
   }
   llvm::erase_if(programs_, [](const std::unique_ptr<LinkedProgram> &p) { return !p; });
   return unused;
+}
+
+std::unique_ptr<LinkedProgram> ProgramCache::retire(LinkedProgram *program,
+                                                    std::vector<std::shared_ptr<const void>> &released) {
+  auto it = llvm::find_if(programs_, [&](const auto &p) { return p.get() == program; });
+  if (it == programs_.end()) return nullptr;
+  std::unique_ptr<LinkedProgram> retired = std::move(*it);
+  programs_.erase(it);
+  for (LinkedProgram::Use &use : retired->uses)
+    for (auto &pin : use.pins) released.push_back(std::move(pin));
+  retired->uses.clear();
+  for (LinkedProgram *lender : retired->lenders) --lender->borrowers;
+  // A program reaching its instances is left with cells into memory that is gone, as host code
+  // bound to a library dlclose unloaded is: its host object outlived one it needed.
+  for (auto &other : programs_) llvm::erase_value(other->lenders, program);
+  released.push_back(std::move(retired->program));
+  return retired;
 }
 
 bool ProgramCache::contains(const LinkedProgram *program) const {

@@ -58,6 +58,9 @@ struct ProgramKey {
   /// The names of the variables it reaches through cells (image/instance_cells.h), sorted: a
   /// variable the program interposes, which an image's own code reaches, by its cell's name.
   std::vector<std::string> elsewhere;
+  /// Linked for a runtime that loads it (backend::RuntimeLoad): one module, with the runtime's
+  /// anchor kernel in it.
+  bool forRuntime = false;
 
   /// The key of the program linked from `plan`, `hashOf(id)` being image `id`'s hash.
   static ProgramKey of(const LinkPlan &plan, llvm::function_ref<ContentHash(uint32_t)> hashOf);
@@ -207,14 +210,20 @@ class ProgramCache {
   /// The program of `inputs` (a plan's images, in plan order; `key` their hashes), its cells set
   /// to `instances` (the variables the inputs reach elsewhere: image/instance_cells.h): loaded from
   /// `sameModel`'s binary where there is one and `device` takes it, else the binary store's where
-  /// it has one `device` loads, else linked by `device` and stored. Build once across processes:
+  /// it has one `device` loads, else linked by `device` and stored. With `runtime`, the program
+  /// is linked for that runtime and loaded by it, never from another device's binary, and its
+  /// binary, which the runtime reads while the program lives, comes back with it. Build once across processes:
   /// where another process builds it (the store's build lock), its entry is waited for. Errors
   /// are the device's (they name the image and symbol); a binary the device refuses is dropped
   /// from the store and the program linked. With `keepBinary` (another device of the model is in
   /// use), the program's binary comes back with it.
   llvm::Expected<Built> build(backend::Device &device, const ProgramKey &key, std::span<const backend::LinkInput> inputs,
                               std::span<const InstanceAddress> instances = {}, const SameModel &sameModel = {},
-                              bool keepBinary = false);
+                              bool keepBinary = false, const backend::RuntimeLoad *runtime = nullptr);
+  /// Takes `program` out of the cache whatever still needs it: its runtime unloaded it
+  /// (backend::RuntimeLoad). The programs it reached are needed one borrower less; what it kept
+  /// goes to `released`, as dropUses gives it.
+  std::unique_ptr<LinkedProgram> retire(LinkedProgram *program, std::vector<std::shared_ptr<const void>> &released);
   /// Keeps a program made by build() from `images` (with `interposed` made local in each), for the
   /// plans it serves.
   LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<std::vector<std::string_view>> interposed,

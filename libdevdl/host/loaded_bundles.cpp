@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace devdl::host {
@@ -122,14 +123,19 @@ DynamicSymbols dynamicSymbolsOf(const dl_phdr_info *info) {
   return table;
 }
 
-// Whether DPC++ built the object with device images: its offload wrapper's constructor hands
-// the tables to the SYCL runtime's __sycl_register_lib, which the object imports. Only the
-// unhashed symbols are looked at: a scan of a process with large libraries stays short.
-bool registersWithSyclRuntime(const dl_phdr_info *info) {
+// Which carrier of images in its file the object has, by the function its constructors hand
+// them to, which it imports: DPC++'s offload wrapper calls the SYCL runtime's
+// __sycl_register_lib, devdl's CUDA registration object device_dlregister_cuda. Only the unhashed
+// symbols are looked at: a scan of a process with large libraries stays short.
+std::optional<LoadedBundle::Carrier> carrierInFile(const dl_phdr_info *info) {
   const DynamicSymbols table = dynamicSymbolsOf(info);
-  for (size_t i = 1; i < table.unhashed; ++i)
-    if (table.symbols[i].st_shndx == SHN_UNDEF && table.name(table.symbols[i]) == "__sycl_register_lib") return true;
-  return false;
+  for (size_t i = 1; i < table.unhashed; ++i) {
+    if (table.symbols[i].st_shndx != SHN_UNDEF) continue;
+    const std::string_view name = table.name(table.symbols[i]);
+    if (name == "__sycl_register_lib") return LoadedBundle::Carrier::OffloadTables;
+    if (name == "device_dlregister_cuda") return LoadedBundle::Carrier::CudaObjects;
+  }
+  return std::nullopt;
 }
 
 // The names an object exports, from its dynamic symbol table in memory; the one at `bundle`
@@ -175,8 +181,8 @@ int collectNotes(dl_phdr_info *info, size_t size, void *data) {
   auto &found = *static_cast<LoadedObjects *>(data);
   found.generation = generationOf(info, size);
   std::vector<LoadedBundle> &out = found.bundles;
-  // An object DPC++ built: its offload tables, read from its file, after its bundles.
-  const bool dpcpp = registersWithSyclRuntime(info);
+  // An object whose images are in its file, read from there, after its bundles.
+  const std::optional<LoadedBundle::Carrier> inFile = carrierInFile(info);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto &ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
@@ -209,12 +215,12 @@ int collectNotes(dl_phdr_info *info, size_t size, void *data) {
       pos = next;
     }
   }
-  if (dpcpp) {
-    LoadedBundle tables{info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr,
-                        Bytes(reinterpret_cast<const uint8_t *>(dynamicOf(info)), 0), segmentsOf(info), {}};
-    tables.offloadTables = true;
-    if (!tables.object.empty()) tables.exports = exportsOf(info, 0);
-    out.push_back(std::move(tables));
+  if (inFile) {
+    LoadedBundle file{info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr,
+                      Bytes(reinterpret_cast<const uint8_t *>(dynamicOf(info)), 0), segmentsOf(info), {}};
+    file.carrier = *inFile;
+    if (!file.object.empty()) file.exports = exportsOf(info, 0);
+    out.push_back(std::move(file));
   }
   return 0;
 }
@@ -268,8 +274,17 @@ std::optional<bool> inGlobalScope(const LoadedBundle &bundle) {
   return std::nullopt;
 }
 
+namespace {
+thread_local unsigned constructorsRunning = 0;
+}  // namespace
+
+InConstructor::InConstructor() { ++constructorsRunning; }
+InConstructor::~InConstructor() { --constructorsRunning; }
+bool InConstructor::now() { return constructorsRunning > 0; }
+
 std::shared_ptr<ObjectReference> ObjectReference::take(const std::string &path, uintptr_t base) {
   if (path.empty()) return nullptr;
+  if (InConstructor::now()) return std::shared_ptr<ObjectReference>(new ObjectReference(nullptr));
   void *handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
   if (!handle) return nullptr;
   const link_map *map = nullptr;
@@ -280,7 +295,9 @@ std::shared_ptr<ObjectReference> ObjectReference::take(const std::string &path, 
   return std::shared_ptr<ObjectReference>(new ObjectReference(handle));
 }
 
-ObjectReference::~ObjectReference() { dlclose(handle_); }
+ObjectReference::~ObjectReference() {
+  if (handle_) dlclose(handle_);
+}
 
 std::optional<std::vector<std::shared_ptr<const void>>> referenceAll(std::span<const ObjectLoad> loads) {
   std::vector<std::shared_ptr<const void>> references;

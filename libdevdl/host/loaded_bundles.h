@@ -29,15 +29,24 @@ struct LoadedBundle {
   /// Names the object exports (its dynamic symbol table: defined, global or weak, visible,
   /// neither TLS nor IFUNC), the one at the bundle first where it has one; a few at most.
   std::vector<std::string> exports;
-  /// Not a bundle: DPC++ built the object (it imports __sycl_register_lib), and its images are
-  /// in its file's offload tables (image/sycl_offload_reader.cpp), whose descriptor only the
-  /// file's symbol table names. `bytes` is empty, at the object's dynamic section: which load
-  /// this is.
-  bool offloadTables = false;
+  /// Where its images are: the bundle at `bytes`; or, for the two carriers below, in the
+  /// object's file, read from there while it is loaded, `bytes` then empty, at the object's
+  /// dynamic section (which load this is).
+  enum class Carrier : uint8_t {
+    Bundle,
+    /// DPC++ built the object (it imports __sycl_register_lib): its file's offload tables
+    /// (image/sycl_offload_reader.cpp), whose descriptor only the file's symbol table names.
+    OffloadTables,
+    /// nvcc -rdc=true objects linked with devdl's registration object (it imports
+    /// device_dlregister_cuda, include/devdl_cuda.h): the fat binaries of its file's
+    /// __nv_relfatbin section.
+    CudaObjects,
+  };
+  Carrier carrier = Carrier::Bundle;
 };
 
-/// Every bundle of every object loaded in this process, and each object DPC++ built
-/// (LoadedBundle::offloadTables), in link-map order (the executable, preloaded objects, libraries
+/// Every bundle of every object loaded in this process, and each object whose images are in its
+/// file (LoadedBundle::Carrier), in link-map order (the executable, preloaded objects, libraries
 /// in load order, then objects opened with dlopen), and the generation (below) of that very list.
 struct LoadedObjects {
   std::vector<LoadedBundle> bundles;
@@ -68,12 +77,26 @@ std::optional<LoadMark> loadMarkOf(const void *address);
 /// is named by the bundle's content). Asked again later, it may tell.
 std::optional<bool> inGlobalScope(const LoadedBundle &bundle);
 
+/// While one lives, its thread runs a host object's constructor for the host loader (the CUDA
+/// runtime's registration, include/devdl_cuda.h): nothing is unloaded meanwhile, and a dlopen,
+/// even RTLD_NOLOAD, would run the constructors of objects loaded but not initialized yet, before
+/// their turn (glibc initializes what it opens). References taken on that thread hold nothing.
+class InConstructor {
+ public:
+  InConstructor();
+  ~InConstructor();
+  InConstructor(const InConstructor &) = delete;
+  InConstructor &operator=(const InConstructor &) = delete;
+  static bool now();
+};
+
 /// A reference on a loaded object, as dlopen(RTLD_NOLOAD) takes one: the object stays loaded
 /// until the last reference is dropped, whatever the host's dlclose does meanwhile.
 class ObjectReference {
  public:
   /// A reference on the object loaded at `base` from `path`; null when it is not loaded (any
-  /// more, or another object is at that address). The executable needs none: null.
+  /// more, or another object is at that address). The executable needs none: null. In a
+  /// constructor (InConstructor), one that holds nothing.
   static std::shared_ptr<ObjectReference> take(const std::string &path, uintptr_t base);
   ~ObjectReference();
   ObjectReference(const ObjectReference &) = delete;
@@ -81,7 +104,7 @@ class ObjectReference {
 
  private:
   explicit ObjectReference(void *handle) : handle_(handle) {}
-  void *handle_;
+  void *handle_;  // null: held by the host loader's constructor call (InConstructor)
 };
 
 /// Which load of a host object: its path and load address, copied, since the loader drops a

@@ -19,9 +19,11 @@ namespace {
 std::optional<std::vector<DeviceImage>> readNew(const LoadedBundle &found) {
   auto reference = ObjectReference::take(found.object, found.base);
   if (!reference && !found.object.empty()) return std::nullopt;
-  // An object DPC++ built: its tables are read from its file, while it is loaded.
-  auto images = found.offloadTables ? readDpcppImagesOfFile(found.object.empty() ? "/proc/self/exe" : found.object)
-                                    : readBundleImages(found.bytes, nullptr);
+  // Images carried in the object's file are read from it, while it is loaded.
+  const std::string file = found.object.empty() ? "/proc/self/exe" : found.object;
+  auto images = found.carrier == LoadedBundle::Carrier::OffloadTables ? readDpcppImagesOfFile(file)
+                : found.carrier == LoadedBundle::Carrier::CudaObjects ? readCudaObjectImagesOfFile(file)
+                                                                      : readBundleImages(found.bytes, nullptr);
   std::vector<DeviceImage> read;
   if (!images) {
     if (Debug::get().on(Debug::Libs))

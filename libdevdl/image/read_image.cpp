@@ -53,6 +53,23 @@ llvm::Expected<std::vector<DeviceImage>> dpcppImagesOfElf(Bytes bytes, std::shar
   return readers::readSyclOffloadImages(bytes, std::move(storage), past);
 }
 
+// The fat binaries of nvcc's sections, each an image, after `images`.
+llvm::Error addFatbinImages(std::span<const Bytes> sections, const std::shared_ptr<Storage> &storage,
+                            std::vector<DeviceImage> &images, UnreadableImages *past) {
+  for (Bytes section : sections) {
+    auto fatbins = readers::splitFatbins(section);
+    if (!fatbins) return fatbins.takeError();
+    for (Bytes fatbin : *fatbins) {
+      auto image = readRawImage(fatbin, ImageFormat::Fatbin, storage);
+      if (image) images.push_back(std::move(*image));
+      else if (llvm::Error err = readers::readPast(inImage(image.takeError(), "image " + std::to_string(images.size())),
+                                                   images, storage, past))
+        return err;
+    }
+  }
+  return llvm::Error::success();
+}
+
 // A regular file's bytes, read into a storage of their own.
 llvm::Expected<std::shared_ptr<Storage>> readIntoStorage(const RegularFile &file) {
   auto buffer = file.read();
@@ -90,17 +107,7 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
     for (auto &[index, why] : bundlePast) past->emplace_back(images.size() + index, std::move(why));
     for (auto &image : *more) images.push_back(std::move(image));
   }
-  for (Bytes section : *fatbinSections) {
-    auto fatbins = readers::splitFatbins(section);
-    if (!fatbins) return fatbins.takeError();
-    for (Bytes fatbin : *fatbins) {
-      auto image = readRawImage(fatbin, ImageFormat::Fatbin, storage);
-      if (image) images.push_back(std::move(*image));
-      else if (llvm::Error err = readers::readPast(inImage(image.takeError(), "image " + std::to_string(images.size())), images,
-                                          storage, past))
-        return err;
-    }
-  }
+  if (llvm::Error err = addFatbinImages(*fatbinSections, storage, images, past)) return std::move(err);
   return images;
 }
 
@@ -259,6 +266,18 @@ llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string
   const Bytes bytes = (*storage)->bytes();
   auto images = dpcppImagesOfElf(bytes, std::move(*storage));
   if (!images) return inFile(images.takeError(), path);
+  return images;
+}
+
+llvm::Expected<std::vector<DeviceImage>> readCudaObjectImagesOfFile(const std::string &path) {
+  auto file = RegularFile::open(path);
+  if (!file) return file.takeError();
+  auto storage = readIntoStorage(*file);
+  if (!storage) return storage.takeError();
+  auto sections = bundle::findRelocatableFatbinSectionsInElf((*storage)->bytes());
+  if (!sections) return inFile(sections.takeError(), path);
+  std::vector<DeviceImage> images;
+  if (llvm::Error err = addFatbinImages(*sections, *storage, images, nullptr)) return inFile(std::move(err), path);
   return images;
 }
 

@@ -47,6 +47,12 @@ llvm::Expected<ImageFile> readImageFile(const RegularFile &file, bool listing = 
 /// has none; fails as readImageFile does.
 llvm::Expected<std::vector<DeviceImage>> readDpcppImagesOfFile(const std::string &path);
 
+/// The fat binaries of the __nv_relfatbin sections of the host ELF file at `path`, each an image:
+/// the relocatable device code of the nvcc -rdc=true objects of a library linked with devdl's
+/// CUDA registration object (include/devdl_cuda.h), for an object the host loaded. None where it
+/// has none; fails as readImageFile does.
+llvm::Expected<std::vector<DeviceImage>> readCudaObjectImagesOfFile(const std::string &path);
+
 /// Same for bytes in memory. `storage` owns them, or they outlive every image returned; in
 /// both cases what reading makes (decompressed members, unescaped strings) goes into `storage`,
 /// or into a new one where it is null. The same holds for the functions below.

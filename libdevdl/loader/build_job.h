@@ -62,6 +62,7 @@ struct Programs::BuildJob {
   /// `alone`); while two are in use, the binary is kept for the other. Asked before the mutex goes.
   cache::SameModel sameModel, aloneModel;
   bool keepBinary = false;
+  const backend::RuntimeLoad *runtime = nullptr;  // the request's
   /// The references on `hosts` while it builds (none where one was unloaded meanwhile: look again).
   std::optional<std::vector<std::shared_ptr<const void>>> references;
 };

@@ -10,7 +10,8 @@
 //
 // Here: loader.cpp (opening, DEVDL_NOW, closing, views, attaching, specializing), symbol.cpp
 // (device_dlsym and each thread's answers), queries.cpp (variables, registered objects, plans,
-// the image list).
+// the image list), cuda_objects.cpp (a host object's nvcc -rdc=true objects linked for the CUDA
+// runtime).
 //
 // Global scope, in search order: the device images carried by the objects of the running
 // process that are in the host's global scope (link-map order: executable, LD_PRELOAD, libraries
@@ -49,6 +50,7 @@
 #include <vector>
 
 struct devdl_addr_info;
+struct devdl_cuda_objects;
 struct devdl_native;
 struct devdl_symbol_info;
 
@@ -115,6 +117,12 @@ class Loader {
     size_t symbols;
   };
   std::vector<ImageSnapshot> snapshot();
+  /// device_dlregister_cuda: the nvcc -rdc=true objects of the host object holding
+  /// `objects.within` linked together against the process's images in its scope, and loaded by
+  /// `objects.load` (the CUDA runtime), whose module devdl's lookups then use.
+  llvm::Error registerCuda(devdl_cuda_objects &objects);
+  /// device_dlunregister_cuda: the runtime unloaded that program.
+  void unregisterCuda(const devdl_cuda_objects &objects);
 
  private:
   // loader.cpp: opening.
@@ -154,6 +162,8 @@ class Loader {
   ProcessScan scan_;
   Lookups lookups_;
   llvm::StringSet<> addressNames_;  // the strings device_dladdr handed out: kept for the process
+  /// The programs registerCuda made, by the objects the runtime loaded them for.
+  std::vector<std::pair<const devdl_cuda_objects *, cache::LinkedProgram *>> cudaRegistered_;
 };
 
 }  // namespace devdl

@@ -226,4 +226,14 @@ std::vector<ProcessScan::View::Preload> ProcessScan::readPreloads() const {
   return preloads;
 }
 
+std::optional<ProcessScan::CudaObjects> ProcessScan::cudaObjectsAt(const void *address) const {
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (const auto &[where, bundle] : bundles_) {
+    if (bundle.found.carrier != host::LoadedBundle::Carrier::CudaObjects) continue;
+    for (const auto &[begin, end] : bundle.found.segments)
+      if (at >= begin && at < end) return CudaObjects{bundle.found.object, bundle.images};
+  }
+  return std::nullopt;
+}
+
 }  // namespace devdl

@@ -26,6 +26,14 @@ class ProcessScan {
   /// Brings the loader up to what the host loader has loaded now: asked with the mutex let go,
   /// applied under it, and the new images' candidacy decided.
   void scan(LoaderLock &lock);
+  /// The loaded object holding `address` whose images are nvcc -rdc=true objects'
+  /// (LoadedBundle::Carrier::CudaObjects), as the last scan found it: its path ("" for the
+  /// executable) and its images; nullopt where none holds it.
+  struct CudaObjects {
+    std::string object;
+    std::vector<uint32_t> images;
+  };
+  std::optional<CudaObjects> cudaObjectsAt(const void *address) const;
 
  private:
   /// What the host loader has loaded and DEVDL_PRELOAD's files, seen with the mutex let go: the

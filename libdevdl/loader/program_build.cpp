@@ -75,6 +75,7 @@ llvm::Expected<Outcome<cache::LinkedProgram *>> Programs::build(LoaderLock &lock
 Programs::BuildJob Programs::prepare(const Request &request, Planned &planned) {
   BuildJob job;
   job.device = planned.device;
+  job.runtime = request.runtime;
   job.generation = Generation::now();
   std::optional<LinkPlan> joint = withImporters(request, planned, job);
   if (joint) {
@@ -105,8 +106,9 @@ std::optional<LinkPlan> Programs::withImporters(const Request &request, const Pl
   // Should the link with its importers fail, the plan is linked alone. Not with them for the
   // program that is to hold an image's interposed variables: its importers' scope interposes them.
   const Planner planner = this->planner(request.place);
-  job.uses.push_back({request.root, planned.plan, {}});
-  std::vector<uint32_t> roots{request.root};
+  std::vector<uint32_t> roots(request.rootsLinked().begin(), request.rootsLinked().end());
+  for (uint32_t root : roots) job.uses.push_back({root, planned.plan, {}});
+  const size_t own = roots.size();
   for (Planner::Importer &importer : planner.importersOf(planned.plan, [&](uint32_t id) {
          if (request.alone) return false;
          auto device = parts_.places.deviceAt(images_[id].image, request.place);
@@ -117,13 +119,13 @@ std::optional<LinkPlan> Programs::withImporters(const Request &request, const Pl
     roots.push_back(importer.root);
     job.uses.push_back({importer.root, std::move(importer.plan), {}});
   }
-  if (roots.size() == 1) return std::nullopt;
+  if (roots.size() == own) return std::nullopt;
   LinkPlan joint = planner.plan(roots);
   // Their program is linked already, and it does not serve the plan (it makes some of the plan's
   // names local, interposed by an importer's scope): the plan is linked alone, else linking with
   // them would make that program again, and again.
   if (cache_.find(planned.device, keyOf(joint))) {
-    job.uses.resize(1);
+    job.uses.resize(own);
     return std::nullopt;
   }
   return joint;
@@ -206,7 +208,7 @@ llvm::Expected<cache::Built> Programs::buildInputs(const BuildJob &job, const Bu
     if (!extent) return cannot(llvm::toString(extent.takeError()));
     instances.push_back({reached.name, reached.cell, extent->address});
   }
-  auto built = cache_.build(*planned.device, inputs.key, inputs.inputs, instances, same, job.keepBinary);
+  auto built = cache_.build(*planned.device, inputs.key, inputs.inputs, instances, same, job.keepBinary, job.runtime);
   if (built || inputs.reached.empty()) return built;
   // Where what failed is reaching an instance (an image devdl cannot edit so), say whose.
   std::string why;
@@ -259,7 +261,8 @@ cache::LinkedProgram *Programs::keepBuilt(BuildJob &job, const Planned &planned,
   const bool second = llvm::any_of(job.linked.instances, [&](const auto &variable) {
     return cache_.defining(variable.first, variable.second, planned.device) != nullptr;
   });
-  if (uses.empty() || second || cache_.find(planned.device, job.linked.key)) {
+  // A runtime loaded its program already: kept whatever else serves the plan.
+  if (uses.empty() || (!job.runtime && (second || cache_.find(planned.device, job.linked.key)))) {
     parts_.mutex.destroyLater(std::shared_ptr<backend::Program>(std::move(made.built->program)));
     return nullptr;
   }

@@ -59,16 +59,73 @@ llvm::Expected<cache::LinkedProgram *> Programs::programFor(LoaderLock &lock, ui
   }
 }
 
+llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &lock, std::span<const uint32_t> roots,
+                                                                   std::string label,
+                                                                   const backend::RuntimeLoad &runtime) {
+  Request request{roots.front(), 0, std::move(label)};
+  request.roots.assign(roots.begin(), roots.end());
+  request.alone = true;
+  request.runtime = &runtime;
+  for (;;) {
+    for (uint32_t root : roots)
+      if (!images_.contains(root) || !images_[root].loaded) return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
+    request.place = parts_.places.placeFor(images_[request.root].image, 0);
+    if (!request.scanned) {
+      request.scanned = true;
+      parts_.scanProcess(lock);
+      continue;
+    }
+    auto planned = plan(request);
+    if (!planned) return planned.takeError();
+    // The runtime finds the objects' variables by name in what it loads: their instances must be
+    // this program's, not one linked before (for a library whose constructors ran first).
+    for (uint32_t root : roots)
+      for (std::string_view name : variablesOf(root))
+        if (const cache::LinkedProgram *holder = cache_.defining(root, name, planned->device))
+          return fail(ErrorCode::Unsupported,
+                      request.label + ": the instance of `" + std::string(variableShown(root, name)) +
+                          "` is in the program of " + std::string(labelOf(*holder)) +
+                          ", linked before this object's constructors ran, which the CUDA runtime does not reach "
+                          "by the variable's name");
+    // As programFor: an image's variable another image interposes gets its own program first.
+    if (std::optional<uint32_t> owner = interposedWithoutInstance(request, *planned)) {
+      request.ownsTried.push_back(*owner);
+      owning_.push_back(*owner);
+      auto own = programFor(lock, *owner, 0, /*alone=*/true);
+      owning_.erase(llvm::find(owning_, *owner));
+      if (!own) return inImage(own.takeError(), request.label);
+      continue;
+    }
+    auto program = build(lock, request, *planned);
+    if (!program) return program.takeError();
+    if (program->settled()) {
+      for (uint32_t root : roots) images_[root].setProgram(request.place, **program);
+      return **program;
+    }
+  }
+}
+
+void Programs::retire(cache::LinkedProgram *program) {
+  std::unique_ptr<cache::LinkedProgram> retired = cache_.retire(program, parts_.mutex.released());
+  if (!retired) return;
+  for (uint32_t id = 0; id < images_.end(); ++id)
+    if (images_.contains(id))
+      for (cache::LinkedProgram *&p : images_[id].programs)
+        if (p == program) p = nullptr;
+  for (uint32_t id : retired->images) images_.unhold(id);
+  drop({});
+}
+
 llvm::Expected<Programs::Planned> Programs::plan(const Request &request) {
   const Planner planner = this->planner(request.place);
-  const uint32_t roots[] = {request.root};
-  LinkPlan plan = planner.plan(roots);
+  LinkPlan plan = planner.plan(request.rootsLinked());
   if (llvm::Error err = planner.unresolvedError(plan)) return err;
   if (llvm::Error err = planner.conflictError(plan)) return err;
   // Opened when the image came, or the view's.
   auto device = parts_.places.deviceAt(images_[request.root].image, request.place);
   if (!device) return inImage(device.takeError(), request.label);
   cache::ProgramKey key = keyOf(plan);
+  key.forRuntime = request.runtime != nullptr;
   return Planned{std::move(plan), *device, std::move(key)};
 }
 

@@ -47,6 +47,15 @@ class Programs {
   /// returns: callers hold what they need. `alone`: not linked with the loaded images that import
   /// from the plan (the program that is to hold an image's interposed variables).
   llvm::Expected<cache::LinkedProgram *> programFor(LoaderLock &lock, uint32_t root, unsigned place, bool alone = false);
+  /// The program of `roots` (a host object's CUDA objects) linked together, as nvcc -dlink links
+  /// them, for the default device, alone, and loaded by `runtime`: always a new program, as the
+  /// runtime loads its own module, which becomes each root's program. Their variables' instances
+  /// are its own where no program holds them yet.
+  llvm::Expected<cache::LinkedProgram *> programForRuntime(LoaderLock &lock, std::span<const uint32_t> roots,
+                                                           std::string label, const backend::RuntimeLoad &runtime);
+  /// Lets go of a program programForRuntime made, whose runtime unloaded it, whatever still
+  /// needs it.
+  void retire(cache::LinkedProgram *program);
   /// The plan a root image's program at `place` was linked from for it; null where it has none.
   const LinkPlan *linkedPlan(uint32_t root, unsigned place) const;
   /// The plan of a root image at `place`: its program's plan for it where it has a program (what
@@ -68,6 +77,8 @@ class Programs {
     unsigned place;  // placeFor the root, set as the request starts
     std::string label;
     bool alone = false;     // not linked with the plan's importers
+    std::vector<uint32_t> roots = {};  // where it has several (programForRuntime): `root` first
+    const backend::RuntimeLoad *runtime = nullptr;  // the runtime that loads the program, if any
     std::vector<uint32_t> ownsTried = {};  // images linked alone for it, to hold their interposed variables
     bool scanned = false;   // the process was scanned for it
     bool built = false;     // this call built a program (and said so)
@@ -75,6 +86,7 @@ class Programs {
     /// Another look after a host object the plan needs was found unloaded: the scopes change at
     /// the next scan. Bounded, for an object that is unloading but still listed.
     llvm::Error rescan();
+    std::span<const uint32_t> rootsLinked() const { return roots.empty() ? std::span(&root, 1) : std::span(roots); }
   };
   /// A root's plan, resolved completely, with the device that links it and its program's key.
   struct Planned {

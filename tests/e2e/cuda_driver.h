@@ -22,8 +22,7 @@ using CUstream = struct CUstream_st *;
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
      CUstream, void **, void **),                                                      \
     "cuLaunchKernel")                                                                  \
-  X(cuCtxSynchronize, (), "cuCtxSynchronize")                                         \
-  X(cuFuncGetModule, (CUmodule *, CUfunction), "cuFuncGetModule")
+  X(cuCtxSynchronize, (), "cuCtxSynchronize")
 
 struct Driver {
 #define DEVDL_TEST_DECLARE(name, parameters, symbol) CUresult(*name) parameters = nullptr;

@@ -17,6 +17,7 @@
 #include "support/own_directory.h"
 #include "support/regular_file.h"
 #include "support/version.h"
+#include "tools/devdl-pack/cuda_register.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
@@ -38,6 +39,7 @@ namespace {
 
 constexpr const char *kUsage = R"(usage: devdl-pack [OUTPUT] [[IMAGE OPTION]... FILE]...
        devdl-pack --check [--arch ARCH | --device] FILE...
+       devdl-pack --cuda-register [--cc COMPILER] -o FILE OBJ...
        devdl-pack --help | --version
 
 Packs the device images of each FILE (SPIR-V, SPIR bitcode, cubin, PTX, fatbin, a bundle, or a
@@ -89,6 +91,12 @@ Check:
                             out, as the loader passes them over
   --device                  (after --check) answer for the devices devdl would use here
                             (DEVDL_BACKEND, DEVDL_DEVICE): images they do not take are left out
+
+CUDA runtime:
+  --cuda-register -o FILE OBJ...
+                            write the host object that links the device code of nvcc -rdc=true
+                            objects and static libraries at load time, in place of nvcc -dlink's
+                            (devdl-pack --cuda-register --help)
 )";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -445,6 +453,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (args[0] == "--check") return check({args.begin() + 1, args.end()});
+  if (args[0] == "--cuda-register") return pack::cudaRegister({args.begin() + 1, args.end()});
   if (args[0] == "--arch" || args[0] == "--device") usageError(args[0] + " comes after --check");
 
   std::string output, addTo, targetTriple, symbol;

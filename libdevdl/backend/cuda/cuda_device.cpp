@@ -215,6 +215,14 @@ llvm::Error Device::accepts(const DeviceImage &image) const {
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
+  auto linked = linkBinary(inputs, false);
+  if (!linked) return linked.takeError();
+  auto program = load(*linked);
+  if (program && binary) *binary = std::move(*linked);
+  return program;
+}
+
+llvm::Expected<std::string> Device::linkBinary(std::span<const LinkInput> inputs, bool forRuntime) {
   // Everything the driver is given is made ready first, so that from cuLinkCreate on only the
   // driver runs.
   if (!linkerError_.empty()) return fail(ErrorCode::NotFound, linkerError_);
@@ -334,6 +342,12 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(table.c_str()), table.size() + 1),
                        &tableLabel});
   }
+  // The runtime finds the module it loads by a kernel of devdl's, which it registers.
+  const std::string anchor = std::string(kPtxHeader) + ".visible .entry " + kRuntimeAnchor + "()\n{\n  ret;\n}\n";
+  const std::string anchorLabel = "devdl's kernel for the CUDA runtime";
+  if (forRuntime)
+    ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(anchor.c_str()), anchor.size() + 1),
+                     &anchorLabel});
   // PTX compiled in this link: nvJitLink's ptxas compiles each image's functions on DEVDL_JOBS
   // threads, where the driver's compiles them on one.
   size_t ptx = 0;
@@ -348,11 +362,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
                                                            : JitInputKind::Fatbin,
                            in.data, in.label});
     // -lto only where there is LTO-IR: nvJitLink refuses -lto without any.
-    auto cubin = linkWithJit(jitInputs, ltoIr, threads);
-    if (!cubin) return cubin.takeError();
-    auto program = load(*cubin);
-    if (program && binary) *binary = std::move(*cubin);
-    return program;
+    return linkWithJit(jitInputs, ltoIr, threads, forRuntime);
   }
   std::string errorLog(16384, '\0'), infoLog(16384, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
@@ -395,21 +405,17 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
                 (log.empty() ? "" : log + "\n") + "cuLinkComplete on " + name_ + " failed: " + errorName(err));
   }
   times.mark("cuLinkComplete");
-  // The linked cubin belongs to the link state: load it before the state is destroyed.
-  CUmodule module = nullptr;
-  if (CUresult err = api_.cuModuleLoadData(&module, cubin); err != CUDA_SUCCESS)
-    return cudaFailure("cuModuleLoadData of the linked program on " + name_, err);
-  times.mark("cuModuleLoadData");
   times.print("linked " + std::to_string(inputs.size()) + " images on " + name_);
-  auto program = std::make_unique<Program>(api_, context_, std::vector{module}, llvm::StringMap<unsigned>(), name_);
-  if (binary) binary->assign(static_cast<const char *>(cubin), size);
-  return program;
+  // The linked cubin belongs to the link state: copied before the state is destroyed.
+  return std::string(static_cast<const char *>(cubin), size);
 }
 
-llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs, bool lto, unsigned threads) const {
+llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs, bool lto, unsigned threads,
+                                                bool whole) const {
   CallTimes times;
-  std::string whole;  // why the program is one module
-  const std::vector<ProgramPart> parts = lto ? planLtoParts(inputs, sm_, threads, &whole) : std::vector<ProgramPart>(1);
+  std::string oneModule = whole ? "a runtime loads it" : "";  // why the program is one module
+  const std::vector<ProgramPart> parts =
+      lto && !whole ? planLtoParts(inputs, sm_, threads, &oneModule) : std::vector<ProgramPart>(1);
   auto version = [&] {
     auto known = nvJitLinkVersion(*jitLink_);
     return "nvJitLink " + (known ? *known : llvm::toString(known.takeError())) + " (" + nvJitLinkOptions(sm_, lto) +
@@ -441,7 +447,7 @@ llvm::Expected<std::string> Device::linkWithJit(std::span<const JitInput> inputs
   times.mark("nvJitLink");
   if (statistics)
     times.print("linked " + std::to_string(inputs.size()) + " images for " + name_ + " with " + version() + ", a " +
-                std::to_string(cubin->size()) + "-byte cubin" + (whole.empty() ? "" : "; one module: " + whole) +
+                std::to_string(cubin->size()) + "-byte cubin" + (oneModule.empty() ? "" : "; one module: " + oneModule) +
                 "\n  " + jitTimes);
   return cubin;
 }

@@ -34,16 +34,21 @@ bool runsOn(ImageFormat format, std::string_view arch, int sm);
 /// are kept, without the driver's "error   : " prefixes.
 std::string describeLinkLog(std::string_view log);
 
+/// The kernel devdl links into a program a runtime loads (RuntimeLoad): the runtime finds the
+/// module by it.
+inline constexpr const char *kRuntimeAnchor = "__devdl_runtime_anchor";
+
 /// A linked program: one module, or one for each part of an LTO link split across threads
 /// (program_parts.h), each answering for the names of its part; the kernels found in them.
 /// Unloaded with this object.
 class Program final : public backend::Program {
  public:
   /// `owners`: the module of each name, where there are several; names it lacks are the first's.
+  /// `runtimes`: the modules are a runtime's (RuntimeLoad), which unloads them, not this object.
   Program(const Api &api, CUcontext context, std::vector<CUmodule> modules, llvm::StringMap<unsigned> owners,
-          std::string device)
+          std::string device, bool runtimes = false)
       : api_(api), context_(context), modules_(std::move(modules)), owners_(std::move(owners)),
-        device_(std::move(device)) {}
+        device_(std::move(device)), runtimes_(runtimes) {}
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
   ~Program() override;
@@ -65,6 +70,7 @@ class Program final : public backend::Program {
   std::vector<CUmodule> modules_;
   llvm::StringMap<unsigned> owners_;
   std::string device_;
+  bool runtimes_;
   KernelTable<CUfunction> kernels_;
   std::once_flag functionsRead_;  // the table, read at the first function()
   llvm::StringMap<void *> functions_;
@@ -98,6 +104,11 @@ class Device final : public backend::Device {
                                                         std::string *binary) override;
   /// cuModuleLoadData of a linked cubin, or of each module of a program linked in parts.
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
+  /// As link(), into one cubin, with the kernel kRuntimeAnchor linked in.
+  llvm::Expected<std::string> linkForRuntime(std::span<const LinkInput> inputs) override;
+  /// The module of the CUfunction the runtime gives (cuFuncGetModule), in the device's context.
+  llvm::Expected<std::unique_ptr<backend::Program>> loadThrough(std::string_view binary,
+                                                               const RuntimeLoad &runtime) override;
   /// Names the linkers the device may use (nvJitLink by its file's path, size and mtime: any
   /// change to it changes the disk cache's key) and whether LTO is on.
   const std::string &identity() const override { return identity_; }
@@ -114,9 +125,13 @@ class Device final : public backend::Device {
   CUdevice device_;
   CUcontext context_;
   bool primary_;  // a primary context devdl retained, released with this object
-  // The nvJitLink path of link(), from inputs made ready as for cuLink, on `threads` (DEVDL_JOBS):
-  // one cubin, or the modules of a program linked in parts (packModules).
-  llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto, unsigned threads) const;
+  /// link()'s binary: one cubin, or the modules of a program linked in parts (packModules); one
+  /// cubin with kRuntimeAnchor in it `forRuntime`.
+  llvm::Expected<std::string> linkBinary(std::span<const LinkInput> inputs, bool forRuntime);
+  // The nvJitLink path of linkBinary, from inputs made ready as for cuLink, on `threads`
+  // (DEVDL_JOBS): one cubin, or (unless `whole`) the modules of a program linked in parts.
+  llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto, unsigned threads,
+                                          bool whole) const;
   // The modules of a program linked in parts, loaded, each answering for its part's names.
   llvm::Expected<std::unique_ptr<backend::Program>> loadModules(std::span<const PartModule> modules);
 

@@ -8,6 +8,7 @@
 namespace devdl::backend::cuda {
 
 Program::~Program() {
+  if (runtimes_) return;
   CallTimes times;
   ContextScope current(api_, context_);
   for (CUmodule module : modules_) api_.cuModuleUnload(module);

@@ -61,6 +61,7 @@ enum CUdevice_attribute : int {
   X(cuModuleLoadData, (CUmodule *, const void *), "cuModuleLoadData")                     \
   X(cuModuleUnload, (CUmodule), "cuModuleUnload")                                         \
   X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *), "cuModuleGetFunction")   \
+  X(cuFuncGetModule, (CUmodule *, CUfunction), "cuFuncGetModule")                         \
   X(cuModuleGetGlobal, (CUdeviceptr *, size_t *, CUmodule, const char *), "cuModuleGetGlobal_v2") \
   X(cuMemcpyHtoD, (CUdeviceptr, const void *, size_t), "cuMemcpyHtoD_v2")                 \
   X(cuMemcpyDtoH, (void *, CUdeviceptr, size_t), "cuMemcpyDtoH_v2")

@@ -142,10 +142,9 @@ std::string functionTablePtx(std::span<const std::string_view> functions) {
   for (std::string_view name : functions)
     if (ptxIdentifier(name)) named.push_back(name);
   if (named.empty()) return "";
-  // PTX 7.0 for sm_50 JIT-compiles for any later GPU. Declarations without their parameters:
-  // the linker binds by name.
-  std::string ptx = "// devdl's table of this program's functions (libdevdl/backend/cuda/function_table.h)\n"
-                    ".version 7.0\n.target sm_50\n.address_size 64\n\n";
+  // Declarations without their parameters: the linker binds by name.
+  std::string ptx = "// devdl's table of this program's functions (libdevdl/backend/cuda/function_table.h)\n" +
+                    std::string(kPtxHeader);
   for (std::string_view name : named) ptx += ".extern .func " + std::string(name) + ";\n";
   ptx += ".visible .global .align 8 .u64 " + std::string(kFunctionAddresses) + "[" + std::to_string(named.size()) + "] = {";
   for (size_t i = 0; i < named.size(); ++i) ptx += (i ? ", " : "") + std::string(named[i]);

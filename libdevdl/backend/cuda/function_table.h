@@ -22,6 +22,9 @@
 
 namespace devdl::backend::cuda {
 
+/// The head of the PTX devdl writes: PTX 7.0 for sm_50 JIT-compiles for any later GPU.
+inline constexpr const char *kPtxHeader = ".version 7.0\n.target sm_50\n.address_size 64\n\n";
+
 inline constexpr const char *kFunctionAddresses = "__devdl_function_addresses";
 inline constexpr const char *kFunctionNames = "__devdl_function_names";
 

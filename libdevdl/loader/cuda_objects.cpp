@@ -1,0 +1,49 @@
+// A host object's nvcc -rdc=true objects, linked at load time for the CUDA runtime
+// (include/devdl_cuda.h): devdl does what nvcc -dlink does, against the device code already in
+// the process, and the runtime loads the result; devdl's lookups use the module the runtime
+// loaded, so that both reach the same instances.
+#include "loader/loader.h"
+#include "support/debug.h"
+#include "support/error.h"
+
+#include "devdl_cuda.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+namespace devdl {
+
+llvm::Error Loader::registerCuda(devdl_cuda_objects &objects) {
+  // Called from the host object's constructors: the objects loaded after it are initialized after.
+  host::InConstructor constructor;
+  LoaderLock lock(mutex_);
+  scan_.scan(lock);
+  std::optional<ProcessScan::CudaObjects> found = scan_.cudaObjectsAt(objects.within);
+  if (!found || found->images.empty())
+    return fail(ErrorCode::NotFound, (found ? (found->object.empty() ? "the executable" : found->object)
+                                            : std::string("the object registering CUDA objects")) +
+                                         ": no relocatable device code was found in its file (an __nv_relfatbin "
+                                         "section, which nvcc -rdc=true puts in each object)");
+  const std::string object = found->object.empty() ? "the executable" : found->object;
+  if (Debug::get().on(Debug::Libs))
+    Debug::get().print("the CUDA objects of " + object + " (" + std::to_string(found->images.size()) +
+                       " images): linked for the CUDA runtime");
+  backend::RuntimeLoad runtime{[&](std::string_view binary, const char *anchor) -> llvm::Expected<void *> {
+    if (void *function = objects.load(objects.context, binary.data(), binary.size(), anchor)) return function;
+    return fail(ErrorCode::Unsupported, object + ": the CUDA runtime did not load the linked device code (kernel `" +
+                                            llvm::Twine(anchor) + "` not found in what it registered)");
+  }};
+  auto program = programs_.programForRuntime(lock, found->images, object, runtime);
+  if (!program) return program.takeError();
+  cudaRegistered_.emplace_back(&objects, *program);
+  return llvm::Error::success();
+}
+
+void Loader::unregisterCuda(const devdl_cuda_objects &objects) {
+  LoaderLock lock(mutex_);
+  auto it = llvm::find_if(cudaRegistered_, [&](const auto &entry) { return entry.first == &objects; });
+  if (it == cudaRegistered_.end()) return;
+  programs_.retire(it->second);
+  cudaRegistered_.erase(it);
+}
+
+}  // namespace devdl

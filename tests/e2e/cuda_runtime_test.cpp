@@ -1,0 +1,114 @@
+// The CUDA runtime's registration of nvcc -rdc=true objects (include/devdl_cuda.h) as far as it
+// runs without a GPU: libraries' constructors calling devdl in the host loader's order, and a
+// library linked with devdl-pack --cuda-register's object seen as carrying its objects' device
+// code. On the GPU machine, samples/cuda-runtime runs the rest (scripts/gpu-run.sh).
+#include "test_images.h"
+#include "test_support.h"
+
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <filesystem>
+#include <map>
+
+namespace devdl::test {
+namespace {
+
+TEST(CudaRuntime, ConstructorsRunInTheHostLoadersOrderWhileARegistrationScansTheProcess) {
+  // The first library's constructor registers with devdl, which reads the other loaded objects'
+  // files: taking a reference on one (dlopen RTLD_NOLOAD) would run its constructors there, before
+  // their turn, and a library's program would be linked before the one it needs.
+  CommandResult r = run({DEVDL_TEST_CUDA_REGISTER_PROBE});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "the second library's constructor saw the first's finished: 1\n");
+  // The first has no device code: said as ld.so says a lookup error, naming the library.
+  EXPECT_NE(r.err.find("device symbol lookup error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("libdevdl_test_cuda_first.so: no relocatable device code was found in its file"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CudaRuntime, ALibraryLinkedWithItsRegistrationObjectCarriesItsObjectsCode) {
+  if (!*DEVDL_TEST_CUDA_RUNTIME_SAMPLE)
+    GTEST_SKIP() << "samples/cuda-runtime was not built: no nvcc at build time (PATH, /usr/local/cuda/bin)";
+  // libcudauser.so needs libcudamath.so: both constructors register, each library's code read
+  // from its file's __nv_relfatbin; a library opened RTLD_LOCAL stays out of the global scope.
+  CommandResult r = run({DEVDL_TEST_CUDA_REGISTER_PROBE, std::string(DEVDL_TEST_CUDA_RUNTIME_SAMPLE) + "/libcudauser.so"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("libcudamath.so 0 fatbin 3 local\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("libcudauser.so 0 fatbin 4 local\n"), std::string::npos) << r.out;
+  // Linked where there is a GPU; elsewhere each registration says why not, and the process goes on.
+  if (!r.err.empty()) {
+    EXPECT_NE(r.err.find("device symbol lookup error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("libcudauser.so"), std::string::npos) << r.err;
+  }
+}
+
+// The symbols of a relocatable object: name -> (defined, hidden).
+std::map<std::string, std::pair<bool, bool>> symbolsOf(const std::string &path) {
+  std::map<std::string, std::pair<bool, bool>> symbols;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) return symbols;
+  auto object = llvm::object::ObjectFile::createObjectFile((*buffer)->getMemBufferRef());
+  if (!object) {
+    llvm::consumeError(object.takeError());
+    return symbols;
+  }
+  for (const llvm::object::ELFSymbolRef symbol : llvm::cast<llvm::object::ELFObjectFileBase>(object->get())->symbols()) {
+    auto name = symbol.getName();
+    auto flags = symbol.getFlags();
+    if (!name || !flags) {
+      llvm::consumeError(name.takeError());
+      llvm::consumeError(flags.takeError());
+      continue;
+    }
+    if (name->empty()) continue;
+    symbols[name->str()] = {!(*flags & llvm::object::SymbolRef::SF_Undefined),
+                            symbol.getOther() == llvm::ELF::STV_HIDDEN};
+  }
+  return symbols;
+}
+
+TEST(DevdlPack, CudaRegisterDefinesEachObjectsRegistrationHidden) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  const std::string dir = scratchDir();
+  // An object, and the same in a static library: one registration, as nvcc -dlink takes them.
+  ASSERT_EQ(run({DEVDL_AR, "rcs", dir + "/librdc.a", image("lib_rdc.o")}).status, 0);
+  for (const std::string &input : {image("lib_rdc.o"), dir + "/librdc.a"}) {
+    SCOPED_TRACE(input);
+    const std::string out = dir + "/register.o";
+    CommandResult r = run({DEVDL_PACK, "--cuda-register", "-o", out, input});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string registers;
+    for (const auto &[name, what] : symbolsOf(out)) {
+      if (!name.starts_with("__cudaRegisterLinkedBinary_")) continue;
+      registers = name;
+      EXPECT_TRUE(what.first && what.second) << name << ": defined and hidden";
+    }
+    // The one the object's constructor calls.
+    ASSERT_FALSE(registers.empty());
+    EXPECT_EQ(symbolsOf(image("lib_rdc.o")).count(registers), 1u);
+    const auto symbols = symbolsOf(out);
+    for (const char *imported : {"device_dlregister_cuda", "device_dlunregister_cuda", "__cudaRegisterFatBinary",
+                                 "__cudaRegisterFunction", "cudaGetFuncBySymbol"})
+      EXPECT_TRUE(symbols.count(imported) && !symbols.at(imported).first) << imported;
+  }
+}
+
+TEST(DevdlPack, CudaRegisterRefusesWhatRegistersNoDeviceCode) {
+  const std::string dir = scratchDir();
+  // A file that is no object, named; then a host object without relocatable device code.
+  CommandResult spirv = run({DEVDL_PACK, "--cuda-register", "-o", dir + "/r.o", image("lib.spv")});
+  EXPECT_EQ(spirv.status, 1);
+  EXPECT_NE(spirv.err.find(image("lib.spv")), std::string::npos) << spirv.err;
+  CommandResult plain = run({DEVDL_PACK, "--cuda-register", "-o", dir + "/r.o", DEVDL_TEST_HOST_OBJECT});
+  EXPECT_EQ(plain.status, 1);
+  EXPECT_NE(plain.err.find("no object calls __cudaRegisterLinkedBinary_*"), std::string::npos) << plain.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/r.o"));
+  CommandResult usage = run({DEVDL_PACK, "--cuda-register", image("lib.spv")});
+  EXPECT_EQ(usage.status, 2);
+  EXPECT_NE(usage.err.find("--cuda-register needs -o FILE"), std::string::npos) << usage.err;
+}
+
+}  // namespace
+}  // namespace devdl::test
