@@ -24,8 +24,10 @@ struct Started {
   std::string what;  // its arguments, for errors
 };
 
-Started start(const std::vector<std::string> &args, const std::vector<std::string> &env) {
+// Starts `program`, or this program with --child where it is empty.
+Started start(const std::string &program, const std::vector<std::string> &args, const std::vector<std::string> &env) {
   static const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+  const std::string &path = program.empty() ? self : program;
   Started child;
   for (const std::string &a : args) child.what += " " + a;
   std::vector<std::string> environment;
@@ -43,11 +45,15 @@ Started start(const std::vector<std::string> &args, const std::vector<std::strin
   environment.push_back("POCL_KERNEL_CACHE=0");
   environment.push_back("CUDA_CACHE_DISABLE=1");
 
-  std::vector<char *> argv{const_cast<char *>(self.c_str())}, envp;
-  std::vector<std::string> all = {"--child"};
+  std::vector<char *> argv{const_cast<char *>(path.c_str())}, envp;
+  std::vector<std::string> all;
+  if (program.empty()) all.push_back("--child");
   all.insert(all.end(), args.begin(), args.end());
   for (std::string &a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();  // CLOCK_MONOTONIC
+  environment.push_back("DEVDL_BENCH_START_NS=" +
+                        std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
   for (std::string &e : environment) envp.push_back(e.data());
   envp.push_back(nullptr);
 
@@ -58,7 +64,7 @@ Started start(const std::vector<std::string> &args, const std::vector<std::strin
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, child.out, 1);
   posix_spawn_file_actions_adddup2(&actions, child.out, 2);
-  if (posix_spawn(&child.pid, self.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) child.pid = -1;
+  if (posix_spawn(&child.pid, path.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) child.pid = -1;
   posix_spawn_file_actions_destroy(&actions);
   return child;
 }
@@ -81,7 +87,12 @@ double seconds(const timeval &t) { return static_cast<double>(t.tv_sec) + static
 
 double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
                 std::map<std::string, double> *fields) {
-  Started child = start(args, env);
+  return runProgram("", args, env, error, fields);
+}
+
+double runProgram(const std::string &program, const std::vector<std::string> &args, const std::vector<std::string> &env,
+                  std::string *error, std::map<std::string, double> *fields) {
+  Started child = start(program, args, env);
   std::string text;
   rusage usage;
   if (!finish(child, text, usage)) {
@@ -100,7 +111,7 @@ bool runTogether(int count, const std::vector<std::string> &args, const std::vec
                  std::string *error) {
   const auto begin = std::chrono::steady_clock::now();
   std::vector<Started> children;
-  for (int i = 0; i < count; ++i) children.push_back(start(args, env));
+  for (int i = 0; i < count; ++i) children.push_back(start("", args, env));
   out = {};
   bool ok = true;
   for (Started &child : children) {

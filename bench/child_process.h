@@ -14,6 +14,10 @@ namespace devdl::bench {
 /// "name=value" after it go to `fields`.
 double runChild(const std::vector<std::string> &args, const std::vector<std::string> &env, std::string *error,
                 std::map<std::string, double> *fields = nullptr);
+/// The same for another program (its path), run with `args` alone. Each child's environment has
+/// DEVDL_BENCH_START_NS, the CLOCK_MONOTONIC nanoseconds just before it was started.
+double runProgram(const std::string &program, const std::vector<std::string> &args, const std::vector<std::string> &env,
+                  std::string *error, std::map<std::string, double> *fields = nullptr);
 
 /// Runs `count` children as runChild does, all at once (each started without waiting for the
 /// others): the CPU time they took together (user and system, seconds) and the wall time from

@@ -13,7 +13,8 @@ ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests devdl_f
   bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto bench_devices bench_instances \
   devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen \
-  cuda-runtime cuda-runtime-plugin cuda-runtime-broken cudapatch
+  cuda-runtime cuda-runtime-plugin cuda-runtime-broken cudapatch \
+  bench_cuda_runtime bench_first_kernel_devdl bench_first_kernel_devdl_lto
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
   echo "gpu-build: no CUDA toolkit here (nvcc, cuda.h): nothing to run on the GPU" >&2
   exit 1
@@ -52,6 +53,10 @@ mkdir -p "$stage/samples/cuda-runtime"
 cp "$build"/samples/cuda-runtime/cuda-runtime "$build"/samples/cuda-runtime/*.so "$stage/samples/cuda-runtime/"
 cp -L "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"/../lib64/libcudart.so.13 \
   "$stage/samples/cuda-runtime/"
+# bench_cuda_runtime's programs linked at load time by devdl (gpu-run.sh builds nvcc's there).
+mkdir -p "$stage/bench-programs"
+cp "$build"/bench/bench_cuda_runtime "$stage/bin/"
+cp "$build"/bench/cuda_runtime/bench_first_kernel_devdl* "$build"/bench/cuda_runtime/*.so "$stage/bench-programs/"
 # The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot
 # translate to SPIR).
 cp "$build"/samples/seed-example/seed-dlopen "$stage/bin/"

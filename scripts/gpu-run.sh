@@ -66,6 +66,11 @@ runtime "$rt/cuda-runtime" --global "$rt/libcuda-runtime-plugin.so"
 runtime env LD_PRELOAD=$PWD/$rt/libcudapatch.so CUDA_RUNTIME_SAMPLE_PATCHED=1 "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --broken "$rt/libcuda-runtime-broken.so" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --reopen 300 "$rt/libcuda-runtime-plugin.so"
+# -dlto objects, linked with nvJitLink -lto (the program checks its results).
+echo "\$ bench_first_kernel_devdl_lto"
+LD_LIBRARY_PATH=$PWD/$stage/bench-programs:$LD_LIBRARY_PATH DEVDL_CACHE=0 DEVDL_DEBUG=statistics \
+  "$stage/bench-programs/bench_first_kernel_devdl_lto" > /tmp/devdl-lto.log 2>&1 || { cat /tmp/devdl-lto.log; status=1; }
+grep -E "nvJitLink" /tmp/devdl-lto.log | head -2
 # A second process loads what the first linked and stored.
 cache=$(mktemp -d)
 for process in first second; do
@@ -88,8 +93,20 @@ DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics run "$stage/bin/cuda-seed" "$s/lib
 DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics run "$stage/bin/cuda-seed" "$s/lib.cubin" "$s/app.cubin"
 run "$stage/bin/devdl-cache" list --dir "$cache"
 
-# DEVDL_GPU_BENCH: all (default), none, or lto (load-time LTO's benchmarks alone).
+# DEVDL_GPU_BENCH: all (default), none, lto (load-time LTO's benchmarks alone), or runtime (CUDA
+# runtime programs linked at load time against nvcc's static device link alone).
 bench=${DEVDL_GPU_BENCH:-all}
+if [ "$bench" = all ] || [ "$bench" = runtime ]; then
+  echo "== benchmarks: CUDA runtime programs, devdl's load-time link against nvcc's static one"
+  # The anchor, built here: nvcc's -dlto device link needs the toolkit's libnvvm.
+  programs=$PWD/$stage/bench-programs
+  for lto in "" "-dlto"; do
+    nvcc -rdc=true -arch=sm_90 $lto -cudart shared -o "$programs/first_kernel_static${lto:+_lto}" \
+      bench/cuda_runtime/first_kernel.cu bench/cuda_runtime/hot_step.cu || status=1
+  done
+  LD_LIBRARY_PATH=$programs:$LD_LIBRARY_PATH DEVDL_BENCH_PROGRAMS=$programs "$stage/bin/bench_cuda_runtime" || status=1
+  [ "$bench" = runtime ] && bench=none
+fi
 if [ "$bench" != none ]; then
   echo "== benchmarks"
   if [ "$bench" = all ]; then

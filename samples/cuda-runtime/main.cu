@@ -1,7 +1,8 @@
 // A CUDA program as it is written, kernel<<<>>> and cudaMemcpyFromSymbol, whose device code spans
 // shared libraries: libcudamath (a device function, a table), libcudauser (kernels calling it), and
 // a plugin opened with dlopen whose kernels call both and add to the table. devdl links each at
-// load time (devdl_cuda_link_at_load). Checks every result against the host's own arithmetic.
+// load time (devdl_cuda_link_at_load). Checks every result against the host's own arithmetic, and
+// that devdl's own API (device_dlsym, device_dladdr) sees the instances the runtime reaches.
 //
 //   cuda-runtime [--global] [--reopen N] [--broken BROKEN.so] PLUGIN.so
 //
@@ -12,6 +13,7 @@
 #include "cudamath.h"
 #include "cudauser.h"
 
+#include <devdl.h>
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -55,6 +57,22 @@ void expectUser(int added, const char *when) {
   bool same = true;
   for (int i = 0; i < 64; ++i) same &= out[i] == 2 * (i * i + added) + mathOnHost(i);
   expect(same, std::string("libcudauser's kernel ") + when);
+}
+
+// devdl's own API sees what the runtime sees: the global scope's `table` is the instance
+// cudaGetSymbolAddress gives, device_dladdr names it, and its kernels are there.
+void expectDevdlSeesTheSame() {
+  void *fromRuntime = nullptr;
+  if (!ran(cudaGetSymbolAddress(&fromRuntime, table), "cudaGetSymbolAddress(table)")) return;
+  void *global = device_dlopen(nullptr, DEVDL_LAZY);
+  void *fromDevdl = global ? device_dlsym(global, "table") : nullptr;
+  expect(fromDevdl == fromRuntime, "device_dlsym of the global scope gives the table the runtime gives");
+  devdl_addr_info info = {};
+  info.size = sizeof info;
+  const bool named = device_dladdr(static_cast<char *>(fromRuntime) + 8, &info) != 0;
+  expect(named && std::strcmp(info.symbol, "table") == 0 && info.offset == 8, "device_dladdr names it");
+  expect(global && device_dlsym(global, "_Z10fill_tablev") != nullptr,
+         "device_dlsym of the global scope gives libcudamath's kernel");
 }
 
 // Opens the plugin, runs its kernels, adds to the table through it; the table's additions so far.
@@ -117,6 +135,7 @@ int main(int argc, char **argv) {
   if (!ran(math_fill(), "libcudamath's kernel")) return 1;
   expectTable(0, "after libcudamath's kernel filled it");
   expectUser(0, "reads the table and calls libcudamath's function");
+  expectDevdlSeesTheSame();
   int added = usePlugin(plugin, mode, 0);
   expectTable(added, "after the plugin's kernel added to it");
   expectUser(added, "sees what the plugin's kernel added");
