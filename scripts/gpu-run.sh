@@ -66,11 +66,30 @@ runtime "$rt/cuda-runtime" --global "$rt/libcuda-runtime-plugin.so"
 runtime env LD_PRELOAD=$PWD/$rt/libcudapatch.so CUDA_RUNTIME_SAMPLE_PATCHED=1 "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --broken "$rt/libcuda-runtime-broken.so" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --reopen 300 "$rt/libcuda-runtime-plugin.so"
+# The tools name a plugin's kernel and source line in the program devdl linked (registered after
+# main: a library registered while the program starts disables compute-sanitizer).
+if command -v compute-sanitizer > /dev/null; then
+  echo "\$ compute-sanitizer --tool memcheck cuda-runtime-plugin-host libcuda-runtime-faulty.so"
+  LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 compute-sanitizer --tool memcheck \
+    "$rt/cuda-runtime-plugin-host" "$rt/libcuda-runtime-faulty.so" > /tmp/devdl-memcheck.log 2>&1
+  grep -m1 -E "at faulty_kernel\(int \*\)\+0x[0-9a-f]+ in .*faulty\.cu:[0-9]+" /tmp/devdl-memcheck.log || status=1
+else
+  echo "no compute-sanitizer here"
+fi
+if command -v cuda-gdb > /dev/null; then
+  echo "\$ cuda-gdb -batch -ex 'break faulty_kernel' -ex run cuda-runtime-plugin-host libcuda-runtime-faulty.so"
+  LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 timeout 300 cuda-gdb -batch -ex 'set breakpoint pending on' \
+    -ex 'break faulty_kernel' -ex run --args "$rt/cuda-runtime-plugin-host" "$rt/libcuda-runtime-faulty.so" \
+    > /tmp/devdl-cuda-gdb.log 2>&1
+  grep -m1 -E "hit Breakpoint .*faulty_kernel.* at .*faulty\.cu:[0-9]+" /tmp/devdl-cuda-gdb.log || status=1
+else
+  echo "no cuda-gdb here"
+fi
 # -dlto objects, linked with nvJitLink -lto (the program checks its results).
 echo "\$ bench_first_kernel_devdl_lto"
 LD_LIBRARY_PATH=$PWD/$stage/bench-programs:$LD_LIBRARY_PATH DEVDL_CACHE=0 DEVDL_DEBUG=statistics \
   "$stage/bench-programs/bench_first_kernel_devdl_lto" > /tmp/devdl-lto.log 2>&1 || { cat /tmp/devdl-lto.log; status=1; }
-grep -E "nvJitLink" /tmp/devdl-lto.log | head -2
+grep -m2 -E "nvJitLink" /tmp/devdl-lto.log
 # A second process loads what the first linked and stored.
 cache=$(mktemp -d)
 for process in first second; do
