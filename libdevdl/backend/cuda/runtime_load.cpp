@@ -15,6 +15,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::loadThrough(std::strin
     return fail(ErrorCode::Unsupported, "a program of several modules cannot be loaded by a runtime");
   auto function = runtime.load(binary, kRuntimeAnchor);
   if (!function) return function.takeError();
+  // The runtime loaded it in the context current on this thread: devdl's, or the program's
+  // lookups, cells and instances would be another device's.
+  CUcontext loadedIn = nullptr;
+  if (api_.cuCtxGetCurrent(&loadedIn) != CUDA_SUCCESS || loadedIn != context_)
+    return fail(ErrorCode::Unsupported,
+                "the CUDA runtime loaded the program on another device or context than devdl links for (" + name_ +
+                    ", DEVDL_DEVICE): its current device must be devdl's when the library loads");
   ContextScope current(api_, context_);
   CUmodule module = nullptr;
   if (CUresult err = api_.cuFuncGetModule(&module, static_cast<CUfunction>(*function)); err != CUDA_SUCCESS)
