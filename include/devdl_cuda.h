@@ -34,10 +34,10 @@ typedef struct devdl_cuda_objects {
 } devdl_cuda_objects;
 
 /* Links the objects' device code (devdl_cuda_objects) and has `load` register it. 0 on success;
- * -1 with an error for device_dlerror, worded as ld.so words a lookup error
- * ("app: device symbol lookup error: libplugin.so: a.o: undefined device symbol: f"), when the code
- * cannot be linked or loaded: nothing is registered, and the objects' kernels fail to launch with
- * the runtime's own error. */
+ * -1 with an error for device_dlerror, worded as ld.so words a lookup error ("app: device symbol
+ * lookup error: libplugin.so: image 0 (fatbin sm_90): undefined device symbol `f`"), when the
+ * code cannot be linked or loaded: nothing is registered, and the objects' kernels fail to launch
+ * with the runtime's own error. */
 DEVDL_API int device_dlregister_cuda(devdl_cuda_objects *objects);
 
 /* Called as the library unloads (or at exit), after the runtime unregistered the image

@@ -2,6 +2,7 @@
 // (include/devdl_cuda.h): devdl does what nvcc -dlink does, against the device code already in
 // the process, and the runtime loads the result; devdl's lookups use the module the runtime
 // loaded, so that both reach the same instances.
+#include "image/read_image.h"
 #include "loader/loader.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -18,12 +19,17 @@ llvm::Error Loader::registerCuda(devdl_cuda_objects &objects) {
   LoaderLock lock(mutex_);
   scan_.scan(lock);
   std::optional<ProcessScan::CudaObjects> found = scan_.cudaObjectsAt(objects.within);
-  if (!found || found->images.empty())
-    return fail(ErrorCode::NotFound, (found ? (found->object.empty() ? "the executable" : found->object)
-                                            : std::string("the object registering CUDA objects")) +
-                                         ": no relocatable device code was found in its file (an __nv_relfatbin "
-                                         "section, which nvcc -rdc=true puts in each object)");
+  if (!found) return fail(ErrorCode::NotFound, "no loaded object holds the CUDA objects registering");
   const std::string object = found->object.empty() ? "the executable" : found->object;
+  if (found->images.empty()) {
+    // The scan passes over what it cannot read: read again, for why.
+    lock.letGo();
+    auto images = readCudaObjectImagesOfFile(found->object.empty() ? "/proc/self/exe" : found->object);
+    lock.takeAgain();
+    if (!images) return images.takeError();
+    return fail(ErrorCode::NotFound, object + ": no relocatable device code was found in its file (an __nv_relfatbin "
+                                              "section, which nvcc -rdc=true puts in each object)");
+  }
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("the CUDA objects of " + object + " (" + std::to_string(found->images.size()) +
                        " images): linked for the CUDA runtime");

@@ -82,7 +82,32 @@ class Device final : public backend::Device {
   }
   llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const backend::LinkInput> inputs,
                                                         std::string *binary) override {
+    return linkAs(inputs, binary, false);
+  }
+  llvm::Expected<std::string> linkForRuntime(std::span<const backend::LinkInput> inputs) override {
+    auto program = linkAs(inputs, nullptr, true);
+    if (!program) return program.takeError();
+    std::lock_guard lock(linksMutex());
+    const std::string binary = "fake program for a runtime " + std::to_string(forRuntime_.size());
+    forRuntime_[binary] = std::move(*program);
+    return binary;
+  }
+  llvm::Expected<std::unique_ptr<backend::Program>> loadThrough(std::string_view binary,
+                                                               const backend::RuntimeLoad &runtime) override {
+    auto loaded = runtime.load(binary, "fake anchor");
+    if (!loaded) return loaded.takeError();
+    std::lock_guard lock(linksMutex());
+    auto it = forRuntime_.find(binary);
+    if (it == forRuntime_.end() || !it->second)
+      return fail(ErrorCode::Unsupported, "the fake device linked no program `" + std::string(binary) + "` for a runtime");
+    return std::move(it->second);
+  }
+
+ private:
+  llvm::Expected<std::unique_ptr<backend::Program>> linkAs(std::span<const backend::LinkInput> inputs,
+                                                          std::string *binary, bool forRuntime) {
     Link link;
+    link.forRuntime = forRuntime;
     for (const backend::LinkInput &input : inputs) {
       link.inputs.push_back(input.label);
       link.interposed.emplace_back(input.interposed.begin(), input.interposed.end());
@@ -119,6 +144,8 @@ class Device final : public backend::Device {
     if (binary) binary->clear();
     return std::make_unique<Program>(std::move(defined), link.values);
   }
+
+ public:
   llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view) override {
     return fail(ErrorCode::Unsupported, "the fake device loads no binaries");
   }
@@ -134,6 +161,7 @@ class Device final : public backend::Device {
  private:
   std::string name_;
   bool cubins_;
+  std::map<std::string, std::unique_ptr<backend::Program>, std::less<>> forRuntime_;  // by binary, until loaded
 };
 
 constexpr LinkFamily kSpirv[] = {LinkFamily::Spirv};

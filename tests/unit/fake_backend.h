@@ -3,7 +3,8 @@
 // inputs: each import must be defined by exactly one input, nothing defined twice (a name an
 // input is to have local does not count as its definition). Its programs
 // hand out a distinct non-null pointer for each kernel, variable and function they define, and
-// keep 8 bytes for each variable, which the host writes and reads.
+// keep 8 bytes for each variable, which the host writes and reads. A program for a runtime
+// (backend::RuntimeLoad) is linked the same way; its "binary" names it.
 #pragma once
 
 #include "backend/registry.h"
@@ -38,6 +39,9 @@ struct Link {
   /// What the program's variables hold, by name, as copyVariable wrote them (8 bytes each, zero
   /// at first): the cells the loader sets among them. Shared with the program.
   std::shared_ptr<std::map<std::string, uint64_t, std::less<>>> values;
+  /// Linked for a runtime that loads it (linkForRuntime): its binary names the program, which
+  /// loadThrough hands out once the runtime's load says it loaded it.
+  bool forRuntime = false;
 };
 
 /// Every link made by fake devices since the last reset, in order. Guarded by linksMutex().

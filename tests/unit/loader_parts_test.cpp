@@ -2,7 +2,8 @@
 // Loader makes them: what an open adds and how a failed one is taken back (Handles, OpenRecord),
 // whether the device takes each image (Candidacies), a program planned after a scan of the
 // process and found again in memory (Programs), DEVDL_PRELOAD applied (ProcessScan), a name bound
-// through what a handle's images import (Lookups).
+// through what a handle's images import (Lookups), and a program a runtime loads (Programs).
+#include "image/instance_cells.h"
 #include "loader/files.h"
 #include "loader/handles.h"
 #include "loader/lookups.h"
@@ -181,6 +182,47 @@ TEST_F(LoaderParts, ANameAHandlesImageImportsIsFoundThroughItAndTakenFromItsProg
   EXPECT_EQ(links(), 1u);
   EXPECT_EQ(errorText(lookups_.lookup(lock, app, "Nowhere")),
             image("app.spv") + ": undefined device symbol `Nowhere`");
+}
+
+TEST_F(LoaderParts, AProgramForARuntimeIsItsOwnHoldsItsInstancesAndIsRetiredWhenTheRuntimeLetsGo) {
+  // As a host library's CUDA objects register (include/devdl_cuda.h): the library's images are the
+  // roots, linked for the runtime, which loads the program; devdl then looks up in what it loaded.
+  OpenRecord libOpen, appOpen;
+  Handle *lib = add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, libOpen);
+  Handle *app = add(image("app.spv"), DEVDL_LAZY, appOpen);
+  ASSERT_TRUE(lib && app);
+  std::vector<std::string> loads;
+  backend::RuntimeLoad runtime{[&](std::string_view binary, const char *anchor) -> llvm::Expected<void *> {
+    loads.push_back(std::string(binary) + " with " + anchor);
+    return static_cast<void *>(&loads);
+  }};
+  const uint32_t root = lib->images.front();
+  LoaderLock lock(mutex_);
+  auto program = programs_.programForRuntime(lock, lib->images, "liblib.so", runtime);
+  ASSERT_TRUE(!!program) << errorText(program);
+  EXPECT_EQ(loads, std::vector<std::string>{"fake program for a runtime 0 with fake anchor"});
+  ASSERT_EQ(links(), 1u);
+  EXPECT_TRUE(fake::links().front().forRuntime);
+  EXPECT_EQ(images_[root].programAt(0), *program) << "the root's kernels are looked up there";
+  EXPECT_EQ(programs_.cache().defining(root, "LibCounter", (*program)->device), *program)
+      << "it holds the library's variable: the runtime finds it there by name";
+  // The application's program reaches that instance through its cell, set to where it lies.
+  auto appProgram = programs_.programFor(lock, app->images.front(), 0);
+  ASSERT_TRUE(!!appProgram) << errorText(appProgram);
+  ASSERT_EQ(links(), 2u);
+  EXPECT_FALSE(fake::links().back().forRuntime);
+  auto instance = (*program)->program->variable("LibCounter");
+  ASSERT_TRUE(!!instance) << errorText(instance);
+  EXPECT_EQ((*fake::links().back().values)[instanceCellName("LibCounter")],
+            reinterpret_cast<uint64_t>(instance->address));
+  // Registered again while that program holds the instance: refused, naming the variable.
+  EXPECT_EQ(errorCode(programs_.programForRuntime(lock, lib->images, "liblib.so", runtime).takeError()),
+            ErrorCode::Unsupported);
+  EXPECT_EQ(loads.size(), 1u) << "nothing more was loaded";
+  // The runtime unloaded it: devdl lets go of it, whatever still reaches it.
+  programs_.retire(*program);
+  EXPECT_FALSE(programs_.cache().contains(*program));
+  EXPECT_EQ(images_[root].programAt(0), nullptr);
 }
 
 TEST_F(LoaderParts, APreloadedFileIsAGlobalHandleThatStays) {
