@@ -269,6 +269,8 @@ function(devdl_cuda_link_at_load target)
                      COMMAND_EXPAND_LISTS VERBATIM)
   # A library it uses for device code alone is needed all the same (not dropped --as-needed).
   target_link_options(${target} PRIVATE ${object} LINKER:--no-as-needed)
+  # Linked again when devdl-pack changes, as its object may.
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS $<TARGET_FILE:devdl::devdl-pack>)
   target_link_libraries(${target} PRIVATE devdl::devdl)
 endfunction()
 

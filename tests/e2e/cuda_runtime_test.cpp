@@ -92,6 +92,15 @@ TEST(DevdlPack, CudaRegisterDefinesEachObjectsRegistrationHidden) {
     for (const char *imported : {"device_dlregister_cuda", "device_dlunregister_cuda", "__cudaRegisterFatBinary",
                                  "__cudaRegisterFunction", "cudaGetFuncBySymbol"})
       EXPECT_TRUE(symbols.count(imported) && !symbols.at(imported).first) << imported;
+    // A link with the static library takes its object, as with nvcc -dlink's object: the
+    // registration object names the object's fat binary wrapper. (A relocatable link: the test's
+    // object is not position-independent.)
+    const std::string linked = dir + "/linked.o";
+    CommandResult link = run({DEVDL_CXX, "-r", "-nostdlib", "-o", linked, out, dir + "/librdc.a"});
+    ASSERT_EQ(link.status, 0) << link.err;
+    CommandResult nm = run({DEVDL_NM, linked});
+    EXPECT_EQ(nm.status, 0) << nm.err;
+    EXPECT_EQ(linesOf(nm.out), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc"})) << nm.out;
   }
 }
 

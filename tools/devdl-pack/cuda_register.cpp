@@ -157,6 +157,15 @@ static void arrive(unsigned index, void (*callback)(void **), void (*keep)(void 
     c += "\n__attribute__((visibility(\"hidden\"))) void " + ids[i] +
          "(void (*callback)(void **), void *fatbin, void *module_id, void (*keep)(void *)) {\n"
          "  (void)fatbin;\n  (void)module_id;\n  arrive(" + std::to_string(i) + ", callback, keep);\n}\n";
+  // Each object's fat binary wrapper, referenced as nvcc -dlink's object does: the host link then
+  // takes every object of a static library, whose constructor registers its part.
+  std::string wrappers;
+  for (const std::string &id : ids) {
+    const std::string wrapper = "__fatbinwrap_" + id.substr(kRegisterPrefix.size());
+    c += "extern const char " + wrapper + "[];\n";
+    wrappers += "  " + wrapper + ",\n";
+  }
+  c += "__attribute__((used)) static const void *const wrappers[] = {\n" + wrappers + "};\n";
   return c;
 }
 
