@@ -43,11 +43,7 @@ llvm::Expected<cache::LinkedProgram *> Programs::programFor(LoaderLock &lock, ui
     // image's own code reaches (as -Bsymbolic): where no program holds it yet, the image's own
     // program is linked first, alone, to hold it; then the plan is looked at again.
     if (std::optional<uint32_t> owner = found ? std::nullopt : interposedWithoutInstance(request, *planned)) {
-      request.ownsTried.push_back(*owner);
-      owning_.push_back(*owner);
-      auto own = programFor(lock, *owner, place, /*alone=*/true);
-      owning_.erase(llvm::find(owning_, *owner));
-      if (!own) return inImage(own.takeError(), request.label);
+      if (llvm::Error err = linkOwnProgram(lock, request, *owner, place)) return err;
       continue;
     }
     auto program = found ? use(lock, request, *planned, found) : build(lock, request, *planned);
@@ -59,6 +55,14 @@ llvm::Expected<cache::LinkedProgram *> Programs::programFor(LoaderLock &lock, ui
   }
 }
 
+llvm::Error Programs::linkOwnProgram(LoaderLock &lock, Request &request, uint32_t owner, unsigned place) {
+  request.ownsTried.push_back(owner);
+  owning_.push_back(owner);
+  auto own = programFor(lock, owner, place, /*alone=*/true);
+  owning_.erase(llvm::find(owning_, owner));
+  return own ? llvm::Error::success() : inImage(own.takeError(), request.label);
+}
+
 llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &lock, std::span<const uint32_t> roots,
                                                                    std::string label,
                                                                    const backend::RuntimeLoad &runtime) {
@@ -66,6 +70,7 @@ llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &l
   request.roots.assign(roots.begin(), roots.end());
   request.alone = true;
   request.runtime = &runtime;
+  request.scanned = true;  // by the caller, which found the roots so
   for (;;) {
     for (uint32_t root : roots)
       if (!images_.contains(root) || !images_[root].loaded) return fail(ErrorCode::NotFound, "the image was unloaded meanwhile");
@@ -89,11 +94,7 @@ llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &l
                           "by the variable's name");
     // As programFor: an image's variable another image interposes gets its own program first.
     if (std::optional<uint32_t> owner = interposedWithoutInstance(request, *planned)) {
-      request.ownsTried.push_back(*owner);
-      owning_.push_back(*owner);
-      auto own = programFor(lock, *owner, 0, /*alone=*/true);
-      owning_.erase(llvm::find(owning_, *owner));
-      if (!own) return inImage(own.takeError(), request.label);
+      if (llvm::Error err = linkOwnProgram(lock, request, *owner, 0)) return err;
       continue;
     }
     auto program = build(lock, request, *planned);
@@ -108,12 +109,16 @@ llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &l
 void Programs::retire(cache::LinkedProgram *program) {
   std::unique_ptr<cache::LinkedProgram> retired = cache_.retire(program, parts_.mutex.released());
   if (!retired) return;
+  forget(*retired);
+  drop({});
+}
+
+void Programs::forget(const cache::LinkedProgram &gone) {
   for (uint32_t id = 0; id < images_.end(); ++id)
     if (images_.contains(id))
-      for (cache::LinkedProgram *&p : images_[id].programs)
-        if (p == program) p = nullptr;
-  for (uint32_t id : retired->images) images_.unhold(id);
-  drop({});
+      for (cache::LinkedProgram *&program : images_[id].programs)
+        if (program == &gone) program = nullptr;
+  for (uint32_t id : gone.images) images_.unhold(id);
 }
 
 llvm::Expected<Programs::Planned> Programs::plan(const Request &request) {
@@ -174,13 +179,8 @@ cache::LinkedProgram *Programs::keep(BuildJob &job, cache::Built &made, std::vec
 
 void Programs::drop(std::span<const uint32_t> roots) {
   auto loaded = [&](uint32_t id) { return images_.contains(id) && images_[id].loaded; };
-  for (std::unique_ptr<cache::LinkedProgram> &unused : cache_.dropUses(roots, loaded, parts_.mutex.released())) {
-    for (uint32_t id = 0; id < images_.end(); ++id)
-      if (images_.contains(id))
-        for (cache::LinkedProgram *&program : images_[id].programs)
-          if (program == unused.get()) program = nullptr;
-    for (uint32_t id : unused->images) images_.unhold(id);
-  }
+  for (std::unique_ptr<cache::LinkedProgram> &unused : cache_.dropUses(roots, loaded, parts_.mutex.released()))
+    forget(*unused);
 }
 
 const LinkPlan *Programs::linkedPlan(uint32_t root, unsigned place) const {

@@ -47,10 +47,10 @@ class Programs {
   /// returns: callers hold what they need. `alone`: not linked with the loaded images that import
   /// from the plan (the program that is to hold an image's interposed variables).
   llvm::Expected<cache::LinkedProgram *> programFor(LoaderLock &lock, uint32_t root, unsigned place, bool alone = false);
-  /// The program of `roots` (a host object's CUDA objects) linked together, as nvcc -dlink links
-  /// them, for the default device, alone, and loaded by `runtime`: always a new program, as the
-  /// runtime loads its own module, which becomes each root's program. Their variables' instances
-  /// are its own where no program holds them yet.
+  /// The program of `roots` (a host object's CUDA objects, found by a scan of the process the
+  /// caller made) linked together, as nvcc -dlink links them, for the default device, alone, and
+  /// loaded by `runtime`: always a new program, as the runtime loads its own module, which becomes
+  /// each root's program. Their variables' instances are its own where no program holds them yet.
   llvm::Expected<cache::LinkedProgram *> programForRuntime(LoaderLock &lock, std::span<const uint32_t> roots,
                                                            std::string label, const backend::RuntimeLoad &runtime);
   /// Lets go of a program programForRuntime made, whose runtime unloaded it, whatever still
@@ -96,6 +96,11 @@ class Programs {
   };
 
   // programs.cpp: the phases of programFor.
+  /// Links image `owner`'s own program first, alone, to hold the instance of its variable another
+  /// image interposes (interposedWithoutInstance); the request's label on an error.
+  llvm::Error linkOwnProgram(LoaderLock &lock, Request &request, uint32_t owner, unsigned place);
+  /// The images' links to a program that is gone cleared, and the images it held let go.
+  void forget(const cache::LinkedProgram &gone);
   llvm::Expected<Planned> plan(const Request &request);
   /// The request's use of `program`, found in memory, recorded with references on the plan's
   /// host objects.

@@ -13,6 +13,7 @@
 #include "devdl.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace devdl::test {
@@ -50,6 +51,12 @@ class LoaderParts : public ::testing::Test {
     auto added = handles_.add(files, flags, record);
     EXPECT_TRUE(added && added->settled()) << errorText(added);
     return added && added->settled() ? **added : nullptr;
+  }
+  /// The seed's library opened global, then its application: their handles.
+  std::pair<Handle *, Handle *> openSeed() {
+    OpenRecord libOpen, appOpen;
+    Handle *lib = add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, libOpen);
+    return {lib, add(image("app.spv"), DEVDL_LAZY, appOpen)};
   }
   bool loaded(uint32_t id) const { return images_.contains(id) && images_[id].loaded; }
   static store::BinaryStore &noStore() {
@@ -138,9 +145,7 @@ TEST_F(LoaderParts, AnImageIsDecidedWhereDecidingOpensNoDeviceElseLater) {
 }
 
 TEST_F(LoaderParts, AProgramIsPlannedAfterAScanAndThenFoundInMemory) {
-  OpenRecord libOpen, appOpen;
-  Handle *lib = add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, libOpen);
-  Handle *app = add(image("app.spv"), DEVDL_LAZY, appOpen);
+  auto [lib, app] = openSeed();
   ASSERT_TRUE(lib && app);
   LoaderLock lock(mutex_);
   auto program = programs_.programFor(lock, app->images.front(), 0);
@@ -162,9 +167,7 @@ TEST_F(LoaderParts, AProgramIsPlannedAfterAScanAndThenFoundInMemory) {
 }
 
 TEST_F(LoaderParts, ANameAHandlesImageImportsIsFoundThroughItAndTakenFromItsProgram) {
-  OpenRecord libOpen, appOpen;
-  Handle *lib = add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, libOpen);
-  Handle *app = add(image("app.spv"), DEVDL_LAZY, appOpen);
+  auto [lib, app] = openSeed();
   ASSERT_TRUE(lib && app);
   LoaderLock lock(mutex_);
   // As dlsym(handle): not in app.spv's own scope, but where its image's import binds.
@@ -187,9 +190,7 @@ TEST_F(LoaderParts, ANameAHandlesImageImportsIsFoundThroughItAndTakenFromItsProg
 TEST_F(LoaderParts, AProgramForARuntimeIsItsOwnHoldsItsInstancesAndIsRetiredWhenTheRuntimeLetsGo) {
   // As a host library's CUDA objects register (include/devdl_cuda.h): the library's images are the
   // roots, linked for the runtime, which loads the program; devdl then looks up in what it loaded.
-  OpenRecord libOpen, appOpen;
-  Handle *lib = add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, libOpen);
-  Handle *app = add(image("app.spv"), DEVDL_LAZY, appOpen);
+  auto [lib, app] = openSeed();
   ASSERT_TRUE(lib && app);
   std::vector<std::string> loads;
   backend::RuntimeLoad runtime{[&](std::string_view binary, const char *anchor) -> llvm::Expected<void *> {

@@ -343,11 +343,13 @@ llvm::Expected<std::string> Device::linkBinary(std::span<const LinkInput> inputs
                        &tableLabel});
   }
   // The runtime finds the module it loads by a kernel of devdl's, which it registers.
-  const std::string anchor = std::string(kPtxHeader) + ".visible .entry " + kRuntimeAnchor + "()\n{\n  ret;\n}\n";
+  std::string anchor;
   const std::string anchorLabel = "devdl's kernel for the CUDA runtime";
-  if (forRuntime)
+  if (forRuntime) {
+    anchor = std::string(kPtxHeader) + ".visible .entry " + kRuntimeAnchor + "()\n{\n  ret;\n}\n";
     ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(anchor.c_str()), anchor.size() + 1),
                      &anchorLabel});
+  }
   // PTX compiled in this link: nvJitLink's ptxas compiles each image's functions on DEVDL_JOBS
   // threads, where the driver's compiles them on one.
   size_t ptx = 0;
