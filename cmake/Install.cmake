@@ -5,12 +5,19 @@
 #                              devdl::devdl-pack, the rules of DeviceImages.cmake), devdl.pc,
 #                              devdl(3), README, docs/ and bench/README.md
 #   python   (python3-devdl)   the Python module (ctypes over libdevdl.so.0)
+# A wheel (DEVDL_WHEEL, pyproject.toml) installs the same inside the Python module's folder (its
+# directories devdl/lib, devdl/include, devdl/bin), but neither manual pages nor docs, and the
+# library as one file: a wheel has no symbolic links, and would carry copies.
 include(CMakePackageConfigHelpers)
 set(DEVDL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/devdl)
 set(DEVDL_PYTHON_DIR lib/python3/dist-packages CACHE PATH "Where the Python module goes, under the prefix")
 
-install(TARGETS devdl EXPORT devdlTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
+if(DEVDL_WHEEL)
+  install(TARGETS devdl EXPORT devdlTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_SKIP)
+else()
+  install(TARGETS devdl EXPORT devdlTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
+endif()
 # Where libdevdl looks for it, from its own directory (backend/spirv/translator_process.h).
 if(TARGET devdl-translate)
   install(TARGETS devdl-translate RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR}/devdl/libexec COMPONENT runtime)
@@ -30,40 +37,49 @@ file(RELATIVE_PATH DEVDL_PC_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /pr
 configure_file(${PROJECT_SOURCE_DIR}/cmake/devdl.pc.in devdl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/devdl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 # As in the tree, so that README's links to docs/ (and docs' to man/) hold where it is installed.
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev
-        FILES_MATCHING PATTERN "*.md" PATTERN "*.scd")
-install(FILES ${PROJECT_SOURCE_DIR}/bench/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT dev)
+if(NOT DEVDL_WHEEL)
+  install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev
+          FILES_MATCHING PATTERN "*.md" PATTERN "*.scd")
+  install(FILES ${PROJECT_SOURCE_DIR}/bench/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT dev)
 
-# The manual pages, from their scdoc sources (docs/man/NAME.SECTION.scd): the C API's with the
-# headers, the rest with the tools.
-find_program(DEVDL_SCDOC scdoc REQUIRED)
-file(GLOB devdl_man_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.scd)
-set(devdl_man_pages)
-foreach(source ${devdl_man_sources})
-  get_filename_component(page ${source} NAME_WLE)  # devdl-nm.1
-  string(REGEX REPLACE ".*\\." "" section ${page})
-  set(output ${PROJECT_BINARY_DIR}/man/${page})
-  add_custom_command(OUTPUT ${output}
-                     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
-                     COMMAND ${DEVDL_SCDOC} < ${source} > ${output}
-                     DEPENDS ${source} COMMENT "Writing the manual page ${page}")
-  list(APPEND devdl_man_pages ${output})
-  set(component tools)
-  if(section STREQUAL "3")
-    set(component dev)
-  endif()
-  install(FILES ${output} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${component})
+  # The manual pages, from their scdoc sources (docs/man/NAME.SECTION.scd): the C API's with the
+  # headers, the rest with the tools.
+  find_program(DEVDL_SCDOC scdoc REQUIRED)
+  file(GLOB devdl_man_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.scd)
+  set(devdl_man_pages)
+  foreach(source ${devdl_man_sources})
+    get_filename_component(page ${source} NAME_WLE)  # devdl-nm.1
+    string(REGEX REPLACE ".*\\." "" section ${page})
+    set(output ${PROJECT_BINARY_DIR}/man/${page})
+    add_custom_command(OUTPUT ${output}
+                       COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+                       COMMAND ${DEVDL_SCDOC} < ${source} > ${output}
+                       DEPENDS ${source} COMMENT "Writing the manual page ${page}")
+    list(APPEND devdl_man_pages ${output})
+    set(component tools)
+    if(section STREQUAL "3")
+      set(component dev)
+    endif()
+    install(FILES ${output} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${component})
+  endforeach()
+  add_custom_target(devdl_man_pages ALL DEPENDS ${devdl_man_pages})
+endif()
+
+# The Python module, told where the library, the CMake package, the headers and the tools are,
+# relative to its own folder, so that the installation can be moved as a whole (a prefix, a
+# package unpacked with dpkg -x, a wheel).
+set(devdl_installed "# Written by devdl's installation: where its parts are, relative to this folder.\n")
+foreach(part "LIBRARY;${CMAKE_INSTALL_LIBDIR}/libdevdl.so.${PROJECT_VERSION_MAJOR}" "CMAKE_DIR;${DEVDL_CMAKE_DIR}"
+             "INCLUDE_DIR;${CMAKE_INSTALL_INCLUDEDIR}" "BIN_DIR;${CMAKE_INSTALL_BINDIR}")
+  list(GET part 0 name)
+  list(GET part 1 path)
+  file(RELATIVE_PATH relative /prefix/${DEVDL_PYTHON_DIR}/devdl /prefix/${path})
+  string(APPEND devdl_installed "${name} = \"${relative}\"\n")
 endforeach()
-add_custom_target(devdl_man_pages ALL DEPENDS ${devdl_man_pages})
-
-# The Python module, told where the library is relative to its own folder, so that the
-# installation can be moved as a whole (a prefix, or a package unpacked with dpkg -x).
-file(RELATIVE_PATH devdl_python_to_library /prefix/${DEVDL_PYTHON_DIR}/devdl
-     /prefix/${CMAKE_INSTALL_LIBDIR}/libdevdl.so.${PROJECT_VERSION_MAJOR})
-file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/python/_installed.py
-     CONTENT "# Written by devdl's installation: libdevdl.so, relative to this folder.\nLIBRARY = \"${devdl_python_to_library}\"\n")
-install(FILES ${PROJECT_SOURCE_DIR}/python/devdl/__init__.py ${PROJECT_BINARY_DIR}/python/_installed.py
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/python/_installed.py CONTENT "${devdl_installed}")
+file(GLOB devdl_python_files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/python/devdl/*.py)
+install(FILES ${devdl_python_files} ${PROJECT_SOURCE_DIR}/python/devdl/py.typed ${PROJECT_BINARY_DIR}/python/_installed.py
         DESTINATION ${DEVDL_PYTHON_DIR}/devdl COMPONENT python)
 
 # Debian packages (scripts/package.sh configures a build for /usr and runs CPack). The

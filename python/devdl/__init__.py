@@ -6,20 +6,27 @@
     kernel = app.kernel("AppKernel")                   # a pyopencl.Kernel in devdl's context
     ctx, device, queue = devdl.opencl()                # where to allocate and launch it
 
-On CUDA, kernel() gives the CUfunction as an integer (launch it with, e.g.,
-cupy.cuda.driver.launchKernel). Failures raise devdl.error with device_dlerror's message, which
-names the symbol, the image and the file. The library is the one DEVDL_LIBRARY names, else the
-one installed beside this module, else libdevdl.so.0 where the dynamic linker finds it.
+On CUDA, kernel() gives a CudaKernel: called as CuPy calls its RawKernel, kernel(grid, block,
+args), on CuPy's current stream; kernel.as_cuda_core() is the cuda.core Kernel that
+cuda.core.launch takes. variable() gives a variable's device address, which
+Variable.as_cupy() and Variable.as_buffer() hand to CuPy and cuda.core. Failures raise
+devdl.error with device_dlerror's message, which names the symbol, the image and the file. The
+library is the one DEVDL_LIBRARY names, else the one installed beside this module, else
+libdevdl.so.0 where the dynamic linker finds it.
 """
+
+from __future__ import annotations
 
 import collections
 import ctypes
 import os
 import threading
+from typing import Any, NoReturn, Optional, Sequence, Tuple, Union
 
 __all__ = ["LAZY", "NOW", "NOLOAD", "DEEPBIND", "GLOBAL", "LOCAL", "NODELETE",
            "OPENCL", "LEVEL_ZERO", "CUDA", "error", "Handle", "View", "SymbolInfo", "AddressInfo", "Native",
-           "OpenCL", "open", "open_memory", "global_scope", "address", "native", "opencl", "version"]
+           "OpenCL", "CudaKernel", "Variable", "open", "open_memory", "global_scope", "address", "native",
+           "opencl", "version"]
 
 # device_dlopen's flags and the backends, as devdl.h defines them.
 LAZY, NOW, NOLOAD, DEEPBIND, GLOBAL, LOCAL, NODELETE = 0x1, 0x2, 0x4, 0x8, 0x100, 0, 0x1000
@@ -56,7 +63,7 @@ class _Native(ctypes.Structure):
                 ("device", ctypes.c_void_p), ("context", ctypes.c_void_p)]
 
 
-def _library_path():
+def _library_path() -> str:
     if os.environ.get("DEVDL_LIBRARY"):
         return os.environ["DEVDL_LIBRARY"]
     try:  # written by the installation: where libdevdl.so is, relative to this folder
@@ -66,7 +73,7 @@ def _library_path():
         return "libdevdl.so.0"
 
 
-def _load():
+def _load() -> ctypes.CDLL:
     lib = ctypes.CDLL(_library_path())
     void_p, char_p = ctypes.c_void_p, ctypes.c_char_p
     for name, restype, argtypes in [
@@ -92,16 +99,16 @@ def _load():
 _lib = _load()
 
 
-def _fail(default):
+def _fail(default: str) -> NoReturn:
     message = _lib.device_dlerror()
     raise error(message.decode(errors="replace") if message else default)
 
 
-def _bytes(text):
+def _bytes(text: Union[str, bytes, os.PathLike, None]) -> Optional[bytes]:
     return os.fsencode(text) if isinstance(text, (str, os.PathLike)) else text
 
 
-def version():
+def version() -> Tuple[int, int, int]:
     """The loaded library's version, as (major, minor, patch)."""
     v = _lib.device_dlversion()
     return (v >> 16, (v >> 8) & 0xff, v & 0xff)
@@ -111,25 +118,26 @@ class Handle:
     """An open device_dlopen handle. Like dlopen's, it stays open until close(), not until it
     is garbage; `with` closes it at the end of the block."""
 
-    def __init__(self, pointer, name, backend=None):
-        self._pointer, self.name = pointer, name
+    def __init__(self, pointer: int, name: str, backend: Optional[int] = None):
+        self._pointer: Optional[int] = pointer
+        self.name = name
         self._backend = backend  # a view's; None: the default devices'
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<devdl.Handle %s>" % self.name
 
-    def __enter__(self):
+    def __enter__(self) -> "Handle":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     @property
-    def pointer(self):
+    def pointer(self) -> Optional[int]:
         """The C handle, as an integer."""
         return self._pointer
 
-    def sym(self, name):
+    def sym(self, name: str) -> int:
         """device_dlsym: the native object as an integer (cl_kernel, CUfunction, a variable's
         device address)."""
         address = _lib.device_dlsym(self._pointer, _bytes(name))
@@ -137,7 +145,7 @@ class Handle:
             _fail("device_dlsym(%s) failed" % name)
         return address
 
-    def info(self, name):
+    def info(self, name: str) -> SymbolInfo:
         """device_dlsyminfo: kind, file, image and format of the definition `name` binds to."""
         info = _SymbolInfo(size=ctypes.sizeof(_SymbolInfo))
         if _lib.device_dlsyminfo(self._pointer, _bytes(name), ctypes.byref(info)) != 0:
@@ -145,49 +153,60 @@ class Handle:
         return SymbolInfo(_KINDS.get(info.kind, info.kind), os.fsdecode(info.file), info.image,
                           info.format.decode())
 
-    def kernel(self, name):
-        """The kernel `name`: a pyopencl.Kernel in devdl's context on OpenCL, the CUfunction as
-        an integer on CUDA, the ze_kernel_handle_t as an integer on Level Zero."""
+    def kernel(self, name: str) -> Any:
+        """The kernel `name`: a pyopencl.Kernel in devdl's context on OpenCL, a CudaKernel on
+        CUDA (CuPy calls it, cuda.core launches its as_cuda_core()), the ze_kernel_handle_t as an
+        integer on Level Zero."""
         address = self.sym(name)
+        if self.info(name).format not in _OPENCL_FORMATS:
+            return CudaKernel(address, name, self)
         # SPIR-V goes to OpenCL unless devdl's device for it is Level Zero's (DEVDL_BACKEND, or the
         # view's device).
         backend = self._backend if self._backend in (OPENCL, LEVEL_ZERO) else native().backend
-        if self.info(name).format not in _OPENCL_FORMATS or backend == LEVEL_ZERO:
+        if backend == LEVEL_ZERO:
             return address
         import pyopencl
         kernel = pyopencl.Kernel.from_int_ptr(address, retain=True)
-        # from_int_ptr skips the Python half of Kernel.__init__, which makes a kernel callable;
-        # PyOpenCL's Program.all_kernels() finishes its kernels the same way.
-        return kernel._setup(kernel.program)
+        # Before PyOpenCL 2025, from_int_ptr skipped the Python half of Kernel.__init__, which
+        # makes a kernel callable, and Program.all_kernels() finished its kernels with _setup;
+        # since, a kernel is callable as made.
+        setup = getattr(kernel, "_setup", None)
+        return setup(kernel.program) if setup else kernel
 
-    def plan(self, kernel):
+    def variable(self, name: str) -> "Variable":
+        """The device variable `name` (device_dlsym): its address, which Variable.as_cupy() and
+        Variable.as_buffer() hand to CuPy and cuda.core on CUDA. The memory is the variable's,
+        the one instance every image bound to it reaches, for as long as this handle is open."""
+        return Variable(self.sym(name), name, self)
+
+    def plan(self, kernel: str) -> str:
         """device_dlplan: which image each of the kernel's imports binds to, as text."""
         text = _lib.device_dlplan(self._pointer, _bytes(kernel))
         if text is None:
             _fail("device_dlplan(%s) failed" % kernel)
         return text.decode()
 
-    def specialize(self, spec_id, value):
+    def specialize(self, spec_id: int, value: Any) -> None:
         """device_dlspecialize: sets SpecId `spec_id` for the programs linked from now on.
         `value` is a ctypes scalar (ctypes.c_int32(7)) or bytes of the constant's width."""
         data = bytes(value)
         if _lib.device_dlspecialize(self._pointer, spec_id, data, len(data)) != 0:
             _fail("device_dlspecialize(%d) failed" % spec_id)
 
-    def read(self, name, size, offset=0):
+    def read(self, name: str, size: int, offset: int = 0) -> bytes:
         """device_dlread: `size` bytes of device variable `name` from `offset` on, as bytes."""
         data = ctypes.create_string_buffer(size)
         if _lib.device_dlread(self._pointer, _bytes(name), offset, data, size) != 0:
             _fail("device_dlread(%s) failed" % name)
         return data.raw
 
-    def write(self, name, value, offset=0):
+    def write(self, name: str, value: Any, offset: int = 0) -> None:
         """device_dlwrite: writes `value` (bytes, or a ctypes value) into device variable `name`."""
         data = bytes(value)
         if _lib.device_dlwrite(self._pointer, _bytes(name), offset, data, len(data)) != 0:
             _fail("device_dlwrite(%s) failed" % name)
 
-    def view(self, backend, device, context=None, platform=None):
+    def view(self, backend: int, device: Any, context: Any = None, platform: Any = None) -> "View":
         """device_dlview: this handle on another device of `backend`, in `context` (None: devdl's
         own on that device). `device`, `context` and `platform` are integers (cl_device_id, the
         CUDA ordinal, ...) or PyOpenCL objects. Each device has its own programs, kernels and
@@ -201,7 +220,7 @@ class Handle:
             _fail("device_dlview(%s) failed" % self.name)
         return View(view, self.name, backend, self)
 
-    def close(self):
+    def close(self) -> None:
         """device_dlclose: drops this handle's reference."""
         if self._pointer is not None:
             pointer, self._pointer = self._pointer, None
@@ -212,18 +231,18 @@ class Handle:
 class View(Handle):
     """A handle on another device (Handle.view): the handle's calls, for that device."""
 
-    def __init__(self, pointer, name, backend, handle):
+    def __init__(self, pointer: int, name: str, backend: int, handle: Handle):
         super().__init__(pointer, name, backend)
         self._handle = handle  # keeps the Python handle (and what it keeps) while the view is used
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<devdl.View %s>" % self.name
 
-    def close(self):
+    def close(self) -> None:
         """Nothing to drop: the view goes with its handle."""
 
 
-def open(path, flags=NOW):
+def open(path: Union[str, bytes, os.PathLike], flags: int = NOW) -> Handle:
     """device_dlopen: the device images of `path` (SPIR-V, SPIR, cubin, PTX, fatbin, a bundle,
     a host ELF file that carries bundles)."""
     pointer = _lib.device_dlopen(_bytes(path), flags)
@@ -232,7 +251,7 @@ def open(path, flags=NOW):
     return Handle(pointer, os.fsdecode(path))
 
 
-def open_memory(data, name, flags=NOW):
+def open_memory(data: bytes, name: str, flags: int = NOW) -> Handle:
     """device_dlopen_mem: the images in `data` (bytes), called `name` in errors and plans."""
     data = bytes(data)
     pointer = _lib.device_dlopen_mem(data, len(data), _bytes(name), flags)
@@ -245,12 +264,12 @@ def open_memory(data, name, flags=NOW):
     return handle
 
 
-def global_scope():
+def global_scope() -> Handle:
     """device_dlopen(NULL): the global scope, the process's images and those opened GLOBAL."""
     return Handle(_lib.device_dlopen(None, 0), "<global scope>")
 
 
-def address(value):
+def address(value: int) -> Optional[AddressInfo]:
     """device_dladdr: the file, image, symbol and offset of a device address (an integer): one
     inside a variable of a linked program, or a function pointer's value; None where no loaded
     program holds it."""
@@ -261,7 +280,7 @@ def address(value):
                        info.offset, _KINDS.get(info.kind, info.kind))
 
 
-def native(backend=0):
+def native(backend: int = 0) -> Native:
     """device_dlnative: the platform, device and context devdl links for, as integers."""
     native = _Native(size=ctypes.sizeof(_Native), backend=backend)
     if _lib.device_dlnative(ctypes.byref(native)) != 0:
@@ -269,11 +288,186 @@ def native(backend=0):
     return Native(native.backend, native.platform, native.device, native.context)
 
 
-_opencl = None
+_opencl: Optional[OpenCL] = None
 _opencl_lock = threading.Lock()
 
+class _Cuda:
+    """The CUDA driver calls a launch needs, through ctypes: libcuda.so.1, the library devdl
+    links with, in devdl's context (the device's primary context, which CuPy and cuda.core use)."""
 
-def opencl():
+    def __init__(self) -> None:
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        void_p, c_uint = ctypes.c_void_p, ctypes.c_uint
+        for name, argtypes in [
+                ("cuCtxPushCurrent_v2", [void_p]),
+                ("cuCtxPopCurrent_v2", [ctypes.POINTER(void_p)]),
+                ("cuGetErrorName", [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]),
+                ("cuLaunchKernel", [void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, void_p,
+                                    ctypes.POINTER(void_p), ctypes.POINTER(void_p)])]:
+            function = getattr(self.lib, name)
+            function.restype, function.argtypes = ctypes.c_int, argtypes
+        self.context = native(CUDA).context
+
+    def check(self, result: int, call: str) -> None:
+        if result != 0:
+            name = ctypes.c_char_p()
+            self.lib.cuGetErrorName(result, ctypes.byref(name))
+            raise error("%s failed: %s" % (call, (name.value or b"CUDA error %d" % result).decode()))
+
+
+_cuda: Optional[_Cuda] = None
+_cuda_lock = threading.Lock()
+
+
+def _cuda_driver() -> _Cuda:
+    global _cuda
+    with _cuda_lock:
+        if _cuda is None:
+            _cuda = _Cuda()
+        return _cuda
+
+
+def _dim3(value: Union[int, Sequence[int]], what: str) -> Tuple[int, int, int]:
+    values = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(values) <= 3:
+        raise ValueError("%s has 1 to 3 dimensions, not %d" % (what, len(values)))
+    return tuple(values) + (1,) * (3 - len(values))  # type: ignore[return-value]
+
+
+def _device_pointer(argument: Any) -> Optional[int]:
+    """The device address an argument stands for: a CuPy array or any object with
+    __cuda_array_interface__ (Numba's, PyTorch's), a CuPy MemoryPointer (.ptr), a cuda.core
+    Buffer (.handle), a Variable; None where it is no device memory."""
+    interface = getattr(argument, "__cuda_array_interface__", None)
+    if interface is not None:
+        return int(interface["data"][0])
+    if isinstance(argument, Variable):
+        return argument.address
+    for attribute in ("ptr", "handle"):
+        value = getattr(argument, attribute, None)
+        if value is not None and not isinstance(argument, (ctypes._SimpleCData, ctypes.Structure)):
+            return int(value)
+    return None
+
+
+def _kernel_arguments(arguments: Sequence[Any]) -> Tuple[Any, list]:
+    """cuLaunchKernel's kernelParams for `arguments`, and what must live until the launch: device
+    memory as its address, ctypes values and NumPy scalars as they are. A Python int or float has
+    no width the kernel's parameter would agree with: it is refused, naming its place."""
+    kept = []
+    for index, argument in enumerate(arguments):
+        if isinstance(argument, (ctypes._SimpleCData, ctypes.Structure, ctypes.Array)):
+            kept.append(argument)
+            continue
+        pointer = _device_pointer(argument)
+        if pointer is not None:
+            kept.append(ctypes.c_void_p(pointer))
+            continue
+        if type(argument).__module__ == "numpy" and hasattr(argument, "dtype") and getattr(argument, "shape", None) == ():
+            data = argument.tobytes()
+            kept.append((ctypes.c_char * len(data)).from_buffer_copy(data))
+            continue
+        raise TypeError("argument %d (%r): pass device memory (a CuPy array, a cuda.core Buffer, a Variable), a "
+                        "NumPy scalar of the parameter's type (numpy.int32(8)) or a ctypes value" % (index, argument))
+    parameters = (ctypes.c_void_p * max(1, len(kept)))(*[ctypes.addressof(value) for value in kept])
+    return parameters, kept
+
+
+def _stream_handle(stream: Any) -> int:
+    """A CUstream from a CuPy stream (.ptr), a cuda.core Stream (__cuda_stream__ or .handle), an
+    integer; None: CuPy's current stream where CuPy is imported, else the legacy default stream."""
+    if stream is None:
+        import sys
+        cupy = sys.modules.get("cupy")
+        return int(cupy.cuda.get_current_stream().ptr) if cupy is not None else 0
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    for attribute in ("ptr", "handle"):
+        if hasattr(stream, attribute):
+            return int(getattr(stream, attribute))
+    return int(stream)
+
+
+class CudaKernel:
+    """A kernel devdl linked on CUDA. Called as CuPy calls its RawKernel: kernel(grid, block,
+    args, shared_mem=0, stream=None) launches it on `stream` (CuPy's current stream by default)
+    with `args` as _kernel_arguments takes them. as_cuda_core() is the same kernel as a
+    cuda.core.Kernel, for cuda.core.launch. int(kernel) is the CUfunction. It is valid while the
+    handle it came from is open."""
+
+    def __init__(self, function: int, name: str, handle: Handle):
+        self.function, self.name = function, name
+        self._handle = handle  # the program stays while the kernel is used
+
+    def __repr__(self) -> str:
+        return "<devdl.CudaKernel %s of %s>" % (self.name, self._handle.name)
+
+    def __int__(self) -> int:
+        return self.function
+
+    __index__ = __int__
+
+    def __call__(self, grid: Union[int, Sequence[int]], block: Union[int, Sequence[int]], args: Sequence[Any],
+                 shared_mem: int = 0, stream: Any = None) -> None:
+        cuda = _cuda_driver()
+        parameters, kept = _kernel_arguments(args)
+        handle = _stream_handle(stream)
+        cuda.check(cuda.lib.cuCtxPushCurrent_v2(cuda.context), "cuCtxPushCurrent")
+        try:
+            cuda.check(cuda.lib.cuLaunchKernel(self.function, *_dim3(grid, "grid"), *_dim3(block, "block"),
+                                               shared_mem, handle, parameters, None),
+                       "cuLaunchKernel(%s)" % self.name)
+        finally:
+            popped = ctypes.c_void_p()
+            cuda.lib.cuCtxPopCurrent_v2(ctypes.byref(popped))
+        del kept  # the driver copied the parameters
+
+    def as_cuda_core(self) -> Any:
+        """The kernel as a cuda.core.Kernel (cuda.core.launch(stream, config, kernel, *args))."""
+        try:
+            from cuda.core import Kernel
+        except ImportError:
+            from cuda.core.experimental import Kernel  # cuda.core before 0.4
+        return Kernel.from_handle(self.function)
+
+
+class Variable:
+    """A device variable (Handle.variable): `address` is its device address, valid while the
+    handle it came from is open."""
+
+    def __init__(self, address: int, name: str, handle: Handle):
+        self.address, self.name = address, name
+        self._handle = handle
+
+    def __repr__(self) -> str:
+        return "<devdl.Variable %s at 0x%x of %s>" % (self.name, self.address, self._handle.name)
+
+    def __int__(self) -> int:
+        return self.address
+
+    __index__ = __int__
+
+    def as_cupy(self, shape: Union[int, Sequence[int]], dtype: Any) -> Any:
+        """A cupy.ndarray over the variable's memory (no copy): what the device's kernels read and
+        write. `shape` and `dtype` describe the variable (devdl knows its address, not its type)."""
+        import cupy
+        import numpy
+        count = int(numpy.prod(shape))
+        size = count * numpy.dtype(dtype).itemsize
+        memory = cupy.cuda.UnownedMemory(self.address, size, self._handle)
+        return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, 0))
+
+    def as_buffer(self, size: int) -> Any:
+        """A cuda.core Buffer over the variable's `size` bytes (no copy)."""
+        try:
+            from cuda.core import Buffer
+        except ImportError:
+            from cuda.core.experimental import Buffer
+        return Buffer.from_handle(self.address, size, owner=self._handle)
+
+
+
+def opencl() -> OpenCL:
     """devdl's OpenCL context and device as PyOpenCL objects, with a queue on them (made once):
     where to allocate the buffers of devdl's kernels and launch them."""
     global _opencl

@@ -1,0 +1,114 @@
+"""The installed wheel, tested from a fresh virtual environment outside the source tree
+(scripts/wheel.sh): where the module, the library and the package are, the commands, and the
+seeds' example on the OpenCL device OCL_ICD_VENDORS selects. DEVDL_TEST_IMAGES is a folder with
+the seeds' lib.spv and app.spv."""
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+import devdl
+
+IMAGES = os.environ["DEVDL_TEST_IMAGES"]
+
+
+def image(name):
+    return os.path.join(IMAGES, name)
+
+
+def module(*args):
+    return subprocess.run([sys.executable, "-m", "devdl", *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_the_module_and_library_are_the_installed_wheels():
+    assert os.path.dirname(devdl.__file__).startswith(sys.prefix), devdl.__file__
+    assert "DEVDL_LIBRARY" not in os.environ
+    library = module("--library")
+    assert library == os.path.join(os.path.dirname(devdl.__file__), "lib", "libdevdl.so.0")
+    assert os.path.isfile(library)
+    header = open(os.path.join(module("--include-dir"), "devdl.h")).read()
+    expected = tuple(int(header.split("#define DEVDL_VERSION_%s " % part)[1].split()[0])
+                     for part in ("MAJOR", "MINOR", "PATCH"))
+    assert devdl.version() == expected
+    assert module("--version") == "%d.%d.%d" % expected
+    assert os.path.isfile(os.path.join(module("--cmake-dir"), "devdlConfig.cmake"))
+
+
+def test_the_package_is_typed():
+    assert os.path.isfile(os.path.join(os.path.dirname(devdl.__file__), "py.typed"))
+    assert devdl.open.__annotations__["return"] in ("Handle", devdl.Handle)
+
+
+@pytest.mark.parametrize("command", ["devdl-nm", "devdl-pack", "devdl-cache"])
+def test_the_commands_are_on_the_environments_path(command):
+    found = os.path.join(os.path.dirname(sys.executable), command)
+    assert os.path.isfile(found)
+    result = subprocess.run([found, "--help"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert command in result.stdout + result.stderr
+
+
+def test_devdl_nm_lists_what_an_image_exports_and_imports():
+    listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "devdl-nm"), image("app.spv")],
+                            check=True, capture_output=True, text=True).stdout
+    assert "AppKernel" in listed and "LibDeviceFunc" in listed
+
+
+def takes_spirv(device):
+    try:
+        return bool(device.il_version)
+    except Exception:  # a device before OpenCL 2.1 has no IL_VERSION
+        return False
+
+
+def test_the_seed_example_or_why_not():
+    import pyopencl as cl
+    context, device, queue = devdl.opencl()
+    lib = devdl.open(image("lib.spv"), devdl.NOW | devdl.GLOBAL)
+    try:
+        if not takes_spirv(device):
+            # The wheel's library has no SPIRV-LLVM-Translator: a device that takes SPIR but not
+            # SPIR-V (PoCL 3) is refused, saying so, and naming the symbol and the files.
+            with pytest.raises(devdl.error) as refused:
+                devdl.open(image("app.spv"))
+            message = str(refused.value)
+            assert "LibDeviceFunc" in message and image("app.spv") in message and image("lib.spv") in message
+            assert "cannot translate" in message
+            return
+        with devdl.open(image("app.spv")) as app:
+            kernel = app.kernel("AppKernel")
+            assert isinstance(kernel, cl.Kernel) and kernel.context == context
+            out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 8 * 4)
+            kernel(queue, (8,), None, out)
+            result = numpy.empty(8, numpy.int32)
+            cl.enqueue_copy(queue, result, out)
+            assert list(result) == [0, 2, 4, 6, 8, 10, 12, 14]
+    finally:
+        lib.close()
+
+
+def test_errors_are_exceptions_with_device_dlerrors_text():
+    with pytest.raises(devdl.error) as caught:
+        devdl.open(image("no-such-image.spv"))
+    assert "no-such-image.spv" in str(caught.value)
+
+
+class CudaArrayLike:
+    """What CuPy, Numba and PyTorch arrays show of themselves: no CUDA needed to pack it."""
+    __cuda_array_interface__ = {"data": (0xdead0000, False), "shape": (8,), "typestr": "<i4", "version": 3}
+
+
+def test_kernel_arguments_pack_device_memory_scalars_and_ctypes_and_refuse_bare_numbers():
+    import ctypes
+    parameters, kept = devdl._kernel_arguments([CudaArrayLike(), numpy.int32(7), numpy.float64(0.5),
+                                                ctypes.c_uint16(9)])
+    values = [ctypes.c_void_p.from_address(parameters[0]).value,
+              ctypes.c_int32.from_address(parameters[1]).value,
+              ctypes.c_double.from_address(parameters[2]).value,
+              ctypes.c_uint16.from_address(parameters[3]).value]
+    assert values == [0xdead0000, 7, 0.5, 9]
+    with pytest.raises(TypeError, match="argument 1"):
+        devdl._kernel_arguments([CudaArrayLike(), 7])
