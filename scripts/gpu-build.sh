@@ -2,7 +2,7 @@
 # Builds, here on Debian, what the CUDA checks need on the GPU machine, which has the NVIDIA
 # driver and toolkit but none of Debian's packages: a portable libdevdl.so (LLVM, xxHash and
 # zstd linked in: DEVDL_PORTABLE), the CUDA tests, samples and benchmark linked against it, and
-# the images nvcc made. All of it goes to build/portable/stage (a few MiB), which scripts/gpu-run.sh
+# the images nvcc made, and the wheel. All of it goes to build/portable/stage (a few MiB), which scripts/gpu-run.sh
 # runs there. Needs nvcc here (/usr/local/cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,8 +58,12 @@ cp -L "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/n
 mkdir -p "$stage/bench-programs"
 cp "$build"/bench/bench_cuda_runtime "$stage/bin/"
 cp "$build"/bench/cuda_runtime/bench_first_kernel_devdl* "$build"/bench/cuda_runtime/*.so "$stage/bench-programs/"
-# The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build cannot
-# translate to SPIR).
+# The OpenCL seed example, for OpenCL devices that take SPIR-V IL (the portable build translates
+# to SPIR only with the machine's llvm-spirv-15).
 cp "$build"/samples/seed-example/seed-dlopen "$stage/bin/"
 cp "$build"/samples/seed-example/*.spv "$stage/samples/"
+# The wheel (scripts/wheel.sh), which gpu-run.sh installs in a fresh virtual environment there.
+scripts/wheel.sh --no-test > /dev/null
+mkdir -p "$stage/wheel"
+cp build/wheel/dist/devdl-*.whl "$stage/wheel/"
 du -sh "$stage"

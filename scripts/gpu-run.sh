@@ -58,6 +58,32 @@ else
   echo "python3 has no CuPy here: samples/python/cuda_seed.py not run"; status=1
 fi
 
+echo "== the wheel, installed in a fresh virtual environment (no package registry here)"
+if [ -n "$(ls "$stage"/wheel/devdl-*.whl 2> /dev/null)" ]; then
+  wheel_work=$(mktemp -d)
+  venv=$wheel_work/venv
+  python3 -m venv "$venv"
+  run "$venv/bin/pip" install -q --no-index --no-deps "$stage"/wheel/devdl-*.whl
+  # This machine's CUDA Python packages (CuPy, cuda.core, NumPy, pytest), where its python3 has
+  # them, seen from the fresh environment: nothing of devdl's comes from there.
+  python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+    "$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/machine.pth"
+  (cd "$wheel_work" && env -u LD_LIBRARY_PATH DEVDL_TEST_IMAGES="$DEVDL_TEST_IMAGES" DEVDL_CACHE=0 \
+     "$venv/bin/python" -m pytest -v -p no:cacheprovider "$OLDPWD/tests/wheel/test_cuda.py") || status=1
+  # A CMake project against the wheel's package: the seeds' example in CUDA.
+  if cmake -S tests/wheel/cuda -B "$wheel_work/cmake" -Ddevdl_DIR="$("$venv/bin/python" -m devdl --cmake-dir)" \
+       -DSEED="$PWD/samples/cuda-seed" > "$wheel_work/cmake.log" 2>&1 &&
+     cmake --build "$wheel_work/cmake" >> "$wheel_work/cmake.log" 2>&1; then
+    out=$(env -u LD_LIBRARY_PATH DEVDL_CACHE=0 "$wheel_work/cmake/cuda-seed" "$s/lib.cubin" "$s/app.cubin")
+    echo "the CMake project against the wheel: $out"
+    [ "$out" = "0 2 4 6 8 10 12 14" ] || status=1
+  else
+    cat "$wheel_work/cmake.log"; echo "the CMake project against the wheel did not build"; status=1
+  fi
+else
+  echo "no wheel in $stage/wheel (scripts/gpu-build.sh makes it)"; status=1
+fi
+
 echo "== the CUDA runtime's programs whose device code spans shared libraries (samples/cuda-runtime)"
 rt=$s/cuda-runtime
 runtime() { echo "\$ $*"; LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 "$@" || status=1; }

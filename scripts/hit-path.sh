@@ -9,7 +9,7 @@
 #
 # The hits are CUDA's, over a stand-in libcuda.so.1 whose calls do nothing (scripts/hit-path-libcuda.c):
 # devdl's own part is what is followed, and no GPU is needed. (PoCL here takes SPIR, which the
-# portable build cannot translate to, so OpenCL's hit is not followed; the loader and the cache,
+# portable build translates to in another process, so OpenCL's hit is not followed; the loader and the cache,
 # most of a hit, are the same.) Needs nvcc (/usr/local/cuda) for the test cubins, as
 # scripts/gpu-build.sh does; installs valgrind.
 set -euo pipefail

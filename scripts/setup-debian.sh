@@ -30,8 +30,9 @@ packages=(
   libhiredis-dev libssl-dev redis-server openssl
   # what ocloc (Intel's offline compiler, below) runs on: Intel's graphics compiler
   libigc1 libigdfcl1 libigdgmm12
-  # pip, to fetch Intel's OpenCL CPU runtime from the Python package registry (below)
-  python3-pip
+  # pip, to fetch Intel's OpenCL CPU runtime from the Python package registry (below); venv, for
+  # the wheel's build tools and the fresh environments scripts/wheel.sh tests it in
+  python3-pip python3-venv
 )
 
 SUDO=""

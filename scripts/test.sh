@@ -8,7 +8,7 @@
 #   scripts/test.sh --fuzz [S]    every parser's libFuzzer target for S seconds each (default 30;
 #                                 build/fuzz with clang-14), seeded from build/test
 #   scripts/test.sh --portable    the portable library (DEVDL_PORTABLE: LLVM linked in, no SPIR
-#                                 translator), as the GPU machine gets it, its unit and loader
+#                                 translator of its own), as the GPU machine gets it, its unit and loader
 #                                 tests, and its hit path's layout (build/portable, which
 #                                 scripts/gpu-build.sh shares)
 set -euo pipefail

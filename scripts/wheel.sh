@@ -6,8 +6,9 @@
 #      that policy lacks), then auditwheel show must name that same tag;
 #   3. a fresh virtual environment, the wheel installed in it (with pytest, NumPy and PyOpenCL
 #      from the registry), and from outside the tree: tests/wheel's tests on Intel's OpenCL CPU
-#      runtime and on PoCL, and the seeds' example as a CMake project (tests/install) built
-#      against the wheel's CMake package (python3 -m devdl --cmake-dir) and run.
+#      runtime and on PoCL (through Debian's llvm-spirv-15), and the seeds' example as a CMake
+#      project (tests/install) built against the wheel's CMake package (python3 -m devdl
+#      --cmake-dir) and run on both.
 # The wheel is left in build/wheel/dist; its build time and size are printed last.
 # Usage: scripts/wheel.sh [--no-test]
 set -euo pipefail
@@ -54,17 +55,19 @@ if [ "${1:-}" != "--no-test" ]; then
     echo "wheel.sh: tests/wheel with OCL_ICD_VENDORS=$vendor"
     # From an empty folder: only the installed module can be imported.
     (cd "$(mktemp -d)" && env -u DEVDL_LIBRARY OCL_ICD_VENDORS="$vendor" DEVDL_CACHE=0 \
-       DEVDL_TEST_IMAGES="$images" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$source/tests/wheel")
+       DEVDL_TEST_IMAGES="$images" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$source/tests/wheel")
   done
 
-  # A CMake project against the wheel's package, and its program run on Intel's runtime.
+  # A CMake project against the wheel's package, and its program run on both devices.
   project=$work/cmake-project
   rm -rf "$project"
   cmake -S "$source/tests/install" -B "$project" -G Ninja -Ddevdl_DIR="$("$venv/bin/python" -m devdl --cmake-dir)" \
     -DSEED_EXAMPLE="$source/samples/seed-example" > /dev/null
   cmake --build "$project" > /dev/null
-  out=$(OCL_ICD_VENDORS=$intel DEVDL_CACHE=0 "$project/app" "$project" | tail -n 1)
-  echo "wheel.sh: the CMake project against the wheel printed: $out"
-  [ "$out" = "0 2 4 6 8 10 12 14" ]
+  for vendor in "$intel" "$pocl"; do
+    out=$(OCL_ICD_VENDORS=$vendor DEVDL_CACHE=0 "$project/app" "$project" | tail -n 1)
+    echo "wheel.sh: the CMake project against the wheel, with OCL_ICD_VENDORS=$vendor, printed: $out"
+    [ "$out" = "0 2 4 6 8 10 12 14" ]
+  done
 fi
 echo "wheel.sh: $(basename "$wheel"): $((size / 1024)) KiB, built and repaired in ${seconds} s"

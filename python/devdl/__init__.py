@@ -121,6 +121,7 @@ class Handle:
     def __init__(self, pointer: int, name: str, backend: Optional[int] = None):
         self._pointer: Optional[int] = pointer
         self.name = name
+        self._data: Optional[bytes] = None  # open_memory's bytes, kept while the handle is open
         self._backend = backend  # a view's; None: the default devices'
 
     def __repr__(self) -> str:
@@ -247,7 +248,7 @@ def open(path: Union[str, bytes, os.PathLike], flags: int = NOW) -> Handle:
     a host ELF file that carries bundles)."""
     pointer = _lib.device_dlopen(_bytes(path), flags)
     if not pointer:
-        _fail("device_dlopen(%s) failed" % path)
+        _fail("device_dlopen(%s) failed" % os.fsdecode(path))
     return Handle(pointer, os.fsdecode(path))
 
 

@@ -1,11 +1,13 @@
-"""The seeds' example in CUDA from Python, launched by CuPy: python3 cuda_seed.py IMAGES
-(lib.cubin and app.cubin, built with nvcc -rdc=true -cubin)."""
-import ctypes, sys, cupy, devdl
+"""The seeds' example in CUDA from Python, launched as CuPy launches its RawKernels:
+python3 cuda_seed.py IMAGES (lib.cubin and app.cubin, built with nvcc -rdc=true -cubin)."""
+import sys
+
+import cupy
+
+import devdl
 
 devdl.open(f"{sys.argv[1]}/lib.cubin", devdl.NOW | devdl.GLOBAL)  # exports LibDeviceFunc
-kernel = devdl.open(f"{sys.argv[1]}/app.cubin").kernel("AppKernel")  # a CUfunction, as an int
+kernel = devdl.open(f"{sys.argv[1]}/app.cubin").kernel("AppKernel")  # a devdl.CudaKernel
 out = cupy.zeros(8, cupy.int32)  # CuPy and devdl share the device's primary context
-pointer = ctypes.c_void_p(out.data.ptr)
-arguments = (ctypes.c_void_p * 1)(ctypes.addressof(pointer))
-cupy.cuda.driver.launchKernel(kernel, 1, 1, 1, 8, 1, 1, 0, 0, ctypes.addressof(arguments), 0)
+kernel((1,), (8,), (out,))       # grid, block, arguments: on CuPy's current stream
 print(*out.get())

@@ -165,8 +165,8 @@ TEST(DevdlNm, BadInputNeverCrashes) {
 namespace devdl::test {
 namespace {
 
-// Every tool says which devdl it is (not LLVM's version, which --version printed before) and
-// how it is used, and exits 0 for both.
+// Every tool says which devdl it is (not LLVM's version, which --version printed before), what
+// its SPIR-V reaches, and how it is used, and exits 0 for both.
 TEST(Tools, VersionAndHelp) {
   for (const std::string &tool : {std::string(DEVDL_NM), std::string(DEVDL_PACK), std::string(DEVDL_CACHE_TOOL)}) {
     const std::string name = tool.substr(tool.rfind('/') + 1);
@@ -174,6 +174,8 @@ TEST(Tools, VersionAndHelp) {
     EXPECT_EQ(version.status, 0) << name << version.err;
     EXPECT_EQ(version.out.rfind(name + " (devdl " + std::to_string(DEVDL_VERSION_MAJOR) + ".", 0), 0u)
         << name << ": " << version.out;
+    // This build has the translator: it says what that serves (the wheel's says it has none).
+    EXPECT_NE(version.out.find("SPIR-V is translated to SPIR"), std::string::npos) << name << ": " << version.out;
     CommandResult help = run({tool, "--help"});
     EXPECT_EQ(help.status, 0) << name << help.err;
     EXPECT_NE(help.out.find(name), std::string::npos) << name << ": " << help.out;

@@ -1,8 +1,10 @@
 """The installed wheel, tested from a fresh virtual environment outside the source tree
 (scripts/wheel.sh): where the module, the library and the package are, the commands, and the
-seeds' example on the OpenCL device OCL_ICD_VENDORS selects. DEVDL_TEST_IMAGES is a folder with
+seeds' example on the OpenCL device OCL_ICD_VENDORS selects (PoCL 3 through the machine's
+llvm-spirv-15, and refused, saying why, without it). DEVDL_TEST_IMAGES is a folder with
 the seeds' lib.spv and app.spv."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -51,6 +53,23 @@ def test_the_commands_are_on_the_environments_path(command):
     assert command in result.stdout + result.stderr
 
 
+def nm_version(**environment):
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "devdl-nm"), "--version"], check=True,
+                          capture_output=True, text=True, env=dict(os.environ, **environment)).stdout
+
+
+def test_the_commands_say_which_translator_makes_spir():
+    # The wheel has no SPIRV-LLVM-Translator of its own: the machine's llvm-spirv-15 translates.
+    version = nm_version()
+    assert version.startswith("devdl-nm (devdl %d." % devdl.version()[0])
+    llvm_spirv = shutil.which("llvm-spirv-15")
+    if llvm_spirv:
+        assert "by %s (this build has no SPIRV-LLVM-Translator of its own)" % llvm_spirv in version
+    else:
+        assert "no llvm-spirv-15 on PATH" in version
+    assert "no llvm-spirv-15 on PATH" in nm_version(DEVDL_LLVM_SPIRV="")
+
+
 def test_devdl_nm_lists_what_an_image_exports_and_imports():
     listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "devdl-nm"), image("app.spv")],
                             check=True, capture_output=True, text=True).stdout
@@ -64,20 +83,13 @@ def takes_spirv(device):
         return False
 
 
-def test_the_seed_example_or_why_not():
+def test_the_seed_example():
     import pyopencl as cl
     context, device, queue = devdl.opencl()
+    if not takes_spirv(device) and not shutil.which("llvm-spirv-15"):
+        pytest.skip("%s takes SPIR only, and no llvm-spirv-15 is on PATH to translate for it" % device.name)
     lib = devdl.open(image("lib.spv"), devdl.NOW | devdl.GLOBAL)
     try:
-        if not takes_spirv(device):
-            # The wheel's library has no SPIRV-LLVM-Translator: a device that takes SPIR but not
-            # SPIR-V (PoCL 3) is refused, saying so, and naming the symbol and the files.
-            with pytest.raises(devdl.error) as refused:
-                devdl.open(image("app.spv"))
-            message = str(refused.value)
-            assert "LibDeviceFunc" in message and image("app.spv") in message and image("lib.spv") in message
-            assert "cannot translate" in message
-            return
         with devdl.open(image("app.spv")) as app:
             kernel = app.kernel("AppKernel")
             assert isinstance(kernel, cl.Kernel) and kernel.context == context
@@ -88,6 +100,26 @@ def test_the_seed_example_or_why_not():
             assert list(result) == [0, 2, 4, 6, 8, 10, 12, 14]
     finally:
         lib.close()
+
+
+REFUSED = """
+import devdl, sys
+devdl.open(sys.argv[1] + "/lib.spv", devdl.NOW | devdl.GLOBAL)
+try:
+    devdl.open(sys.argv[1] + "/app.spv")
+except devdl.error as e:
+    print(e)
+"""
+
+
+def test_without_a_translator_a_device_taking_only_spir_is_refused_saying_why():
+    # DEVDL_LLVM_SPIRV="" names no translator: what a machine without llvm-spirv-15 sees.
+    if takes_spirv(devdl.opencl().device):
+        pytest.skip("the device takes SPIR-V: nothing to translate")
+    said = subprocess.run([sys.executable, "-c", REFUSED, IMAGES], check=True, capture_output=True, text=True,
+                          env=dict(os.environ, DEVDL_LLVM_SPIRV="")).stdout
+    assert "LibDeviceFunc" in said and image("app.spv") in said and image("lib.spv") in said, said
+    assert "cannot translate to it" in said and "apt-get install llvm-spirv-15" in said, said
 
 
 def test_errors_are_exceptions_with_device_dlerrors_text():

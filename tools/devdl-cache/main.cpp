@@ -9,6 +9,7 @@
 // a directory that does not exist is an empty cache.
 #include "backend/backend.h"
 #include "store/disk_cache.h"
+#include "backend/spirv/translation.h"
 #include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>
@@ -59,7 +60,9 @@ int reportError(llvm::Error error) {
 
 int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-cache (" << devdl::devdlBuild() << ")\n"; });
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "devdl-cache (" << devdl::devdlBuild() << ")\n" << devdl::backend::spirTranslationStatement() << "\n";
+  });
   llvm::cl::ParseCommandLineOptions(argc, argv, "devdl-cache: the disk cache of linked device programs\n");
   llvm::Expected<std::string> dir = directory.empty() ? DiskCache::directoryFromEnvironment() : directory.getValue();
   if (!dir) {

@@ -15,6 +15,7 @@
 #include "support/demangle.h"
 #include "support/error.h"
 #include "support/printable.h"
+#include "backend/spirv/translation.h"
 #include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>
@@ -199,7 +200,9 @@ void writeJson(llvm::json::OStream &j, const ImageFile &file) {
 
 int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions(category);
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "devdl-nm (" << devdl::devdlBuild() << ")\n"; });
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "devdl-nm (" << devdl::devdlBuild() << ")\n" << devdl::backend::spirTranslationStatement() << "\n";
+  });
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "devdl-nm: list the kernels (K), exported functions (T) and "
                                     "variables (D) and imports (U) of device images, bundles and "

@@ -16,6 +16,7 @@
 #include "support/error.h"
 #include "support/own_directory.h"
 #include "support/regular_file.h"
+#include "backend/spirv/translation.h"
 #include "support/version.h"
 #include "tools/devdl-pack/cuda_register.h"
 
@@ -449,7 +450,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (args[0] == "--version") {
-    llvm::outs() << "devdl-pack (" << devdl::devdlBuild() << ")\n";
+    llvm::outs() << "devdl-pack (" << devdl::devdlBuild() << ")\n" << devdl::backend::spirTranslationStatement() << "\n";
     return 0;
   }
   if (args[0] == "--check") return check({args.begin() + 1, args.end()});

@@ -5,6 +5,7 @@
 #include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
 #include "backend/spirv/translation.h"
+#include "backend/spirv/translator_command.h"
 #include "backend/spirv/translator_process.h"
 #include "support/environment.h"
 #include "support/error.h"
@@ -68,7 +69,7 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   // inlines across what were images itself (PoCL: the same kernel times with and without, and
   // LLVM's -O2 here cost 5% of the seed's first kernel; bench/README.md).
   const char *lto = devdlVariable("DEVDL_LTO");
-  lto_ = lto && std::string_view(lto) == "1" && canTranslateToSpir();  // LLVM does it, through the translator
+  lto_ = lto && std::string_view(lto) == "1" && hasTranslatorHelper();  // LLVM does it, through the translator
   identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
               platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
               deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
@@ -85,11 +86,15 @@ int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
 
 std::string_view Device::linkMethod() const {
   // A large program is linked in parts, each in a helper, where the build has the helper.
-  if (caps_.spirvIl && caps_.linker && canTranslateToSpir())
+  if (caps_.spirvIl && caps_.linker && hasTranslatorHelper())
     return "SPIR-V IL, clCompileProgram, clLinkProgram; a large program in parts, in helper processes";
   if (caps_.spirvIl) return caps_.linker ? "SPIR-V IL, clCompileProgram, clLinkProgram"
                                          : lto_ ? "SPIRV-Tools link, LLVM -O2 across images, SPIR-V IL, clBuildProgram"
                                                 : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";
+  if (!hasTranslatorHelper() && translatorCommand()) {  // the identity names the translator that makes the SPIR
+    static const std::string byCommand = "SPIRV-Tools link, SPIR 1.2 by " + *translatorCommand() + ", clBuildProgram";
+    return byCommand;
+  }
   return lto_ ? "SPIRV-Tools link, SPIR 1.2, LLVM -O2 across images, clBuildProgram"
               : "SPIRV-Tools link, SPIR 1.2, clBuildProgram";
 }
@@ -119,7 +124,9 @@ llvm::Error Device::accepts(const DeviceImage &image) const {
   return fail(ErrorCode::Unsupported,
               image.format == ImageFormat::SpirV
                   ? "OpenCL device " + name_ + " takes neither SPIR-V nor SPIR" +
-                        (caps_.spir ? " (it takes SPIR, but this build of devdl cannot translate to it)" : "")
+                        (caps_.spir ? " (it takes SPIR, but this build of devdl cannot translate to it: it has no "
+                                      "SPIRV-LLVM-Translator, as the portable library and the wheel have none, and "
+                                      "found no llvm-spirv-15 on PATH; Debian: apt-get install llvm-spirv-15)" : "")
                   : "OpenCL device " + name_ + " does not link " + std::string(formatName(image.format)) + " images");
 }
 
@@ -159,7 +166,7 @@ llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   const Api &cl = *loaded;
   // The translator's helper takes some 15 ms to load LLVM, PoCL's platform some 25 to start: the
   // helper starts now, for the first link, and goes where the device chosen does not translate.
-  if (canTranslateToSpir()) startTranslatorAhead();
+  if (hasTranslatorHelper()) startTranslatorAhead();
   auto device = openChosen(cl);
   if (!device || !(*device)->translates()) stopTranslatorsAhead();
   return device;

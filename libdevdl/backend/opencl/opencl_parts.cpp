@@ -36,7 +36,7 @@ std::vector<ProgramPart> Device::planParts(std::span<const LinkInput> inputs, un
     return std::vector<ProgramPart>(1);
   };
   if (jobs <= 1) return onePart("DEVDL_JOBS=1");
-  if (!canTranslateToSpir()) return onePart("this build has no helper (devdl-translate) to build parts in");
+  if (!hasTranslatorHelper()) return onePart("this build has no helper (devdl-translate) to build parts in");
   std::vector<CodeGraph> graphs;
   for (const LinkInput &input : inputs) {
     if (input.image->format != ImageFormat::SpirV) return onePart(input.label + " is a native binary, compiled already");

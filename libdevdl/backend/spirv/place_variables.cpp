@@ -1,10 +1,8 @@
 // A translated program's variables placed in a region of host memory (spirv/place_variables.h):
 // which variables move, the region's layout and first bytes from their initializers, and their
-// uses pointed at the region. Built empty without the translator (DEVDL_PORTABLE), which is all
-// that makes the modules it works on.
+// uses pointed at the region.
 #include "backend/spirv/place_variables.h"
 
-#if DEVDL_HAVE_SPIRV_TRANSLATOR
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Analysis/ConstantFolding.h>
 #include <llvm/IR/Constants.h>
@@ -155,4 +153,3 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
 }
 
 }  // namespace devdl::backend
-#endif

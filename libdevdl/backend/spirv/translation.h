@@ -2,8 +2,9 @@
 // SPIR but not SPIR-V (PoCL 3), and optimized across the images it was linked from (load-time
 // LTO): written as SPIR 1.2 bitcode for clBuildProgram("-x spir"), or back as SPIR-V for devices
 // that take IL. The translator runs in a helper process (spirv/translator_process.h); the
-// functions in inProcess are what the helper runs. Without the translator (DEVDL_PORTABLE) each
-// fails, saying so.
+// functions in inProcess are what the helper runs. Without the translator (DEVDL_PORTABLE),
+// spirvToSpir reads the module with the machine's llvm-spirv-15 (spirv/translator_command.h) and
+// does not optimize; optimizeSpirv fails, saying so.
 #pragma once
 
 #include "backend/spirv/place_variables.h"
@@ -21,8 +22,16 @@ namespace devdl::backend {
 /// A specialization constant: SpecId and value.
 using SpecConstant = std::pair<uint32_t, uint64_t>;
 
-/// Whether this build has the SPIRV-LLVM-Translator (not the portable one).
+/// Whether this build has the SPIRV-LLVM-Translator and its helper, devdl-translate (not the
+/// portable one): what load-time LTO and programs built in parts need.
+bool hasTranslatorHelper();
+
+/// Whether spirvToSpir can translate here: with the build's translator, else with the machine's
+/// llvm-spirv-15 (spirv/translator_command.h).
 bool canTranslateToSpir();
+
+/// What the tools' --version says of it: which devices this build's SPIR-V reaches, and how.
+std::string spirTranslationStatement();
 
 /// Translates a SPIR-V module into SPIR 1.2 bitcode (OpenCL 1.2 builtins), specializing it;
 /// refused first where checkTranslatable refuses it. With `place` (a CPU device whose kernels are

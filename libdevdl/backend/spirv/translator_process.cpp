@@ -18,7 +18,6 @@
 #include <vector>
 
 namespace devdl::backend {
-namespace {
 
 std::chrono::milliseconds translatorTimeout() {
   const char *value = devdlVariable("DEVDL_TRANSLATOR_TIMEOUT");
@@ -32,6 +31,8 @@ std::chrono::milliseconds translatorTimeout() {
   }
   return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(*seconds * 1000)));
 }
+
+namespace {
 
 // Helpers between translations. Starting one costs some 14 ms (loading LLVM), against 1 ms for
 // the seed's translation and some 20 ms for its whole build on PoCL in a warm process

@@ -27,6 +27,9 @@ inline constexpr std::chrono::seconds kDefaultTranslatorTimeout{600};
 /// The helper this process runs, as DEVDL_TRANSLATOR or the library's place says.
 std::string translatorPath();
 
+/// How long one translation may take: DEVDL_TRANSLATOR_TIMEOUT, else kDefaultTranslatorTimeout.
+std::chrono::milliseconds translatorTimeout();
+
 /// Starts a helper ahead of the first translation where none is idle (a device that may
 /// translate is being opened): it loads LLVM while the host goes on, and the first link finds it
 /// ready.

@@ -1,0 +1,113 @@
+// The machine's llvm-spirv-15 as devdl's reader of SPIR-V into LLVM IR (spirv/translator_command.h).
+#include "backend/spirv/translator_command.h"
+#include "backend/spirv/translator_process.h"
+#include "backend/spirv/words.h"
+#include "support/environment.h"
+#include "support/error.h"
+
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FileUtilities.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Program.h>
+#include <llvm/Support/raw_ostream.h>
+#include <spirv/unified1/spirv.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+
+namespace devdl::backend {
+
+const std::optional<std::string> &translatorCommand() {
+  static const std::optional<std::string> command = []() -> std::optional<std::string> {
+    if (const char *named = devdlVariable("DEVDL_LLVM_SPIRV")) {
+      if (!*named) return std::nullopt;
+      return std::string(named);
+    }
+    if (auto found = llvm::sys::findProgramByName("llvm-spirv-15")) return *found;
+    return std::nullopt;
+  }();
+  return command;
+}
+
+std::vector<uint32_t> withSpecConstantDefaults(std::span<const uint32_t> words,
+                                               std::span<const SpecConstant> specConstants) {
+  std::vector<uint32_t> specialized(words.begin(), words.end());
+  if (specConstants.empty()) return specialized;
+  std::map<uint32_t, uint64_t> bySpecId(specConstants.begin(), specConstants.end());
+  std::map<uint32_t, uint64_t> byResult;  // the constants' result ids, and their values
+  walkInstructions(words, [&](size_t at, size_t count) {
+    if ((words[at] & 0xffff) == SpvOpDecorate && count == 4 && words[at + 2] == SpvDecorationSpecId)
+      if (auto it = bySpecId.find(words[at + 3]); it != bySpecId.end()) byResult[words[at + 1]] = it->second;
+    return true;
+  });
+  walkInstructions(words, [&](size_t at, size_t count) {
+    const uint32_t opcode = words[at] & 0xffff;
+    if (count < 3) return true;
+    auto it = byResult.find(words[at + 2]);
+    if (it == byResult.end()) return true;
+    if (opcode == SpvOpSpecConstantTrue || opcode == SpvOpSpecConstantFalse)
+      specialized[at] = (words[at] & 0xffff0000u) | (it->second ? SpvOpSpecConstantTrue : SpvOpSpecConstantFalse);
+    else if (opcode == SpvOpSpecConstant)  // one word for 32 bits or fewer, two for 64, low first
+      for (size_t word = 0; word + 3 < count && word < 2; ++word)
+        specialized[at + 3 + word] = static_cast<uint32_t>(it->second >> (32 * word));
+    return true;
+  });
+  return specialized;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>> readByCommand(const std::string &command, llvm::LLVMContext &context,
+                                                            std::span<const uint32_t> words,
+                                                            std::span<const SpecConstant> specConstants) {
+  // A parameter's hint that its memory is neither read nor written, which the translator's reader
+  // asserts on (spirv/translator.cpp drops it too).
+  const std::vector<uint32_t> specialized = withSpecConstantDefaults(words, specConstants);
+  const std::vector<uint32_t> translated = withoutInstructions(specialized, [&](size_t at, size_t count) {
+    return (specialized[at] & 0xffff) == SpvOpDecorate && count == 4 && specialized[at + 2] == SpvDecorationFuncParamAttr &&
+           specialized[at + 3] == SpvFunctionParameterAttributeNoReadWrite;
+  });
+  llvm::SmallString<128> input, output, errors;
+  for (auto [path, suffix] : {std::pair{&input, "spv"}, std::pair{&output, "bc"}, std::pair{&errors, "txt"}})
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("devdl-translate", suffix, *path))
+      return fail(ErrorCode::Io, "a temporary file for the SPIR-V translator: " + ec.message());
+  llvm::FileRemover removeInput(input), removeOutput(output), removeErrors(errors);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(input, ec);
+    if (ec) return fail(ErrorCode::Io, std::string(input) + ": " + ec.message());
+    out.write(reinterpret_cast<const char *>(translated.data()), translated.size() * 4);
+  }
+  const llvm::StringRef argv[] = {command, "-r", "--spirv-target-env=CL1.2", "--spirv-ext=+all",
+                                  input,    "-o", output};
+  const llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(""), llvm::StringRef(errors)};
+  const auto seconds = static_cast<unsigned>(
+      std::ceil(std::chrono::duration<double>(translatorTimeout()).count()));
+  std::string why;
+  const int status = llvm::sys::ExecuteAndWait(command, argv, llvm::None, redirects, seconds, 0, &why);
+  if (status != 0) {
+    std::string said;
+    if (auto text = llvm::MemoryBuffer::getFile(errors)) said = (*text)->getBuffer().trim().str();
+    return fail(ErrorCode::BadFormat, "SPIR-V to LLVM translation by " + command + " failed: " +
+                                          (status == -2 ? "it ran past DEVDL_TRANSLATOR_TIMEOUT (" +
+                                                              std::to_string(seconds) + " s)"
+                                           : !said.empty() ? said
+                                           : !why.empty() ? why
+                                                          : "it exited with status " + std::to_string(status)));
+  }
+  auto bitcode = llvm::MemoryBuffer::getFile(output);
+  if (!bitcode) return fail(ErrorCode::Io, command + " wrote no bitcode: " + bitcode.getError().message());
+  auto module = llvm::parseBitcodeFile((*bitcode)->getMemBufferRef(), context);
+  if (!module)
+    return fail(ErrorCode::BadFormat, command + " wrote what LLVM " LLVM_VERSION_STRING " cannot read: " +
+                                          llvm::toString(module.takeError()));
+  std::string broken;
+  llvm::raw_string_ostream reason(broken);
+  if (llvm::verifyModule(**module, &reason))
+    return fail(ErrorCode::BadFormat, "SPIR-V to LLVM translation by " + command + " made invalid LLVM IR: " + reason.str());
+  return std::move(*module);
+}
+
+}  // namespace devdl::backend
