@@ -63,7 +63,8 @@ std::string seconds(std::chrono::milliseconds time) {
 
 }  // namespace
 
-llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std::string what) {
+llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std::string what,
+                                                   const std::vector<std::string> &arguments) {
   int channel[2], errors[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
     return fail(ErrorCode::Io, "cannot start " + what + ": socketpair: " + std::strerror(errno));
@@ -91,10 +92,13 @@ llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std:
   // A process group of its own, which ends with it: a wrapper script's children too.
   posix_spawnattr_setpgroup(&settings.attributes, 0);
   posix_spawnattr_setflags(&settings.attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-  std::string name = path;
-  char *argv[] = {name.data(), nullptr};
+  std::vector<std::string> words = {path};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::vector<char *> argv;
+  for (std::string &word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
   pid_t pid = -1;
-  const int spawned = posix_spawn(&pid, path.c_str(), &settings.actions, &settings.attributes, argv, environ);
+  const int spawned = posix_spawn(&pid, path.c_str(), &settings.actions, &settings.attributes, argv.data(), environ);
   ::close(channel[1]);
   ::close(errors[1]);
   if (spawned != 0 || channel[0] < 0 || errors[0] < 0) {
@@ -239,6 +243,28 @@ llvm::Expected<std::string> HelperProcess::receive(size_t size) {
     }
   }
   return bytes;
+}
+
+llvm::Expected<std::string> HelperProcess::receiveUntilExit() {
+  std::string bytes;
+  for (;;) {
+    const size_t have = bytes.size();
+    bytes.resize(have + kReceiveChunk);
+    const ssize_t got = ::recv(channel_, bytes.data() + have, kReceiveChunk, 0);
+    bytes.resize(have + std::max<ssize_t>(got, 0));
+    if (got > 0) continue;
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0) break;  // its end of the channel is closed: it has exited
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return ended();
+    const Waited waited = wait(/*forWriting=*/false);
+    if (waited == Waited::Exited) break;  // what it left running may hold the channel
+    if (waited == Waited::Deadline) return timedOut();
+  }
+  closeChannel();
+  reap();
+  // Where another reaped it (SIGCHLD ignored), its status is unknown: its answer is judged.
+  if (!killed_ && (status_ == -1 || (WIFEXITED(status_) && WEXITSTATUS(status_) == 0))) return bytes;
+  return ended();
 }
 
 void HelperProcess::reap() {

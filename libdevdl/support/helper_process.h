@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <sys/types.h>
+#include <vector>
 
 namespace devdl {
 
@@ -23,9 +24,10 @@ class HelperProcess {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// Starts `path` with no arguments (its name as argv[0]) and this process's environment. `what`
+  /// Starts `path` with `arguments` (its name as argv[0]) and this process's environment. `what`
   /// names the helper in errors.
-  static llvm::Expected<HelperProcess> start(const std::string &path, std::string what);
+  static llvm::Expected<HelperProcess> start(const std::string &path, std::string what,
+                                             const std::vector<std::string> &arguments = {});
 
   HelperProcess(HelperProcess &&other) noexcept;
   HelperProcess &operator=(HelperProcess &&) = delete;
@@ -53,6 +55,11 @@ class HelperProcess {
   /// ends first (saying how it ended, and what it last wrote to its standard error), or at the
   /// deadline.
   llvm::Expected<std::string> receive(size_t size);
+
+  /// Reads all the helper writes until it exits: a command that writes its answer and ends. Fails
+  /// where it exits with another status than 0 or is killed (saying how, and what it last wrote
+  /// to its standard error), or at the deadline.
+  llvm::Expected<std::string> receiveUntilExit();
 
  private:
   HelperProcess(pid_t pid, int channel, int errors, int exit, std::string path, std::string what);

@@ -4,6 +4,7 @@
 #include "backend/spirv/words.h"
 #include "support/environment.h"
 #include "support/error.h"
+#include "support/helper_process.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Config/llvm-config.h>
@@ -15,11 +16,13 @@
 #include <llvm/Support/raw_ostream.h>
 #include <spirv/unified1/spirv.h>
 
-#include <chrono>
-#include <cmath>
 #include <map>
 
 namespace devdl::backend {
+
+namespace {
+constexpr const char *kDebiansCommand = "/usr/bin/llvm-spirv-15";
+}  // namespace
 
 const std::optional<std::string> &translatorCommand() {
   static const std::optional<std::string> command = []() -> std::optional<std::string> {
@@ -27,6 +30,9 @@ const std::optional<std::string> &translatorCommand() {
       if (!*named) return std::nullopt;
       return std::string(named);
     }
+    // A secure-execution process takes no program from its caller's PATH: only Debian's.
+    if (secureExecution())
+      return llvm::sys::fs::can_execute(kDebiansCommand) ? std::optional<std::string>(kDebiansCommand) : std::nullopt;
     if (auto found = llvm::sys::findProgramByName("llvm-spirv-15")) return *found;
     return std::nullopt;
   }();
@@ -69,37 +75,24 @@ llvm::Expected<std::unique_ptr<llvm::Module>> readByCommand(const std::string &c
     return (specialized[at] & 0xffff) == SpvOpDecorate && count == 4 && specialized[at + 2] == SpvDecorationFuncParamAttr &&
            specialized[at + 3] == SpvFunctionParameterAttributeNoReadWrite;
   });
-  llvm::SmallString<128> input, output, errors;
-  for (auto [path, suffix] : {std::pair{&input, "spv"}, std::pair{&output, "bc"}, std::pair{&errors, "txt"}})
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile("devdl-translate", suffix, *path))
-      return fail(ErrorCode::Io, "a temporary file for the SPIR-V translator: " + ec.message());
-  llvm::FileRemover removeInput(input), removeOutput(output), removeErrors(errors);
+  // Its input is a file (it reads no standard input), its output the helper's channel.
+  llvm::SmallString<128> input;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("devdl-translate", "spv", input))
+    return fail(ErrorCode::Io, "a temporary file for the SPIR-V translator: " + ec.message());
+  llvm::FileRemover removeInput(input);
   {
     std::error_code ec;
     llvm::raw_fd_ostream out(input, ec);
     if (ec) return fail(ErrorCode::Io, std::string(input) + ": " + ec.message());
     out.write(reinterpret_cast<const char *>(translated.data()), translated.size() * 4);
   }
-  const llvm::StringRef argv[] = {command, "-r", "--spirv-target-env=CL1.2", "--spirv-ext=+all",
-                                  input,    "-o", output};
-  const llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(""), llvm::StringRef(errors)};
-  const auto seconds = static_cast<unsigned>(
-      std::ceil(std::chrono::duration<double>(translatorTimeout()).count()));
-  std::string why;
-  const int status = llvm::sys::ExecuteAndWait(command, argv, llvm::None, redirects, seconds, 0, &why);
-  if (status != 0) {
-    std::string said;
-    if (auto text = llvm::MemoryBuffer::getFile(errors)) said = (*text)->getBuffer().trim().str();
-    return fail(ErrorCode::BadFormat, "SPIR-V to LLVM translation by " + command + " failed: " +
-                                          (status == -2 ? "it ran past DEVDL_TRANSLATOR_TIMEOUT (" +
-                                                              std::to_string(seconds) + " s)"
-                                           : !said.empty() ? said
-                                           : !why.empty() ? why
-                                                          : "it exited with status " + std::to_string(status)));
-  }
-  auto bitcode = llvm::MemoryBuffer::getFile(output);
-  if (!bitcode) return fail(ErrorCode::Io, command + " wrote no bitcode: " + bitcode.getError().message());
-  auto module = llvm::parseBitcodeFile((*bitcode)->getMemBufferRef(), context);
+  auto helper = HelperProcess::start(command, "the SPIR-V translator " + command,
+                                     {"-r", "--spirv-target-env=CL1.2", "--spirv-ext=+all", std::string(input), "-o", "-"});
+  if (!helper) return helper.takeError();
+  helper->beginExchange(translatorTimeout());
+  auto bitcode = helper->receiveUntilExit();
+  if (!bitcode) return bitcode.takeError();
+  auto module = llvm::parseBitcodeFile(llvm::MemoryBufferRef(*bitcode, command), context);
   if (!module)
     return fail(ErrorCode::BadFormat, command + " wrote what LLVM " LLVM_VERSION_STRING " cannot read: " +
                                           llvm::toString(module.takeError()));

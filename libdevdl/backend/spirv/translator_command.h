@@ -23,8 +23,8 @@
 
 namespace devdl::backend {
 
-/// The command: DEVDL_LLVM_SPIRV names it (empty: none), else llvm-spirv-15 on PATH. Looked up
-/// once.
+/// The command: DEVDL_LLVM_SPIRV names it (empty: none), else llvm-spirv-15 on PATH (in a
+/// secure-execution process, which reads neither, /usr/bin/llvm-spirv-15). Looked up once.
 const std::optional<std::string> &translatorCommand();
 
 /// `words` with each specialization constant's default value set to the value given for its
@@ -33,8 +33,9 @@ std::vector<uint32_t> withSpecConstantDefaults(std::span<const uint32_t> words,
                                                std::span<const SpecConstant> specConstants);
 
 /// The module, specialized, as `command` (translatorCommand()'s) reads it into `context` (OpenCL
-/// 1.2 builtins) and LLVM's verifier passes it. A command that fails, runs past
-/// DEVDL_TRANSLATOR_TIMEOUT or writes no bitcode is an error saying so, with what it printed.
+/// 1.2 builtins) and LLVM's verifier passes it. The command runs as a helper process
+/// (support/helper_process.h): one that fails, runs past DEVDL_TRANSLATOR_TIMEOUT or writes no
+/// bitcode is an error saying so, with what it printed last.
 llvm::Expected<std::unique_ptr<llvm::Module>> readByCommand(const std::string &command, llvm::LLVMContext &context,
                                                             std::span<const uint32_t> words,
                                                             std::span<const SpecConstant> specConstants);
