@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds, here on Debian, what the CUDA checks need on the GPU machine, which has the NVIDIA
 # driver and toolkit but none of Debian's packages: a portable libdevdl.so (LLVM, xxHash and
-# zstd linked in: DEVDL_PORTABLE), the CUDA tests, samples and benchmark linked against it, and
-# the images nvcc made, and the wheel. All of it goes to build/portable/stage (a few MiB), which scripts/gpu-run.sh
-# runs there. Needs nvcc here (/usr/local/cuda).
+# zstd linked in: DEVDL_PORTABLE), the CUDA tests, samples and benchmark linked against it, the
+# images nvcc made, and the wheel. All of it goes to build/portable/stage (some 50 MiB), which
+# scripts/gpu-run.sh runs there. Needs nvcc here (/usr/local/cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/portable

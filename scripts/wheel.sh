@@ -54,7 +54,8 @@ if [ "${1:-}" != "--no-test" ]; then
   for vendor in "$intel" "$pocl"; do
     echo "wheel.sh: tests/wheel with OCL_ICD_VENDORS=$vendor"
     # From an empty folder: only the installed module can be imported.
-    (cd "$(mktemp -d)" && env -u DEVDL_LIBRARY OCL_ICD_VENDORS="$vendor" DEVDL_CACHE=0 \
+    mkdir -p "$work/outside"
+    (cd "$work/outside" && env -u DEVDL_LIBRARY OCL_ICD_VENDORS="$vendor" DEVDL_CACHE=0 \
        DEVDL_TEST_IMAGES="$images" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$source/tests/wheel")
   done
 

@@ -170,7 +170,7 @@ class Handle:
         kernel = pyopencl.Kernel.from_int_ptr(address, retain=True)
         # Before PyOpenCL 2025, from_int_ptr skipped the Python half of Kernel.__init__, which
         # makes a kernel callable, and Program.all_kernels() finished its kernels with _setup;
-        # since, a kernel is callable as made.
+        # since then, the kernel from_int_ptr makes is callable as it is.
         setup = getattr(kernel, "_setup", None)
         return setup(kernel.program) if setup else kernel
 
@@ -292,6 +292,7 @@ def native(backend: int = 0) -> Native:
 _opencl: Optional[OpenCL] = None
 _opencl_lock = threading.Lock()
 
+
 class _Cuda:
     """The CUDA driver calls a launch needs, through ctypes: libcuda.so.1, the library devdl
     links with, in devdl's context (the device's primary context, which CuPy and cuda.core use)."""
@@ -391,10 +392,11 @@ def _stream_handle(stream: Any) -> int:
 
 class CudaKernel:
     """A kernel devdl linked on CUDA. Called as CuPy calls its RawKernel: kernel(grid, block,
-    args, shared_mem=0, stream=None) launches it on `stream` (CuPy's current stream by default)
-    with `args` as _kernel_arguments takes them. as_cuda_core() is the same kernel as a
-    cuda.core.Kernel, for cuda.core.launch. int(kernel) is the CUfunction. It is valid while the
-    handle it came from is open."""
+    args, shared_mem=0, stream=None) launches it on `stream` (CuPy's current stream by default).
+    Each of `args` is device memory (a CuPy array or anything with __cuda_array_interface__, a
+    cuda.core Buffer, a Variable), a NumPy scalar of the parameter's type, or a ctypes value.
+    as_cuda_core() is the same kernel as a cuda.core.Kernel, for cuda.core.launch. int(kernel)
+    is the CUfunction. It is valid while the handle it came from is open."""
 
     def __init__(self, function: int, name: str, handle: Handle):
         self.function, self.name = function, name
@@ -428,7 +430,7 @@ class CudaKernel:
         try:
             from cuda.core import Kernel
         except ImportError:
-            from cuda.core.experimental import Kernel  # cuda.core before 0.4
+            from cuda.core.experimental import Kernel  # where an older cuda.core keeps it
         return Kernel.from_handle(self.function)
 
 
@@ -463,7 +465,7 @@ class Variable:
         try:
             from cuda.core import Buffer
         except ImportError:
-            from cuda.core.experimental import Buffer
+            from cuda.core.experimental import Buffer  # where an older cuda.core keeps it
         return Buffer.from_handle(self.address, size, owner=self._handle)
 
 
