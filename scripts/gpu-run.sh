@@ -70,6 +70,10 @@ if [ -n "$(ls "$stage"/wheel/devdl-*.whl 2> /dev/null)" ]; then
     "$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/machine.pth"
   (cd "$wheel_work" && env -u LD_LIBRARY_PATH DEVDL_TEST_IMAGES="$DEVDL_TEST_IMAGES" DEVDL_CACHE=0 \
      "$venv/bin/python" -m pytest -v -p no:cacheprovider "$OLDPWD/tests/wheel/test_cuda.py") || status=1
+  # The Python sample with the wheel's module (nothing of the tree's on its path).
+  out=$(env -u LD_LIBRARY_PATH DEVDL_CACHE=0 "$venv/bin/python" samples/python/cuda_seed.py "$s")
+  echo "samples/python/cuda_seed.py with the wheel: $out"
+  [ "$out" = "0 2 4 6 8 10 12 14" ] || status=1
   # A CMake project against the wheel's package: the seeds' example in CUDA.
   if cmake -S tests/wheel/cuda -B "$wheel_work/cmake" -Ddevdl_DIR="$("$venv/bin/python" -m devdl --cmake-dir)" \
        -DSEED="$PWD/samples/cuda-seed" > "$wheel_work/cmake.log" 2>&1 &&
