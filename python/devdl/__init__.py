@@ -114,6 +114,9 @@ def version() -> Tuple[int, int, int]:
     return (v >> 16, (v >> 8) & 0xff, v & 0xff)
 
 
+__version__ = "%d.%d.%d" % version()  # the library's, which the wheel's metadata repeats
+
+
 class Handle:
     """An open device_dlopen handle. Like dlopen's, it stays open until close(), not until it
     is garbage; `with` closes it at the end of the block."""

@@ -22,7 +22,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.version:
         import devdl
-        print("%d.%d.%d" % devdl.version())
+        print(devdl.__version__)
     else:
         print(_installed("CMAKE_DIR" if args.cmake_dir else "INCLUDE_DIR" if args.include_dir else "LIBRARY"))
     return 0

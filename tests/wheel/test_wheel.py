@@ -3,6 +3,7 @@
 seeds' example on the OpenCL device OCL_ICD_VENDORS selects (PoCL 3 through the machine's
 llvm-spirv-15, and refused, saying why, without it). DEVDL_TEST_IMAGES is a folder with
 the seeds' lib.spv and app.spv."""
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -35,7 +36,9 @@ def test_the_module_and_library_are_the_installed_wheels():
     expected = tuple(int(header.split("#define DEVDL_VERSION_%s " % part)[1].split()[0])
                      for part in ("MAJOR", "MINOR", "PATCH"))
     assert devdl.version() == expected
-    assert module("--version") == "%d.%d.%d" % expected
+    assert module("--version") == devdl.__version__ == "%d.%d.%d" % expected
+    # The wheel's metadata (pyproject.toml reads CMakeLists.txt) says the same version.
+    assert importlib.metadata.version("devdl") == devdl.__version__
     assert os.path.isfile(os.path.join(module("--cmake-dir"), "devdlConfig.cmake"))
 
 
