@@ -246,13 +246,13 @@ llvm::Expected<std::string> HelperProcess::receive(size_t size) {
 }
 
 llvm::Expected<std::string> HelperProcess::receiveUntilExit() {
-  std::string bytes;
+  std::string bytes, chunk(kReceiveChunk, '\0');
   for (;;) {
-    const size_t have = bytes.size();
-    bytes.resize(have + kReceiveChunk);
-    const ssize_t got = ::recv(channel_, bytes.data() + have, kReceiveChunk, 0);
-    bytes.resize(have + std::max<ssize_t>(got, 0));
-    if (got > 0) continue;
+    const ssize_t got = ::recv(channel_, chunk.data(), chunk.size(), 0);
+    if (got > 0) {
+      bytes.append(chunk.data(), got);
+      continue;
+    }
     if (got < 0 && errno == EINTR) continue;
     if (got == 0) break;  // its end of the channel is closed: it has exited
     if (errno != EAGAIN && errno != EWOULDBLOCK) return ended();

@@ -21,6 +21,11 @@ def image(name):
     return os.path.join(IMAGES, name)
 
 
+def command(name):
+    """A command the wheel put on the environment's PATH."""
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
 def module(*args):
     return subprocess.run([sys.executable, "-m", "devdl", *args], check=True, capture_output=True,
                           text=True).stdout.strip()
@@ -47,17 +52,16 @@ def test_the_package_is_typed():
     assert devdl.open.__annotations__["return"] in ("Handle", devdl.Handle)
 
 
-@pytest.mark.parametrize("command", ["devdl-nm", "devdl-pack", "devdl-cache"])
-def test_the_commands_are_on_the_environments_path(command):
-    found = os.path.join(os.path.dirname(sys.executable), command)
-    assert os.path.isfile(found)
-    result = subprocess.run([found, "--help"], capture_output=True, text=True)
+@pytest.mark.parametrize("name", ["devdl-nm", "devdl-pack", "devdl-cache"])
+def test_the_commands_are_on_the_environments_path(name):
+    assert os.path.isfile(command(name))
+    result = subprocess.run([command(name), "--help"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert command in result.stdout + result.stderr
+    assert name in result.stdout + result.stderr
 
 
 def nm_version(**environment):
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "devdl-nm"), "--version"], check=True,
+    return subprocess.run([command("devdl-nm"), "--version"], check=True,
                           capture_output=True, text=True, env=dict(os.environ, **environment)).stdout
 
 
@@ -74,7 +78,7 @@ def test_the_commands_say_which_translator_makes_spir():
 
 
 def test_devdl_nm_lists_what_an_image_exports_and_imports():
-    listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "devdl-nm"), image("app.spv")],
+    listed = subprocess.run([command("devdl-nm"), image("app.spv")],
                             check=True, capture_output=True, text=True).stdout
     assert "AppKernel" in listed and "LibDeviceFunc" in listed
 

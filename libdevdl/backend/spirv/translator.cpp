@@ -26,13 +26,7 @@ std::mutex translatorMutex;
 llvm::Expected<std::unique_ptr<llvm::Module>> readModule(llvm::LLVMContext &context, std::span<const uint32_t> words,
                                                          std::span<const SpecConstant> specConstants,
                                                          SPIRV::BIsRepresentation builtins) {
-  // A parameter's hint that its memory is neither read nor written (FuncParamAttr NoReadWrite):
-  // the translator's table has no LLVM attribute for it, and its reader asserts. Dropped, as a
-  // hint may be.
-  const std::vector<uint32_t> translated = withoutInstructions(words, [&](size_t at, size_t count) {
-    return (words[at] & 0xffff) == SpvOpDecorate && count == 4 && words[at + 2] == SpvDecorationFuncParamAttr &&
-           words[at + 3] == SpvFunctionParameterAttributeNoReadWrite;
-  });
+  const std::vector<uint32_t> translated = withoutUnreadableHints(words);
   if (llvm::Error err = checkTranslatable(translated))
     return fail(ErrorCode::Unsupported, "linked SPIR-V: " + llvm::toString(std::move(err)));
   SPIRV::TranslatorOpts options;

@@ -1,5 +1,6 @@
 // The machine's llvm-spirv-15 as devdl's reader of SPIR-V into LLVM IR (spirv/translator_command.h).
 #include "backend/spirv/translator_command.h"
+#include "backend/spirv/translator_limits.h"
 #include "backend/spirv/translator_process.h"
 #include "backend/spirv/words.h"
 #include "support/environment.h"
@@ -68,13 +69,7 @@ std::vector<uint32_t> withSpecConstantDefaults(std::span<const uint32_t> words,
 llvm::Expected<std::unique_ptr<llvm::Module>> readByCommand(const std::string &command, llvm::LLVMContext &context,
                                                             std::span<const uint32_t> words,
                                                             std::span<const SpecConstant> specConstants) {
-  // A parameter's hint that its memory is neither read nor written, which the translator's reader
-  // asserts on (spirv/translator.cpp drops it too).
-  const std::vector<uint32_t> specialized = withSpecConstantDefaults(words, specConstants);
-  const std::vector<uint32_t> translated = withoutInstructions(specialized, [&](size_t at, size_t count) {
-    return (specialized[at] & 0xffff) == SpvOpDecorate && count == 4 && specialized[at + 2] == SpvDecorationFuncParamAttr &&
-           specialized[at + 3] == SpvFunctionParameterAttributeNoReadWrite;
-  });
+  const std::vector<uint32_t> translated = withoutUnreadableHints(withSpecConstantDefaults(words, specConstants));
   // Its input is a file (it reads no standard input), its output the helper's channel.
   llvm::SmallString<128> input;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("devdl-translate", "spv", input))

@@ -2,9 +2,11 @@
 // (spirv/translator_limits.h): TranslatorLimits, one limit a method, and checkTranslatable, which
 // runs them over a module before anything calls the translator.
 #include "backend/spirv/translator_limits.h"
+#include "backend/spirv/words.h"
+
+#include <spirv/unified1/spirv.h>
 
 #if DEVDL_HAVE_SPIRV_TRANSLATOR
-#include "backend/spirv/words.h"
 #include "support/error.h"
 #include "support/spirv_tools.h"
 
@@ -12,7 +14,6 @@
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/MathExtras.h>
 #include <spirv-tools/libspirv.h>
-#include <spirv/unified1/spirv.h>
 
 #include <algorithm>
 #include <cstring>
@@ -327,6 +328,13 @@ class TranslatorLimits {
 
 }  // namespace
 #endif
+
+std::vector<uint32_t> withoutUnreadableHints(std::span<const uint32_t> words) {
+  return withoutInstructions(words, [&](size_t at, size_t count) {
+    return (words[at] & 0xffff) == SpvOpDecorate && count == 4 && words[at + 2] == SpvDecorationFuncParamAttr &&
+           words[at + 3] == SpvFunctionParameterAttributeNoReadWrite;
+  });
+}
 
 llvm::Error checkTranslatable(std::span<const uint32_t> words) {
 #if !DEVDL_HAVE_SPIRV_TRANSLATOR

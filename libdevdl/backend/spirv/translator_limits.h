@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace devdl::backend {
 
@@ -20,5 +21,11 @@ namespace devdl::backend {
 /// input for each). An error says which. Success in a build without the translator
 /// (DEVDL_PORTABLE), which translates nothing.
 llvm::Error checkTranslatable(std::span<const uint32_t> words);
+
+/// `words` without what the translator's reader asserts on and a module may go without: a
+/// parameter's hint that its memory is neither read nor written (FuncParamAttr NoReadWrite),
+/// for which the translator's table has no LLVM attribute. Dropped, as a hint may be, by every
+/// reader of SPIR-V into LLVM (spirv/translator.h, spirv/translator_command.h).
+std::vector<uint32_t> withoutUnreadableHints(std::span<const uint32_t> words);
 
 }  // namespace devdl::backend
