@@ -13,7 +13,8 @@ ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests devdl_f
   bench_cuda_first_kernel bench_cache bench_threads bench_first_use bench_lto bench_devices bench_instances \
   devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen \
-  cuda-runtime cuda-runtime-plugin cuda-runtime-broken cudapatch cuda-runtime-faulty cuda-runtime-plugin-host \
+  cuda-runtime cuda-runtime-plugin cuda-runtime-broken cudapatch cuda-runtime-faulty cuda-runtime-faulty-program \
+  cuda-runtime-plugin-host \
   bench_cuda_runtime bench_first_kernel_devdl bench_first_kernel_devdl_lto
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
   echo "gpu-build: no CUDA toolkit here (nvcc, cuda.h): nothing to run on the GPU" >&2
@@ -51,6 +52,7 @@ cp "$build"/samples/cuda-seed/*.cubin "$build"/samples/cuda-seed/*.ptx "$stage/s
 # against.
 mkdir -p "$stage/samples/cuda-runtime"
 cp "$build"/samples/cuda-runtime/cuda-runtime "$build"/samples/cuda-runtime/cuda-runtime-plugin-host \
+   "$build"/samples/cuda-runtime/cuda-runtime-faulty-program \
    "$build"/samples/cuda-runtime/*.so "$stage/samples/cuda-runtime/"
 cp -L "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"/../lib64/libcudart.so.13 \
   "$stage/samples/cuda-runtime/"

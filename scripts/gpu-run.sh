@@ -96,22 +96,37 @@ runtime "$rt/cuda-runtime" --global "$rt/libcuda-runtime-plugin.so"
 runtime env LD_PRELOAD=$PWD/$rt/libcudapatch.so CUDA_RUNTIME_SAMPLE_PATCHED=1 "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --broken "$rt/libcuda-runtime-broken.so" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --reopen 300 "$rt/libcuda-runtime-plugin.so"
-# The tools name a plugin's kernel and source line in the program devdl linked (registered after
-# main: a library registered while the program starts disables compute-sanitizer).
+# The tools name a kernel and its source line in the program devdl linked, for a library
+# registered as the program starts (before main: devdl initializes the tools compute-sanitizer
+# preloads before it starts CUDA there) and for one opened after main.
+faulty_runs=("$rt/cuda-runtime-faulty-program" "$rt/cuda-runtime-plugin-host $rt/libcuda-runtime-faulty.so")
 if command -v compute-sanitizer > /dev/null; then
-  echo "\$ compute-sanitizer --tool memcheck cuda-runtime-plugin-host libcuda-runtime-faulty.so"
+  for command in "${faulty_runs[@]}"; do
+    echo "\$ compute-sanitizer --tool memcheck ${command//$rt\//}"
+    # shellcheck disable=SC2086 # the command and its argument
+    LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 compute-sanitizer --tool memcheck $command \
+      > /tmp/devdl-memcheck.log 2>&1
+    grep -m1 -E "at faulty_kernel\(int \*\)\+0x[0-9a-f]+ in .*faulty\.cu:[0-9]+" /tmp/devdl-memcheck.log || status=1
+    if grep "initialized before the Sanitizer" /tmp/devdl-memcheck.log; then status=1; fi
+  done
+  # The sample whole, its libraries registered before main: memcheck on, and nothing to report.
+  echo "\$ compute-sanitizer --tool memcheck cuda-runtime libcuda-runtime-plugin.so"
   LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 compute-sanitizer --tool memcheck \
-    "$rt/cuda-runtime-plugin-host" "$rt/libcuda-runtime-faulty.so" > /tmp/devdl-memcheck.log 2>&1
-  grep -m1 -E "at faulty_kernel\(int \*\)\+0x[0-9a-f]+ in .*faulty\.cu:[0-9]+" /tmp/devdl-memcheck.log || status=1
+    "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so" > /tmp/devdl-memcheck.log 2>&1
+  grep -E "initialized before the Sanitizer|ERROR SUMMARY|^all right|FAILED" /tmp/devdl-memcheck.log
+  grep -q "ERROR SUMMARY: 0 errors" /tmp/devdl-memcheck.log && grep -q "^all right" /tmp/devdl-memcheck.log &&
+    ! grep -q "initialized before the Sanitizer" /tmp/devdl-memcheck.log || status=1
 else
   echo "no compute-sanitizer here"
 fi
 if command -v cuda-gdb > /dev/null; then
-  echo "\$ cuda-gdb -batch -ex 'break faulty_kernel' -ex run cuda-runtime-plugin-host libcuda-runtime-faulty.so"
-  LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 timeout 300 cuda-gdb -batch -ex 'set breakpoint pending on' \
-    -ex 'break faulty_kernel' -ex run --args "$rt/cuda-runtime-plugin-host" "$rt/libcuda-runtime-faulty.so" \
-    > /tmp/devdl-cuda-gdb.log 2>&1
-  grep -m1 -E "hit Breakpoint .*faulty_kernel.* at .*faulty\.cu:[0-9]+" /tmp/devdl-cuda-gdb.log || status=1
+  for command in "${faulty_runs[@]}"; do
+    echo "\$ cuda-gdb -batch -ex 'break faulty_kernel' -ex run ${command//$rt\//}"
+    # shellcheck disable=SC2086 # the command and its argument
+    LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 timeout 300 cuda-gdb -batch -ex 'set breakpoint pending on' \
+      -ex 'break faulty_kernel' -ex run --args $command > /tmp/devdl-cuda-gdb.log 2>&1
+    grep -m1 -E "hit Breakpoint .*faulty_kernel.* at .*faulty\.cu:[0-9]+" /tmp/devdl-cuda-gdb.log || status=1
+  done
 else
   echo "no cuda-gdb here"
 fi

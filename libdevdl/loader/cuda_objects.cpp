@@ -2,6 +2,7 @@
 // (include/devdl_cuda.h): devdl does what nvcc -dlink does, against the device code already in
 // the process, and the runtime loads the result; devdl's lookups use the module the runtime
 // loaded, so that both reach the same instances.
+#include "host/preloads.h"
 #include "image/read_image.h"
 #include "loader/loader.h"
 #include "support/debug.h"
@@ -15,6 +16,9 @@ namespace devdl {
 
 llvm::Error Loader::registerCuda(devdl_cuda_objects &objects) {
   // Called from the host object's constructors: the objects loaded after it are initialized after.
+  // Tools preloaded into the program are initialized before devdl starts CUDA (the driver, to
+  // link; the runtime, to load), before the lock is taken: their constructors may call devdl.
+  host::initializePreloadedTools();
   host::InConstructor constructor;
   LoaderLock lock(mutex_);
   scan_.scan(lock);

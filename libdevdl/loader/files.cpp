@@ -154,12 +154,4 @@ llvm::Expected<RegularFile> openNamedFile(const char *name, const Needer *needer
   return fail(ErrorCode::NotFound, needs + name + ": not found in " + where);
 }
 
-std::vector<std::string> preloadList(const char *list) {
-  std::vector<std::string> items;
-  llvm::SmallVector<llvm::StringRef, 8> parts;
-  llvm::SplitString(list ? list : "", parts, " :");
-  for (llvm::StringRef part : parts) items.push_back(part.str());
-  return items;
-}
-
 }  // namespace devdl

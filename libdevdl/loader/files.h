@@ -37,7 +37,4 @@ struct Needer {
 /// refused: where a needed file is comes from the run path.
 llvm::Expected<RegularFile> openNamedFile(const char *name, const Needer *needer = nullptr);
 
-/// The items of a list separated by spaces or colons, as LD_PRELOAD's.
-std::vector<std::string> preloadList(const char *list);
-
 }  // namespace devdl

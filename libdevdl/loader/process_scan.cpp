@@ -1,6 +1,7 @@
 // The host's objects and DEVDL_PRELOAD applied to the loader's handles and scopes.
 #include "loader/process_scan.h"
 
+#include "host/preloads.h"
 #include "loader/files.h"
 #include "support/debug.h"
 #include "support/environment.h"
@@ -132,7 +133,7 @@ void ProcessScan::applyPreloads(std::vector<View::Preload> &preloads) {
   // Right after the executable and the LD_PRELOAD objects, before the libraries: the images of
   // those objects are the first in the global scope at this point.
   std::set<std::string> hostPreloads;
-  for (const std::string &item : preloadList(std::getenv("LD_PRELOAD"))) hostPreloads.insert(item);
+  for (const std::string &item : host::preloadList(std::getenv("LD_PRELOAD"))) hostPreloads.insert(item);
   const std::span<const uint32_t> order = scopes_.globalOrder();
   size_t position = 0;
   for (const auto &[address, bundle] : bundles_)
@@ -212,7 +213,7 @@ std::vector<ProcessScan::View::Preload> ProcessScan::readPreloads() const {
   std::vector<View::Preload> preloads;
   const char *list = devdlVariable("DEVDL_PRELOAD");
   // As with LD_PRELOAD, a file that cannot be loaded is reported and skipped.
-  for (const std::string &item : preloadList(list)) {
+  for (const std::string &item : host::preloadList(list)) {
     auto opened = openNamedFile(item.c_str());
     // Decided later if that would open a device: the first scan may run in a host constructor.
     auto first = opened ? reader_.readOpened(std::move(*opened), {}, /*mayOpenDevice=*/false) : opened.takeError();

@@ -1,6 +1,6 @@
-/* Opens a plugin with dlopen after main has started, runs its plugin_run and closes it: the CUDA
- * runtime and driver start only then, as compute-sanitizer and cuda-gdb need (a library registered
- * while the program starts initializes the driver before main: docs/limits.md).
+/* Opens a plugin with dlopen after main has started, runs its plugin_run and closes it: its
+ * libraries are registered, and CUDA starts, only then (cuda-runtime-faulty-program has them
+ * registered as it starts, before main).
  *
  *   cuda-runtime-plugin-host PLUGIN.so */
 #include <dlfcn.h>

@@ -28,6 +28,29 @@ TEST(CudaRuntime, ConstructorsRunInTheHostLoadersOrderWhileARegistrationScansThe
       << r.err;
 }
 
+TEST(CudaRuntime, ARegistrationRunsPreloadedToolsConstructorsFirstAndLeavesPreloadedCarriersTheirTurn) {
+  // The host loader runs preloaded objects' constructors after those of the libraries the
+  // program needs; a tool injected with LD_PRELOAD (compute-sanitizer) must be initialized
+  // before CUDA starts, which the first library's registration may do. A preloaded library that
+  // carries CUDA objects for devdl registers in its turn.
+  const std::string preload =
+      std::string("LD_PRELOAD=") + DEVDL_TEST_PRELOADED_TOOL + ":" + DEVDL_TEST_PRELOADED_CARRIER;
+  // Under AddressSanitizer the preloaded objects would come before its runtime, which it refuses.
+  const char *asan = std::getenv("ASAN_OPTIONS");
+  const std::string asanOptions = "ASAN_OPTIONS=" + std::string(asan ? asan : "") + ":verify_asan_link_order=0";
+  CommandResult r = run({"/usr/bin/env", preload, asanOptions, "DEVDL_DEBUG=libs", DEVDL_TEST_CUDA_REGISTER_PROBE});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out,
+            "the second library's constructor saw the first's finished: 1\n"
+            "the preloaded tool's and carrier's constructors had run 1 and 0 times when the first library's "
+            "registration returned, 1 and 1 at main\n");
+  EXPECT_NE(r.err.find(std::string("devdl: before CUDA starts, LD_PRELOAD's ") + DEVDL_TEST_PRELOADED_TOOL +
+                       " is initialized (now, if it was not yet)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find(std::string("LD_PRELOAD's ") + DEVDL_TEST_PRELOADED_CARRIER), std::string::npos) << r.err;
+}
+
 TEST(CudaRuntime, ALibraryLinkedWithItsRegistrationObjectCarriesItsObjectsCode) {
   if (!*DEVDL_TEST_CUDA_RUNTIME_SAMPLE)
     GTEST_SKIP() << "samples/cuda-runtime was not built: no nvcc at build time (PATH, /usr/local/cuda/bin)";
