@@ -177,8 +177,79 @@ std::vector<std::pair<uintptr_t, uintptr_t>> segmentsOf(const dl_phdr_info *info
   return segments;
 }
 
+// An object's DT_SONAME and DT_NEEDED names, in memory.
+struct DynamicNames {
+  std::string soname;
+  std::vector<std::string> needed;
+};
+
+DynamicNames dynamicNamesOf(const dl_phdr_info *info) {
+  DynamicNames names;
+  const ElfW(Dyn) *dynamic = dynamicOf(info);
+  if (!dynamic) return names;
+  uintptr_t strtab = 0;
+  uint64_t strsz = 0;
+  std::optional<uint64_t> soname;
+  std::vector<uint64_t> needed;
+  for (const ElfW(Dyn) *d = dynamic; d->d_tag != DT_NULL; ++d) switch (d->d_tag) {
+      case DT_STRTAB: strtab = d->d_un.d_ptr; break;
+      case DT_STRSZ: strsz = d->d_un.d_val; break;
+      case DT_SONAME: soname = d->d_un.d_val; break;
+      case DT_NEEDED: needed.push_back(d->d_un.d_val); break;
+    }
+  strtab = loadedAddress(info, strtab);
+  if (!strtab || !insideLoadedSegment(info, strtab, strsz)) return names;
+  auto text = [&](uint64_t at) -> std::string {
+    if (at >= strsz) return {};
+    const char *start = reinterpret_cast<const char *>(strtab) + at;
+    return std::string(start, strnlen(start, strsz - at));
+  };
+  if (soname) names.soname = text(*soname);
+  for (uint64_t at : needed) names.needed.push_back(text(at));
+  return names;
+}
+
+// Every loaded object, as a walk lists it, with what dependency closures need.
+struct ListedObject {
+  std::string name;
+  uintptr_t base = 0;
+  DynamicNames names;
+};
+
+struct Walk {
+  LoadedObjects found;
+  std::vector<ListedObject> objects;
+};
+
+// Whether the host loader takes `object` for the DT_NEEDED name `needed`: its soname, or the
+// name it was loaded from (its path, whose file name a search found).
+bool satisfies(const ListedObject &object, std::string_view needed) {
+  if (needed.empty()) return false;
+  if (object.names.soname == needed) return true;
+  if (needed.find('/') != std::string_view::npos) return object.name == needed;
+  const size_t slash = object.name.rfind('/');
+  return std::string_view(object.name).substr(slash == std::string::npos ? 0 : slash + 1) == needed;
+}
+
+// The objects `objects[root]` needs, breadth first, without itself.
+std::vector<ObjectLoad> neededClosure(const std::vector<ListedObject> &objects, size_t root) {
+  std::vector<size_t> order{root};
+  for (size_t next = 0; next < order.size(); ++next)
+    for (const std::string &name : objects[order[next]].names.needed) {
+      auto it = std::find_if(objects.begin(), objects.end(), [&](const ListedObject &o) { return satisfies(o, name); });
+      if (it == objects.end()) continue;
+      const size_t found = static_cast<size_t>(it - objects.begin());
+      if (std::find(order.begin(), order.end(), found) == order.end()) order.push_back(found);
+    }
+  std::vector<ObjectLoad> needs;
+  for (size_t i = 1; i < order.size(); ++i) needs.push_back({objects[order[i]].name, objects[order[i]].base});
+  return needs;
+}
+
 int collectNotes(dl_phdr_info *info, size_t size, void *data) {
-  auto &found = *static_cast<LoadedObjects *>(data);
+  auto &walk = *static_cast<Walk *>(data);
+  walk.objects.push_back({info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr, dynamicNamesOf(info)});
+  auto &found = walk.found;
   found.generation = generationOf(info, size);
   std::vector<LoadedBundle> &out = found.bundles;
   // An object whose images are in its file, read from there, after its bundles.
@@ -241,9 +312,16 @@ void *globalScopeHandle() {
 }  // namespace
 
 LoadedObjects findLoadedBundles() {
-  LoadedObjects found;
-  dl_iterate_phdr(collectNotes, &found);
-  return found;
+  Walk walk;
+  dl_iterate_phdr(collectNotes, &walk);
+  for (LoadedBundle &bundle : walk.found.bundles) {
+    auto object = std::find_if(walk.objects.begin(), walk.objects.end(), [&](const ListedObject &o) {
+      return o.name == bundle.object && o.base == bundle.base;
+    });
+    if (object != walk.objects.end())
+      bundle.needs = neededClosure(walk.objects, static_cast<size_t>(object - walk.objects.begin()));
+  }
+  return std::move(walk.found);
 }
 
 uint64_t loadedObjectsGeneration() {

@@ -19,6 +19,14 @@
 
 namespace devdl::host {
 
+/// Which load of a host object: its path and load address, copied, since the loader drops a
+/// bundle once the host unloads its object, which may be while the loader's lock is let go.
+struct ObjectLoad {
+  std::string path;
+  uintptr_t base = 0;
+  bool operator==(const ObjectLoad &) const = default;
+};
+
 /// A bundle in the memory of this process, and the object that carries it.
 struct LoadedBundle {
   std::string object;  // the object's path as the dynamic linker reports it ("" = main)
@@ -43,6 +51,11 @@ struct LoadedBundle {
     CudaObjects,
   };
   Carrier carrier = Carrier::Bundle;
+  /// The loaded objects the object needs: its DT_NEEDED libraries, theirs, and so on, breadth
+  /// first, each as the host loader matched the name (the first object in link-map order of that
+  /// soname, or loaded from that name): with the object itself, the local scope the host loader
+  /// resolves its symbols in after the global one when it was opened RTLD_LOCAL.
+  std::vector<ObjectLoad> needs = {};
 };
 
 /// Every bundle of every object loaded in this process, and each object whose images are in its
@@ -107,13 +120,6 @@ class ObjectReference {
   void *handle_;  // null: held by the host loader's constructor call (InConstructor)
 };
 
-/// Which load of a host object: its path and load address, copied, since the loader drops a
-/// bundle once the host unloads its object, which may be while the loader's lock is let go.
-struct ObjectLoad {
-  std::string path;
-  uintptr_t base = 0;
-  bool operator==(const ObjectLoad &) const = default;
-};
 /// A reference on each of `loads` (ObjectReference::take); nullopt where one is not loaded any
 /// more.
 std::optional<std::vector<std::shared_ptr<const void>>> referenceAll(std::span<const ObjectLoad> loads);

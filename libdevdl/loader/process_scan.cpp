@@ -61,20 +61,41 @@ void ProcessScan::apply(View view) {
 }
 
 void ProcessScan::applyObjects(View &view) {
+  const size_t before = bundles_.size();
   if (view.host.listed) {
     scanned_ = true;
     scannedGeneration_ = view.host.generation;
     dropUnloaded(view.host);
   }
+  bool added = false;
   for (size_t o = 0; o < view.host.objects.size(); ++o) {
     host::ProcessView::Object &object = view.host.objects[o];
     auto it = bundles_.find(object.found.bytes.data());
     if (it == bundles_.end() || !sameLoad(it->second.found, object.found)) {
       if (!view.images[o]) continue;  // not read: known when observed, unloaded since
       it = addBundle(object, *view.images[o], view.needed[o]);
+      added = true;
     }
     followGlobal(it->second, object);
   }
+  if (added || bundles_.size() != before) makeLocalScopes();
+}
+
+void ProcessScan::makeLocalScopes() {
+  for (auto &[address, bundle] : bundles_) {
+    LocalScope local;
+    auto addObject = [&](const std::string &object, uintptr_t base) {
+      for (const auto &[at, other] : bundles_)
+        if (other.found.object == object && other.found.base == base)
+          for (uint32_t id : other.images)
+            if (!llvm::is_contained(local.images, id)) local.add(images_[id].image, id);
+    };
+    for (uint32_t id : bundle.images) local.add(images_[id].image, id);
+    addObject(bundle.found.object, bundle.found.base);
+    for (const host::ObjectLoad &needed : bundle.found.needs) addObject(needed.path, needed.base);
+    bundle.local = std::move(local);
+  }
+  Generation::move();
 }
 
 void ProcessScan::dropUnloaded(const host::ProcessView &host) {
@@ -101,7 +122,7 @@ std::map<const uint8_t *, ProcessScan::Bundle>::iterator ProcessScan::addBundle(
   bundle.found = std::move(object.found);
   for (size_t i = 0; i < images.size(); ++i) {
     const uint32_t id = images_.add(std::move(images[i].image), bundle.found.object, static_cast<unsigned>(i), nullptr,
-                                    nullptr, &bundle.found);
+                                    &bundle.local, &bundle.found);
     candidacies_.arrived(id, std::move(images[i].acceptance));
     bundle.images.push_back(id);
   }

@@ -57,6 +57,10 @@ class ProcessScan {
     /// The handles of the files its images need (devdl/module needed), referenced while it is
     /// loaded: global while it is, as a host library's DT_NEEDED libraries are.
     std::vector<Handle *> needed;
+    /// Where its images' imports resolve after the global scope, as the host loader resolves an
+    /// object opened RTLD_LOCAL: its object's images, then those of the objects it needs
+    /// (host::LoadedBundle::needs), breadth first.
+    LocalScope local;
   };
 
   View observe(LoaderLock &lock);
@@ -69,6 +73,9 @@ class ProcessScan {
                                                         std::vector<std::vector<OpenedFile>> &needed);
   /// The bundle's images join the global scope, or leave it, as the host says of its object.
   void followGlobal(Bundle &bundle, const host::ProcessView::Object &object);
+  /// Each bundle's local scope made again from the bundles loaded now: once bundles came or went
+  /// (a scan may find an object opened with dlopen before the host loader loaded all it needs).
+  void makeLocalScopes();
   /// DEVDL_PRELOAD's files, right after the executable and the LD_PRELOAD objects.
   void applyPreloads(std::vector<View::Preload> &preloads);
   std::vector<View::Preload> readPreloads() const;

@@ -12,6 +12,8 @@
 
 #include "devdl.h"
 
+#include <dlfcn.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -224,6 +226,46 @@ TEST_F(LoaderParts, AProgramForARuntimeIsItsOwnHoldsItsInstancesAndIsRetiredWhen
   programs_.retire(*program);
   EXPECT_FALSE(programs_.cache().contains(*program));
   EXPECT_EQ(images_[root].programAt(0), nullptr);
+}
+
+// As the host loader resolves a library opened RTLD_LOCAL: in the global scope, then in the
+// library and the libraries it needs, which its dlopen brought in local with it.
+TEST_F(LoaderParts, ALocalHostLibrarysImagesResolveInTheLibrariesItNeeds) {
+  // devdl_test_local_plugin carries app.spv, whose LibDeviceFunc devdl_test_local_library's
+  // lib.spv defines; the plugin needs that library (DT_NEEDED).
+  void *host = dlopen(DEVDL_TEST_LOCAL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  {
+    LoaderLock lock(mutex_);
+    scan_.scan(lock);
+    std::vector<uint32_t> plugin;
+    for (uint32_t id = 0; id < images_.end(); ++id)
+      if (loaded(id) && images_[id].file == DEVDL_TEST_LOCAL_PLUGIN) plugin.push_back(id);
+    ASSERT_EQ(plugin.size(), 1u);
+    EXPECT_FALSE(scopes_.isGlobal(plugin.front())) << "opened RTLD_LOCAL";
+    backend::RuntimeLoad runtime{[](std::string_view, const char *) -> llvm::Expected<void *> {
+      static int module;
+      return &module;
+    }};
+    auto program = programs_.programForRuntime(lock, plugin, "the plugin", runtime);
+    ASSERT_TRUE(!!program) << errorText(program);
+    std::lock_guard links(fake::linksMutex());
+    ASSERT_EQ(fake::links().size(), 1u);
+    EXPECT_EQ(fake::links().front().inputs,
+              (std::vector<std::string>{std::string(DEVDL_TEST_LOCAL_PLUGIN) + ": image 0 (spirv)",
+                                        std::string(DEVDL_TEST_LOCAL_LIBRARY) + ": image 0 (spirv)"}));
+  }
+  // Not in the global scope: an image of the process resolves there only.
+  OpenRecord record;
+  Handle *app = add(image("app.spv"), DEVDL_LAZY, record);
+  ASSERT_NE(app, nullptr);
+  LoaderLock lock(mutex_);
+  auto appProgram = programs_.programFor(lock, app->images.front(), 0);
+  ASSERT_FALSE(!!appProgram);
+  EXPECT_NE(errorText(appProgram).find("undefined device symbol `LibDeviceFunc`"), std::string::npos)
+      << errorText(appProgram);
+  lock.letGo();
+  dlclose(host);
 }
 
 TEST_F(LoaderParts, APreloadedFileIsAGlobalHandleThatStays) {
