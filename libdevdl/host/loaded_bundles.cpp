@@ -236,7 +236,8 @@ std::vector<ObjectLoad> neededClosure(const std::vector<ListedObject> &objects, 
   std::vector<size_t> order{root};
   for (size_t next = 0; next < order.size(); ++next)
     for (const std::string &name : objects[order[next]].names.needed) {
-      auto it = std::find_if(objects.begin(), objects.end(), [&](const ListedObject &o) { return satisfies(o, name); });
+      auto it =
+          std::find_if(objects.begin(), objects.end(), [&](const ListedObject &o) { return satisfies(o, name); });
       if (it == objects.end()) continue;
       const size_t found = static_cast<size_t>(it - objects.begin());
       if (std::find(order.begin(), order.end(), found) == order.end()) order.push_back(found);

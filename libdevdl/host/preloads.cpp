@@ -50,7 +50,8 @@ void initializePreloadedTools() {
     // Not loaded (the host loader said why, and went on): nothing to run.
     void *handle = dlopen(item->c_str(), RTLD_LAZY | RTLD_NOLOAD);
     if (!handle) continue;
-    if (Debug::get().on(Debug::Libs)) Debug::get().print("before CUDA starts, LD_PRELOAD's " + *item + " is initialized (now, if it was not yet)");
+    if (Debug::get().on(Debug::Libs))
+      Debug::get().print("before CUDA starts, LD_PRELOAD's " + *item + " is initialized (now, if it was not yet)");
     dlclose(handle);  // loaded as the program started: never unloaded
   }
 }

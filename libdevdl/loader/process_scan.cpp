@@ -67,18 +67,21 @@ void ProcessScan::applyObjects(View &view) {
     scannedGeneration_ = view.host.generation;
     dropUnloaded(view.host);
   }
-  bool added = false;
+  bool changed = false;
   for (size_t o = 0; o < view.host.objects.size(); ++o) {
     host::ProcessView::Object &object = view.host.objects[o];
     auto it = bundles_.find(object.found.bytes.data());
     if (it == bundles_.end() || !sameLoad(it->second.found, object.found)) {
       if (!view.images[o]) continue;  // not read: known when observed, unloaded since
       it = addBundle(object, *view.images[o], view.needed[o]);
-      added = true;
+      changed = true;
+    } else if (view.host.listed && it->second.found.needs != object.found.needs) {
+      it->second.found.needs = std::move(object.found.needs);
+      changed = true;
     }
     followGlobal(it->second, object);
   }
-  if (added || bundles_.size() != before) makeLocalScopes();
+  if (changed || bundles_.size() != before) makeLocalScopes();
 }
 
 void ProcessScan::makeLocalScopes() {

@@ -73,8 +73,9 @@ class ProcessScan {
                                                         std::vector<std::vector<OpenedFile>> &needed);
   /// The bundle's images join the global scope, or leave it, as the host says of its object.
   void followGlobal(Bundle &bundle, const host::ProcessView::Object &object);
-  /// Each bundle's local scope made again from the bundles loaded now: once bundles came or went
-  /// (a scan may find an object opened with dlopen before the host loader loaded all it needs).
+  /// Each bundle's local scope made again from the bundles loaded now: once bundles came or went,
+  /// or what an object needs changed (a scan may list an object opened with dlopen before the
+  /// host loader listed all it needs).
   void makeLocalScopes();
   /// DEVDL_PRELOAD's files, right after the executable and the LD_PRELOAD objects.
   void applyPreloads(std::vector<View::Preload> &preloads);
