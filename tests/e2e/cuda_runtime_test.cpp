@@ -38,7 +38,8 @@ TEST(CudaRuntime, ARegistrationRunsPreloadedToolsConstructorsFirstAndLeavesPrelo
   // Under AddressSanitizer the preloaded objects would come before its runtime, which it refuses.
   const char *asan = std::getenv("ASAN_OPTIONS");
   const std::string asanOptions = "ASAN_OPTIONS=" + std::string(asan ? asan : "") + ":verify_asan_link_order=0";
-  CommandResult r = run({"/usr/bin/env", preload, asanOptions, "DEVDL_DEBUG=libs", DEVDL_TEST_CUDA_REGISTER_PROBE});
+  CommandResult r =
+      run({"/usr/bin/env", preload, asanOptions, "DEVDL_DEBUG=libs", DEVDL_TEST_CUDA_REGISTER_PROBE});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out,
             "the second library's constructor saw the first's finished: 1\n"

@@ -2,7 +2,8 @@
 // Loader makes them: what an open adds and how a failed one is taken back (Handles, OpenRecord),
 // whether the device takes each image (Candidacies), a program planned after a scan of the
 // process and found again in memory (Programs), DEVDL_PRELOAD applied (ProcessScan), a name bound
-// through what a handle's images import (Lookups), and a program a runtime loads (Programs).
+// through what a handle's images import (Lookups), a program a runtime loads (Programs), and a
+// local host library's images resolved in what it needs (ProcessScan).
 #include "image/instance_cells.h"
 #include "loader/files.h"
 #include "loader/handles.h"
