@@ -87,13 +87,20 @@ void ProcessScan::applyObjects(View &view) {
 void ProcessScan::makeLocalScopes() {
   for (auto &[address, bundle] : bundles_) {
     LocalScope local;
+    auto add = [&](uint32_t id) {
+      if (!llvm::is_contained(local.images, id)) local.add(images_[id].image, id);
+    };
+    // An object's images, then the files they need (their handles' scopes: each file, then what
+    // it needs), as a host object's DT_NEEDED libraries come after it.
     auto addObject = [&](const std::string &object, uintptr_t base) {
       for (const auto &[at, other] : bundles_)
+        if (other.found.object == object && other.found.base == base) llvm::for_each(other.images, add);
+      for (const auto &[at, other] : bundles_)
         if (other.found.object == object && other.found.base == base)
-          for (uint32_t id : other.images)
-            if (!llvm::is_contained(local.images, id)) local.add(images_[id].image, id);
+          for (Handle *needed : other.needed)
+            if (handles_.find(needed)) llvm::for_each(needed->local.images, add);
     };
-    for (uint32_t id : bundle.images) local.add(images_[id].image, id);
+    llvm::for_each(bundle.images, add);
     addObject(bundle.found.object, bundle.found.base);
     for (const host::ObjectLoad &needed : bundle.found.needs) addObject(needed.path, needed.base);
     bundle.local = std::move(local);

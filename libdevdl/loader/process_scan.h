@@ -58,8 +58,8 @@ class ProcessScan {
     /// loaded: global while it is, as a host library's DT_NEEDED libraries are.
     std::vector<Handle *> needed;
     /// Where its images' imports resolve after the global scope, as the host loader resolves an
-    /// object opened RTLD_LOCAL: its object's images, then those of the objects it needs
-    /// (host::LoadedBundle::needs), breadth first.
+    /// object opened RTLD_LOCAL: its object's images and the files they need, then those of the
+    /// objects it needs (host::LoadedBundle::needs), breadth first.
     LocalScope local;
   };
 

@@ -269,6 +269,34 @@ TEST_F(LoaderParts, ALocalHostLibrarysImagesResolveInTheLibrariesItNeeds) {
   dlclose(host);
 }
 
+// And the files its images need (devdl-pack --needed), loaded with it, as their own DT_NEEDED.
+TEST_F(LoaderParts, ALocalHostLibrarysImagesResolveInTheFilesTheyNeed) {
+  // devdl_test_needing carries app.spv, which needs lib.spv from $ORIGIN/images.
+  void *host = dlopen(DEVDL_TEST_NEEDING, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(host, nullptr) << dlerror();
+  {
+    LoaderLock lock(mutex_);
+    scan_.scan(lock);
+    std::vector<uint32_t> library;
+    for (uint32_t id = 0; id < images_.end(); ++id)
+      if (loaded(id) && images_[id].file == DEVDL_TEST_NEEDING) library.push_back(id);
+    ASSERT_EQ(library.size(), 1u);
+    EXPECT_FALSE(scopes_.isGlobal(library.front())) << "opened RTLD_LOCAL";
+    backend::RuntimeLoad runtime{[](std::string_view, const char *) -> llvm::Expected<void *> {
+      static int module;
+      return &module;
+    }};
+    auto program = programs_.programForRuntime(lock, library, "the library", runtime);
+    ASSERT_TRUE(!!program) << errorText(program);
+    std::lock_guard links(fake::linksMutex());
+    ASSERT_EQ(fake::links().size(), 1u);
+    EXPECT_EQ(fake::links().front().inputs,
+              (std::vector<std::string>{std::string(DEVDL_TEST_NEEDING) + ": image 0 (spirv)",
+                                        image("lib.spv") + ": image 0 (spirv)"}));
+  }
+  dlclose(host);
+}
+
 TEST_F(LoaderParts, APreloadedFileIsAGlobalHandleThatStays) {
   ScopedVariable preload("DEVDL_PRELOAD", image("lib.spv"));
   LoaderLock lock(mutex_);
