@@ -222,13 +222,9 @@ struct Walk {
 };
 
 // Whether the host loader takes `object` for the DT_NEEDED name `needed`: its soname, or the
-// name it was loaded from (its path, whose file name a search found).
+// name it was loaded from.
 bool satisfies(const ListedObject &object, std::string_view needed) {
-  if (needed.empty()) return false;
-  if (object.names.soname == needed) return true;
-  if (needed.find('/') != std::string_view::npos) return object.name == needed;
-  const size_t slash = object.name.rfind('/');
-  return std::string_view(object.name).substr(slash == std::string::npos ? 0 : slash + 1) == needed;
+  return !needed.empty() && (object.names.soname == needed || loadedFrom(needed, object.name));
 }
 
 // The objects `objects[root]` needs, breadth first, without itself.
@@ -311,6 +307,12 @@ void *globalScopeHandle() {
 }
 
 }  // namespace
+
+bool loadedFrom(std::string_view name, std::string_view object) {
+  if (name.find('/') != std::string_view::npos) return name == object;
+  const size_t slash = object.rfind('/');
+  return object.substr(slash == std::string_view::npos ? 0 : slash + 1) == name;
+}
 
 LoadedObjects findLoadedBundles() {
   Walk walk;

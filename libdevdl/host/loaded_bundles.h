@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,6 +58,11 @@ struct LoadedBundle {
   /// resolves its symbols in after the global one when it was opened RTLD_LOCAL.
   std::vector<ObjectLoad> needs = {};
 };
+
+/// Whether the object the host loader reports as `object` may be the one it loaded for `name`: a
+/// name with a slash is the path itself; a file name, one it searched for, is the path's last
+/// component.
+bool loadedFrom(std::string_view name, std::string_view object);
 
 /// Every bundle of every object loaded in this process, and each object whose images are in its
 /// file (LoadedBundle::Carrier), in link-map order (the executable, preloaded objects, libraries

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <string_view>
 
 namespace devdl::host {
 
@@ -23,18 +22,6 @@ std::vector<std::string> preloadList(const char *list) {
   return items;
 }
 
-namespace {
-
-// Whether the LD_PRELOAD item is the loaded object `object`: the host loader names an object
-// preloaded by a path with that path, and one preloaded by a name with the path it found.
-bool names(std::string_view item, std::string_view object) {
-  if (item.find('/') != std::string_view::npos) return item == object;
-  const size_t slash = object.rfind('/');
-  return object.substr(slash == std::string_view::npos ? 0 : slash + 1) == item;
-}
-
-}  // namespace
-
 void initializePreloadedTools() {
   // Once: the host loader loads preloaded objects as the program starts, never later. Not
   // waited on: a preloaded object's constructor may itself register with devdl.
@@ -44,9 +31,10 @@ void initializePreloadedTools() {
   if (items.empty()) return;
   const LoadedObjects carriers = findLoadedBundles();
   for (auto item = items.rbegin(); item != items.rend(); ++item) {
-    if (std::any_of(carriers.bundles.begin(), carriers.bundles.end(),
-                    [&](const LoadedBundle &bundle) { return !bundle.object.empty() && names(*item, bundle.object); }))
-      continue;
+    const auto carries = [&](const LoadedBundle &bundle) {
+      return !bundle.object.empty() && loadedFrom(*item, bundle.object);
+    };
+    if (std::any_of(carriers.bundles.begin(), carriers.bundles.end(), carries)) continue;
     // Not loaded (the host loader said why, and went on): nothing to run.
     void *handle = dlopen(item->c_str(), RTLD_LAZY | RTLD_NOLOAD);
     if (!handle) continue;
