@@ -62,6 +62,28 @@ class LoaderParts : public ::testing::Test {
     return {lib, add(image("app.spv"), DEVDL_LAZY, appOpen)};
   }
   bool loaded(uint32_t id) const { return images_.contains(id) && images_[id].loaded; }
+  /// After a scan: the inputs of the one link a runtime's registration of the host library
+  /// `file`'s image makes, the library opened RTLD_LOCAL (its image out of the global scope).
+  std::vector<std::string> linkedForRuntime(const std::string &file) {
+    LoaderLock lock(mutex_);
+    scan_.scan(lock);
+    std::vector<uint32_t> roots;
+    for (uint32_t id = 0; id < images_.end(); ++id)
+      if (loaded(id) && images_[id].file == file) roots.push_back(id);
+    EXPECT_EQ(roots.size(), 1u) << file;
+    if (roots.size() != 1) return {};
+    EXPECT_FALSE(scopes_.isGlobal(roots.front())) << file << " was opened RTLD_LOCAL";
+    backend::RuntimeLoad runtime{[](std::string_view, const char *) -> llvm::Expected<void *> {
+      static int module;
+      return &module;
+    }};
+    auto program = programs_.programForRuntime(lock, roots, file, runtime);
+    EXPECT_TRUE(!!program) << errorText(program);
+    if (!program) return {};
+    std::lock_guard links(fake::linksMutex());
+    EXPECT_EQ(fake::links().size(), 1u);
+    return fake::links().size() == 1 ? fake::links().front().inputs : std::vector<std::string>{};
+  }
   static store::BinaryStore &noStore() {
     static store::DiskCache none("", 0);
     return none;
@@ -236,26 +258,9 @@ TEST_F(LoaderParts, ALocalHostLibrarysImagesResolveInTheLibrariesItNeeds) {
   // lib.spv defines; the plugin needs that library (DT_NEEDED).
   void *host = dlopen(DEVDL_TEST_LOCAL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(host, nullptr) << dlerror();
-  {
-    LoaderLock lock(mutex_);
-    scan_.scan(lock);
-    std::vector<uint32_t> plugin;
-    for (uint32_t id = 0; id < images_.end(); ++id)
-      if (loaded(id) && images_[id].file == DEVDL_TEST_LOCAL_PLUGIN) plugin.push_back(id);
-    ASSERT_EQ(plugin.size(), 1u);
-    EXPECT_FALSE(scopes_.isGlobal(plugin.front())) << "opened RTLD_LOCAL";
-    backend::RuntimeLoad runtime{[](std::string_view, const char *) -> llvm::Expected<void *> {
-      static int module;
-      return &module;
-    }};
-    auto program = programs_.programForRuntime(lock, plugin, "the plugin", runtime);
-    ASSERT_TRUE(!!program) << errorText(program);
-    std::lock_guard links(fake::linksMutex());
-    ASSERT_EQ(fake::links().size(), 1u);
-    EXPECT_EQ(fake::links().front().inputs,
-              (std::vector<std::string>{std::string(DEVDL_TEST_LOCAL_PLUGIN) + ": image 0 (spirv)",
-                                        std::string(DEVDL_TEST_LOCAL_LIBRARY) + ": image 0 (spirv)"}));
-  }
+  EXPECT_EQ(linkedForRuntime(DEVDL_TEST_LOCAL_PLUGIN),
+            (std::vector<std::string>{std::string(DEVDL_TEST_LOCAL_PLUGIN) + ": image 0 (spirv)",
+                                      std::string(DEVDL_TEST_LOCAL_LIBRARY) + ": image 0 (spirv)"}));
   // Not in the global scope: an image of the process resolves there only.
   OpenRecord record;
   Handle *app = add(image("app.spv"), DEVDL_LAZY, record);
@@ -274,26 +279,9 @@ TEST_F(LoaderParts, ALocalHostLibrarysImagesResolveInTheFilesTheyNeed) {
   // devdl_test_needing carries app.spv, which needs lib.spv from $ORIGIN/images.
   void *host = dlopen(DEVDL_TEST_NEEDING, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(host, nullptr) << dlerror();
-  {
-    LoaderLock lock(mutex_);
-    scan_.scan(lock);
-    std::vector<uint32_t> library;
-    for (uint32_t id = 0; id < images_.end(); ++id)
-      if (loaded(id) && images_[id].file == DEVDL_TEST_NEEDING) library.push_back(id);
-    ASSERT_EQ(library.size(), 1u);
-    EXPECT_FALSE(scopes_.isGlobal(library.front())) << "opened RTLD_LOCAL";
-    backend::RuntimeLoad runtime{[](std::string_view, const char *) -> llvm::Expected<void *> {
-      static int module;
-      return &module;
-    }};
-    auto program = programs_.programForRuntime(lock, library, "the library", runtime);
-    ASSERT_TRUE(!!program) << errorText(program);
-    std::lock_guard links(fake::linksMutex());
-    ASSERT_EQ(fake::links().size(), 1u);
-    EXPECT_EQ(fake::links().front().inputs,
-              (std::vector<std::string>{std::string(DEVDL_TEST_NEEDING) + ": image 0 (spirv)",
-                                        image("lib.spv") + ": image 0 (spirv)"}));
-  }
+  EXPECT_EQ(linkedForRuntime(DEVDL_TEST_NEEDING),
+            (std::vector<std::string>{std::string(DEVDL_TEST_NEEDING) + ": image 0 (spirv)",
+                                      image("lib.spv") + ": image 0 (spirv)"}));
   dlclose(host);
 }
 
