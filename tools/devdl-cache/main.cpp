@@ -8,8 +8,8 @@
 // A directory that cannot be read, or files clear cannot delete, are errors (exit status 1);
 // a directory that does not exist is an empty cache.
 #include "backend/backend.h"
-#include "store/disk_cache.h"
 #include "backend/spirv/translation.h"
+#include "store/disk_cache.h"
 #include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>

@@ -9,13 +9,13 @@
 // Exit status as nm's: 0 when every file was read, 1 when any could not be (each is reported,
 // the others are still listed).
 #include "backend/backend.h"
+#include "backend/spirv/translation.h"
 #include "image/aspects.h"
 #include "image/registered_objects.h"
 #include "image/read_image.h"
 #include "support/demangle.h"
 #include "support/error.h"
 #include "support/printable.h"
-#include "backend/spirv/translation.h"
 #include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/registry.h"
+#include "backend/spirv/translation.h"
 #include "bundle/host_elf.h"
 #include "image/aspects.h"
 #include "image/registered_objects.h"
@@ -16,7 +17,6 @@
 #include "support/error.h"
 #include "support/own_directory.h"
 #include "support/regular_file.h"
-#include "backend/spirv/translation.h"
 #include "support/version.h"
 #include "tools/devdl-pack/cuda_register.h"
 
