@@ -35,7 +35,18 @@
 #     it, libdevdl and the shared CUDA runtime (one runtime knows every library's kernels and
 #     variables), each library it links needed even where only its device code is used
 #     (--no-as-needed). With nvcc 13, host code sees device entities of other libraries
-#     (--device-entity-has-hidden-visibility=false).
+#     (--device-entity-has-hidden-visibility=false). The target may use either signature of
+#     target_link_libraries; its CUDA_RUNTIME_LIBRARY must stay Shared (checked once its directory
+#     is read). With nvcc -dlto (CUDA_FLAGS, target_compile_options, or CMake's
+#     INTERPROCEDURAL_OPTIMIZATION on the target), libdevdl links the LTO-IR with nvJitLink.
+#   devdl_cuda_link_at_load_all()
+#     The same for every target created after it, in this directory and those below, that sets
+#     CUDA_SEPARABLE_COMPILATION ON, through CMake's own device link: its rules
+#     (CMAKE_CUDA_DEVICE_LINK_LIBRARY and _EXECUTABLE) run devdl-pack --cuda-register instead of
+#     nvcc -dlink, the CUDA runtime is shared (CMAKE_CUDA_RUNTIME_LIBRARY), and those targets link
+#     libdevdl. A macro: call it in the directory whose targets it serves, after project(). A tree
+#     that is not to be edited gets it for every project() from the file beside this one:
+#     cmake -DCMAKE_PROJECT_INCLUDE=<devdl_DIR>/devdlCudaLinkAtLoad.cmake
 #
 # Under them, the rules for one source: devdl_image_rules (below), and the shorthands devdl's
 # own tests use (devdl_opencl_images, devdl_cuda_images, devdl_cuda_lto_images), and
@@ -255,9 +266,7 @@ function(devdl_cuda_link_at_load target)
   set(object ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.dir/devdl_cuda_register.o)
   set_target_properties(${target} PROPERTIES CUDA_SEPARABLE_COMPILATION ON CUDA_RESOLVE_DEVICE_SYMBOLS OFF
                                              CUDA_RUNTIME_LIBRARY Shared)
-  if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 13)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--device-entity-has-hidden-visibility=false>)
-  endif()
+  devdl_cuda_link_options(${target})
   set(cc)
   if(CMAKE_C_COMPILER)
     set(cc --cc ${CMAKE_C_COMPILER})
@@ -267,12 +276,69 @@ function(devdl_cuda_link_at_load target)
                      COMMAND devdl::devdl-pack --cuda-register ${cc} -o ${object}
                              "$<TARGET_OBJECTS:${target}>"
                      COMMAND_EXPAND_LISTS VERBATIM)
-  # A library it uses for device code alone is needed all the same (not dropped --as-needed).
-  target_link_options(${target} PRIVATE ${object} LINKER:--no-as-needed)
+  target_link_options(${target} PRIVATE ${object})
   # Linked again when devdl-pack changes, as its object may.
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS $<TARGET_FILE:devdl::devdl-pack>)
-  target_link_libraries(${target} PRIVATE devdl::devdl)
+  # The project may set the runtime after this call: looked at once the directory is read (the
+  # target's name written in now: a deferred call reads variables when it runs).
+  cmake_language(EVAL CODE "cmake_language(DEFER CALL devdl_require_shared_cuda_runtime [[${target}]])")
 endfunction()
+
+# What a target whose device code libdevdl links needs of its build, with either signature of
+# target_link_libraries (the property, not the command: the two signatures cannot mix on one
+# target, and the project's own calls may use either): libdevdl, each library it links needed even
+# where only its device code is used, and with nvcc 13 its device entities seen by other
+# libraries' host code.
+function(devdl_cuda_link_options target)
+  set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES devdl::devdl)
+  target_link_options(${target} PRIVATE LINKER:--no-as-needed)
+  if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 13)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--device-entity-has-hidden-visibility=false>)
+  endif()
+endfunction()
+
+# One CUDA runtime must know every library's kernels and variables (kernel<<<>>>, cudaMemcpyToSymbol
+# across libraries): the static one is a copy in each library and executable.
+function(devdl_require_shared_cuda_runtime target)
+  get_target_property(runtime ${target} CUDA_RUNTIME_LIBRARY)
+  string(TOLOWER "${runtime}" runtime_lower)
+  if(NOT runtime_lower STREQUAL "shared")
+    message(FATAL_ERROR "devdl_cuda_link_at_load(${target}): CUDA_RUNTIME_LIBRARY is ${runtime}, not Shared: "
+                        "libdevdl registers the target's device code with the CUDA runtime it links, which must be "
+                        "the one every library and the executable share (a static runtime is a copy in each, "
+                        "which knows only its own kernels and variables)")
+  endif()
+endfunction()
+
+macro(devdl_cuda_link_at_load_all)
+  # Where CUDA is enabled: the device link rules are the CUDA language's.
+  get_property(_devdl_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(NOT "CUDA" IN_LIST _devdl_languages)
+    message(FATAL_ERROR "devdl_cuda_link_at_load_all(): call it after project() or enable_language() enables CUDA")
+  endif()
+  get_target_property(_devdl_pack devdl::devdl-pack IMPORTED_LOCATION)
+  if(NOT _devdl_pack)
+    get_target_property(_devdl_configs devdl::devdl-pack IMPORTED_CONFIGURATIONS)
+    list(GET _devdl_configs 0 _devdl_config)
+    get_target_property(_devdl_pack devdl::devdl-pack IMPORTED_LOCATION_${_devdl_config})
+  endif()
+  # nvcc -dlink's place: the objects, and the static libraries it would read (<LINK_LIBRARIES>:
+  # paths, -l and -L), registered by devdl's object instead.
+  set(_devdl_register "\"${_devdl_pack}\" --cuda-register --cc \"${CMAKE_C_COMPILER}\" -o <TARGET> <OBJECTS> <LINK_LIBRARIES>")
+  if(NOT CMAKE_C_COMPILER)
+    set(_devdl_register "\"${_devdl_pack}\" --cuda-register -o <TARGET> <OBJECTS> <LINK_LIBRARIES>")
+  endif()
+  set(CMAKE_CUDA_DEVICE_LINK_LIBRARY "${_devdl_register}")
+  set(CMAKE_CUDA_DEVICE_LINK_EXECUTABLE "${_devdl_register}")
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  # What devdl_cuda_link_options gives a target, to those with relocatable device code alone.
+  set(_devdl_rdc "$<BOOL:$<TARGET_PROPERTY:CUDA_SEPARABLE_COMPILATION>>")
+  link_libraries("$<${_devdl_rdc}:devdl::devdl>")
+  add_link_options("$<${_devdl_rdc}:LINKER:--no-as-needed>")
+  if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 13)
+    add_compile_options("$<$<AND:$<COMPILE_LANGUAGE:CUDA>,${_devdl_rdc}>:--device-entity-has-hidden-visibility=false>")
+  endif()
+endmacro()
 
 # Shorthands for one source, as devdl's tests use them; each appends its images to `out_var`.
 # OpenCL C -> `dir`/NAME.bc (SPIR) and NAME.spv (SPIR-V), with OPTIONS (default -O1).

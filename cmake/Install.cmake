@@ -32,7 +32,8 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/devdlConfig.cmake.in d
 # 0.x: a new minor version may change the ABI.
 write_basic_package_version_file(devdlConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/devdlConfig.cmake ${PROJECT_BINARY_DIR}/devdlConfigVersion.cmake
-              ${PROJECT_SOURCE_DIR}/cmake/DeviceImages.cmake DESTINATION ${DEVDL_CMAKE_DIR} COMPONENT dev)
+              ${PROJECT_SOURCE_DIR}/cmake/DeviceImages.cmake ${PROJECT_SOURCE_DIR}/cmake/devdlCudaLinkAtLoad.cmake
+        DESTINATION ${DEVDL_CMAKE_DIR} COMPONENT dev)
 file(RELATIVE_PATH DEVDL_PC_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/devdl.pc.in devdl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/devdl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)

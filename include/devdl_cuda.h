@@ -37,7 +37,10 @@ typedef struct devdl_cuda_objects {
  * -1 with an error for device_dlerror, worded as ld.so words a lookup error ("app: device symbol
  * lookup error: libplugin.so: image 0 (fatbin sm_90): undefined device symbol `f`"), when the
  * code cannot be linked or loaded: nothing is registered, and the objects' kernels fail to launch
- * with the runtime's own error. */
+ * with the runtime's own error. -2, with the same error, where a device symbol is undefined in an
+ * object the host loader loaded with the program (the executable, an LD_PRELOAD object, or one
+ * they need): the registration object then ends the process with status 127, as ld.so ends a
+ * program whose libraries' symbols do not resolve. */
 DEVDL_API int device_dlregister_cuda(devdl_cuda_objects *objects);
 
 /* Called as the library unloads (or at exit), after the runtime unregistered the image

@@ -105,12 +105,16 @@ int device_dlregister_cuda(devdl_cuda_objects *objects) {
     lastError = {"device_dlregister_cuda: no objects, or an older registration object than this libdevdl reads", true};
     return -1;
   }
-  llvm::Error err = devdl::Loader::instance().registerCuda(*objects);
+  bool withProgram = false;
+  llvm::Error err = devdl::Loader::instance().registerCuda(*objects, withProgram);
   if (!err) return 0;
+  // A symbol left undefined in an object loaded with the program ends it, as ld.so ends it; no
+  // device or driver is an error its kernels' launches give, as with nvcc's own link.
+  const bool fatal = withProgram && devdl::hasCode(err, devdl::ErrorCode::Unresolved);
   // Worded as ld.so words a lookup error: the program, then what failed.
   setError(std::move(err));
   lastError.text = std::string(program_invocation_name) + ": device symbol lookup error: " + lastError.text;
-  return -1;
+  return fatal ? -2 : -1;
 }
 
 void device_dlunregister_cuda(devdl_cuda_objects *objects) {

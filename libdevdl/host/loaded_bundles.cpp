@@ -2,12 +2,14 @@
 // defines the ELF constants as macros, which collide with llvm::ELF's enumerators.
 #include "host/loaded_bundles.h"
 #include "bundle/host_elf.h"
+#include "host/preloads.h"
 
 #include <dlfcn.h>
 #include <link.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstddef>
 #include <cstring>
 #include <optional>
@@ -243,6 +245,24 @@ std::vector<ObjectLoad> neededClosure(const std::vector<ListedObject> &objects, 
   return needs;
 }
 
+// Which of `objects` the host loader loaded with the program (LoadedBundle::withProgram): the
+// executable (the first), the LD_PRELOAD objects, and what they need.
+std::vector<bool> loadedWithProgram(const std::vector<ListedObject> &objects) {
+  std::vector<bool> with(objects.size(), false);
+  std::vector<size_t> roots;
+  if (!objects.empty()) roots.push_back(0);
+  for (const std::string &preload : preloadList(std::getenv("LD_PRELOAD")))
+    for (size_t i = 0; i < objects.size(); ++i)
+      if (loadedFrom(preload, objects[i].name)) roots.push_back(i);
+  for (size_t root : roots) {
+    with[root] = true;
+    for (const ObjectLoad &need : neededClosure(objects, root))
+      for (size_t i = 0; i < objects.size(); ++i)
+        if (objects[i].name == need.path && objects[i].base == need.base) with[i] = true;
+  }
+  return with;
+}
+
 int collectNotes(dl_phdr_info *info, size_t size, void *data) {
   auto &walk = *static_cast<Walk *>(data);
   walk.objects.push_back({info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr, dynamicNamesOf(info)});
@@ -317,12 +337,15 @@ bool loadedFrom(std::string_view name, std::string_view object) {
 LoadedObjects findLoadedBundles() {
   Walk walk;
   dl_iterate_phdr(collectNotes, &walk);
+  const std::vector<bool> withProgram = loadedWithProgram(walk.objects);
   for (LoadedBundle &bundle : walk.found.bundles) {
     auto object = std::find_if(walk.objects.begin(), walk.objects.end(), [&](const ListedObject &o) {
       return o.name == bundle.object && o.base == bundle.base;
     });
-    if (object != walk.objects.end())
-      bundle.needs = neededClosure(walk.objects, static_cast<size_t>(object - walk.objects.begin()));
+    if (object == walk.objects.end()) continue;
+    const size_t at = static_cast<size_t>(object - walk.objects.begin());
+    bundle.needs = neededClosure(walk.objects, at);
+    bundle.withProgram = withProgram[at];
   }
   return std::move(walk.found);
 }

@@ -57,6 +57,10 @@ struct LoadedBundle {
   /// soname, or loaded from that name): with the object itself, the local scope the host loader
   /// resolves its symbols in after the global one when it was opened RTLD_LOCAL.
   std::vector<ObjectLoad> needs = {};
+  /// The host loader loaded the object with the program, before main: the executable, an
+  /// LD_PRELOAD object, or one they need (DT_NEEDED, transitively). ld.so ends such a program
+  /// where an object's symbols do not resolve; a failed dlopen the program sees instead.
+  bool withProgram = false;
 };
 
 /// Whether the object the host loader reports as `object` may be the one it loaded for `name`: a

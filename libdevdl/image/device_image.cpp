@@ -192,6 +192,20 @@ std::optional<Symbol> spirImport(std::string_view name) {
   return std::nullopt;
 }
 
+CudaProvider cudaProviderOf(std::string_view name) {
+  if (name == "vprintf" || name == "malloc" || name == "free") return CudaProvider::Driver;
+  // The device runtime's API (cuda_device_runtime_api.h): its own names, and cuda + a capital.
+  if (name.starts_with("__cudaCDP") || (name.size() > 4 && name.starts_with("cuda") && name[4] >= 'A' && name[4] <= 'Z'))
+    return CudaProvider::DeviceRuntime;
+  return CudaProvider::Image;
+}
+
+std::optional<Symbol> cudaImport(std::string_view name) {
+  if (cudaProviderOf(name) != CudaProvider::Image) return Symbol{name, SymbolKind::Import, /*weak=*/true};
+  if (isImportableName(name)) return Symbol{name, SymbolKind::Import};
+  return std::nullopt;
+}
+
 std::vector<PropertySet> symbolPropertySets(const DeviceImage &image) {
   PropertySet exported{kExportedSymbolsSet, {}};
   PropertySet imported{kImportedSymbolsSet, {}};

@@ -188,6 +188,18 @@ bool isDeviceLibraryName(std::string_view name);
 /// (isDeviceLibraryName), or none (a builtin or other reserved name).
 std::optional<Symbol> spirImport(std::string_view name);
 
+/// Who provides a CUDA image's undefined name where no image defines it: the driver's linker
+/// (device printf's vprintf, malloc and free), the CUDA device runtime, libcudadevrt (dynamic
+/// parallelism's __cudaCDP2*, the device-side cuda* API such as cudaGraphSetConditional), or
+/// nobody but another image.
+enum class CudaProvider : uint8_t { Image, Driver, DeviceRuntime };
+CudaProvider cudaProviderOf(std::string_view name);
+
+/// What a cubin's or PTX's undefined `name` is: an import (isImportableName); a weak one where
+/// the CUDA toolchain provides it (cudaProviderOf): bound where an image defines it, else left to
+/// the link, which adds the device runtime where an image needs it; or none.
+std::optional<Symbol> cudaImport(std::string_view name);
+
 /// The seed's symbol property sets (exported, imported) built from an image's symbols, for
 /// listings and SYCL-compatible consumers.
 std::vector<PropertySet> symbolPropertySets(const DeviceImage &image);

@@ -14,6 +14,7 @@ namespace devdl::readers {
 namespace {
 
 constexpr uint8_t kStoCudaEntry = 0x10;         // st_other bit nvcc sets on __global__ functions
+constexpr uint8_t kStoCudaShared = 0x40;        // and on symbols in shared memory (0x20 global, 0x80 constant)
 constexpr uint8_t kSttCudaObject = 13;          // STT_LOPROC: nvcc's type for __device__ variables
 constexpr unsigned kCudaAbiVersionNewFlags = 8;  // from this ABI version on, SM is in e_flags[15:8]
 
@@ -75,11 +76,18 @@ llvm::Error readDeviceElf(DeviceImage &image) {
       // Section and file symbols are never exports or imports (nor is the null symbol).
       if (s.getBinding() == llvm::ELF::STB_LOCAL || type == llvm::ELF::STT_SECTION || type == llvm::ELF::STT_FILE)
         continue;
+      // Shared memory is each block's own, placed by the link in the one module it makes: an extern
+      // __shared__ array (the kernel's dynamic shared memory) or a __shared__ variable is neither
+      // an import nor a variable with an instance.
+      if (machine == llvm::ELF::EM_CUDA && type != llvm::ELF::STT_FUNC && (s.st_other & kStoCudaShared)) continue;
       auto nameOrErr = s.getName(*strings);
       if (!nameOrErr) return bad(nameOrErr.takeError());
       std::string_view name(nameOrErr->data(), nameOrErr->size());
       if (s.st_shndx == llvm::ELF::SHN_UNDEF) {
-        if (isImportableName(name)) image.symbols.push_back({name, SymbolKind::Import});
+        auto import = machine == llvm::ELF::EM_CUDA ? cudaImport(name)
+                      : isImportableName(name)       ? std::optional<Symbol>(Symbol{name, SymbolKind::Import})
+                                                     : std::nullopt;
+        if (import) image.symbols.push_back(*import);
         continue;
       }
       if (type == llvm::ELF::STT_FUNC)

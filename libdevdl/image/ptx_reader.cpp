@@ -16,7 +16,7 @@ void addDeclaration(DeviceImage &image, const Statement &st) {
   const std::optional<Declared> d = declarationOf(st);
   if (!d) return;
   if (d->kind == SymbolKind::Import) {
-    if (isImportableName(d->name)) image.symbols.push_back({d->name, SymbolKind::Import});
+    if (auto import = cudaImport(d->name)) image.symbols.push_back(*import);
   } else if (d->kind == SymbolKind::Kernel || !d->linkage.empty()) {
     image.symbols.push_back({d->name, d->kind});
   } else if (isStatic(*d, st)) {

@@ -18,7 +18,9 @@ std::optional<Declared> declarationOf(const Statement &st) {
     if (t[i] == ".extern") isExtern = true;
     else if (t[i] == ".visible" || t[i] == ".weak" || t[i] == ".common") linkage = t[i];
     else if (t[i] == ".entry") {
-      if (i + 1 < t.size() && isIdentifier(t[i + 1]) && !isExtern) return Declared{t[i + 1], SymbolKind::Kernel, linkage};
+      // An extern kernel is another module's, launched from this one's device code (-rdc).
+      if (i + 1 < t.size() && isIdentifier(t[i + 1]))
+        return Declared{t[i + 1], isExtern ? SymbolKind::Import : SymbolKind::Kernel, linkage};
       return std::nullopt;
     } else if (t[i] == ".func") {
       size_t j = i + 1;

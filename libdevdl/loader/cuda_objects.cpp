@@ -14,7 +14,7 @@
 
 namespace devdl {
 
-llvm::Error Loader::registerCuda(devdl_cuda_objects &objects) {
+llvm::Error Loader::registerCuda(devdl_cuda_objects &objects, bool &withProgram) {
   // Called from the host object's constructors: the objects loaded after it are initialized after.
   // Tools preloaded into the program are initialized before devdl starts CUDA (the driver, to
   // link; the runtime, to load), before the lock is taken: their constructors may call devdl.
@@ -25,6 +25,7 @@ llvm::Error Loader::registerCuda(devdl_cuda_objects &objects) {
   std::optional<ProcessScan::CudaObjects> found = scan_.cudaObjectsAt(objects.within);
   if (!found) return fail(ErrorCode::NotFound, "no loaded object holds the CUDA objects registering");
   const std::string object = found->object.empty() ? "the executable" : found->object;
+  withProgram = found->withProgram;
   if (found->images.empty()) {
     // The scan passes over what it cannot read: read again, for why.
     lock.letGo();
@@ -34,6 +35,12 @@ llvm::Error Loader::registerCuda(devdl_cuda_objects &objects) {
     return fail(ErrorCode::NotFound, object + ": no relocatable device code was found in its file (an __nv_relfatbin "
                                               "section, which nvcc -rdc=true puts in each object)");
   }
+  // Without a driver or device there is nothing to link for: said so, rather than as the symbols
+  // other libraries' programs then lack (and not as a lookup error, which would end the program).
+  lock.letGo();
+  auto device = devices_.device(DEVDL_BACKEND_CUDA);
+  lock.takeAgain();
+  if (!device) return inFile(device.takeError(), object);
   if (Debug::get().on(Debug::Libs))
     Debug::get().print("the CUDA objects of " + object + " (" + std::to_string(found->images.size()) +
                        " images): linked for the CUDA runtime");

@@ -119,8 +119,10 @@ class Loader {
   std::vector<ImageSnapshot> snapshot();
   /// device_dlregister_cuda: the nvcc -rdc=true objects of the host object holding
   /// `objects.within` linked together against the process's images in its scope, and loaded by
-  /// `objects.load` (the CUDA runtime), whose module devdl's lookups then use.
-  llvm::Error registerCuda(devdl_cuda_objects &objects);
+  /// `objects.load` (the CUDA runtime), whose module devdl's lookups then use. `withProgram` says
+  /// whether the host loader loaded that object with the program (host::LoadedBundle::withProgram),
+  /// which a failure then ends, as ld.so ends it.
+  llvm::Error registerCuda(devdl_cuda_objects &objects, bool &withProgram);
   /// device_dlunregister_cuda: the runtime unloaded that program.
   void unregisterCuda(const devdl_cuda_objects &objects);
 

@@ -263,7 +263,7 @@ std::optional<ProcessScan::CudaObjects> ProcessScan::cudaObjectsAt(const void *a
   for (const auto &[where, bundle] : bundles_) {
     if (bundle.found.carrier != host::LoadedBundle::Carrier::CudaObjects) continue;
     for (const auto &[begin, end] : bundle.found.segments)
-      if (at >= begin && at < end) return CudaObjects{bundle.found.object, bundle.images};
+      if (at >= begin && at < end) return CudaObjects{bundle.found.object, bundle.images, bundle.found.withProgram};
   }
   return std::nullopt;
 }

@@ -32,6 +32,7 @@ class ProcessScan {
   struct CudaObjects {
     std::string object;
     std::vector<uint32_t> images;
+    bool withProgram = false;  // host::LoadedBundle::withProgram
   };
   std::optional<CudaObjects> cudaObjectsAt(const void *address) const;
 

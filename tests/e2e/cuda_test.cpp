@@ -117,6 +117,36 @@ TEST_F(Cuda, AFailedLinkIsGivenAgain) {
   EXPECT_EQ(device_dlclose(app), 0);
 }
 
+// A kernel launching another image's kernel from the device (dynamic parallelism), with device
+// printf, malloc and free: devdl links the CUDA device runtime in, as nvcc -dlink does, with the
+// driver's linker and, for LTO-IR, with nvJitLink. Dynamic shared memory (an extern __shared__
+// array) is the kernel's own, no import.
+TEST_F(Cuda, DynamicParallelismAcrossImages) {
+  for (const auto &[lib, app] : {std::pair{"toolchain_lib.cubin", "toolchain_app.cubin"},
+                                 std::pair{"toolchain_lib.ptx", "toolchain_app.ptx"},
+                                 std::pair{"toolchain_lib.fatbin", "toolchain_app.fatbin"},
+                                 std::pair{"toolchain_lib.lto.fatbin", "toolchain_app.lto.fatbin"}})
+    EXPECT_EQ(runSeed({lib}, app, "ParentKernel"), times(3, 1, 8)) << app;
+  void *app = device_dlopen(image("toolchain_app.cubin").c_str(), DEVDL_LAZY);
+  ASSERT_NE(app, nullptr) << error();
+  void *scratch = device_dlsym(app, "ScratchKernel");
+  ASSERT_NE(scratch, nullptr) << error();
+  std::vector<int> out(8, -1);
+  ASSERT_EQ(cu_->cuCtxPushCurrent(context_), cuda::CUDA_SUCCESS);
+  cuda::CUdeviceptr buffer = 0;
+  ASSERT_EQ(cu_->cuMemAlloc(&buffer, out.size() * sizeof(int)), cuda::CUDA_SUCCESS);
+  void *args[] = {&buffer};
+  EXPECT_EQ(cu_->cuLaunchKernel(static_cast<cuda::CUfunction>(scratch), 1, 1, 1, 8, 1, 1, 8 * sizeof(int), nullptr,
+                                args, nullptr),
+            cuda::CUDA_SUCCESS);
+  EXPECT_EQ(cu_->cuMemcpyDtoH(out.data(), buffer, out.size() * sizeof(int)), cuda::CUDA_SUCCESS);
+  cu_->cuMemFree(buffer);
+  cuda::CUcontext popped;
+  cu_->cuCtxPopCurrent(&popped);
+  EXPECT_EQ(out, times(-1, 7, 8));
+  EXPECT_EQ(device_dlclose(app), 0) << error();
+}
+
 TEST_F(Cuda, FatbinsGiveTheMemberForTheDevice) {
   EXPECT_EQ(runSeed({"lib.fatbin"}, "app.fatbin", "AppKernel"), times(2, 0, 8));
   // sm_80 cubin + compute_80 PTX: on a 9.x device the cubin cannot run, the PTX is compiled.

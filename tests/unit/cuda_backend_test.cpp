@@ -5,6 +5,7 @@
 #include "backend/cuda/function_table.h"
 #include "backend/cuda/nvjitlink.h"
 #include "backend/cuda/program_parts.h"
+#include "backend/cuda/toolkit.h"
 #include "image/read_image.h"
 #include "test_images.h"
 #include "test_support.h"
@@ -359,6 +360,44 @@ TEST_F(NvJitLink, TheFileIsFoundAsNamedAndIdentifiedByItsState) {
   EXPECT_EQ(version->rfind(std::to_string(found->major) + ".", 0), 0u) << *version;
   ScopedEnv missing("DEVDL_NVJITLINK", "/nonexistent/libnvJitLink.so.13");
   EXPECT_FALSE(backend::cuda::findNvJitLink().has_value());
+}
+
+// The CUDA device runtime (backend/cuda/toolkit.h): a kernel launching another image's kernel from
+// the device links only with it, as nvcc -dlink links libcudadevrt.a; without it the link names
+// the call the device runtime defines. Where the toolkit has none, it is found nowhere, saying
+// where it looked.
+TEST_F(NvJitLink, TheDeviceRuntimeLinksDynamicParallelismAcrossImages) {
+  auto runtime = backend::cuda::findDeviceRuntime();
+  if (!runtime) GTEST_SKIP() << "no CUDA device runtime here: " << backend::cuda::deviceRuntimeSearch();
+  auto code = backend::cuda::deviceRuntimeCode(*runtime);
+  ASSERT_TRUE(!!code) << errorText(code);
+  EXPECT_EQ(sniffFormat(*code), ImageFormat::Fatbin);
+  auto without = link({"toolchain_app.cubin", "toolchain_lib.cubin"}, false);
+  ASSERT_FALSE(!!without);
+  EXPECT_NE(errorText(without).find("undefined device symbol `__cudaCDP2"), std::string::npos) << errorText(without);
+  std::vector<JitInput> in = inputs({"toolchain_app.cubin", "toolchain_lib.cubin"});
+  const std::string label = "the device runtime";
+  in.push_back({JitInputKind::Fatbin, *code, &label});
+  auto linked = backend::cuda::linkWithNvJitLink(*file_, in, 90, false);
+  ASSERT_TRUE(!!linked) << errorText(linked);
+  auto program = readRawImage(asBytes(*linked), ImageFormat::Cubin, nullptr);
+  ASSERT_TRUE(!!program) << errorText(program);
+  for (const char *kernel : {"K ChildKernel", "K ParentKernel", "K ScratchKernel"})
+    EXPECT_TRUE(contains(symbolLines(*program), kernel)) << kernel;
+
+  ScopedEnv elsewhere("DEVDL_CUDADEVRT", "/nonexistent/libcudadevrt.a");
+  EXPECT_FALSE(backend::cuda::findDeviceRuntime().has_value());
+  EXPECT_NE(backend::cuda::deviceRuntimeSearch().find("DEVDL_CUDADEVRT=/nonexistent/libcudadevrt.a"),
+            std::string::npos);
+  // A file that is no static library with device code is refused, naming it.
+  const std::string notALibrary = image("lib.cubin");
+  ScopedEnv cubin("DEVDL_CUDADEVRT", notALibrary.c_str());
+  auto wrong = backend::cuda::findDeviceRuntime();
+  ASSERT_TRUE(wrong.has_value());
+  auto refused = backend::cuda::deviceRuntimeCode(*wrong);
+  ASSERT_FALSE(!!refused);
+  EXPECT_NE(errorText(refused).find(notALibrary + ": the CUDA device runtime cannot be read"), std::string::npos)
+      << errorText(refused);
 }
 
 }  // namespace

@@ -51,6 +51,41 @@ TEST(PtxReader, NvccOutput) {
   EXPECT_EQ(symbolLines(app->images[0]), (std::vector<std::string>{"K AppKernel", "U LibDeviceFunc"}));
 }
 
+// What the CUDA toolchain provides is no image's to define: device printf, malloc and free (the
+// driver's linker), dynamic parallelism's calls (the device runtime, which the link adds) are
+// weak imports, left to the link where no image defines them; shared memory (an extern
+// __shared__ array, a __shared__ variable) is neither an import nor a variable. A kernel launched
+// from the device of another image is imported, in the cubin and in the PTX.
+TEST(CubinReader, WhatTheToolchainProvidesIsWeakAndSharedMemoryIsNoSymbol) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  for (const char *name : {"toolchain_app.cubin", "toolchain_app.ptx", "toolchain_app.fatbin"}) {
+    auto app = readImageFile(image(name));
+    ASSERT_TRUE(!!app) << errorText(app);
+    EXPECT_EQ(symbolLines(app->images[0]),
+              (std::vector<std::string>{"K ParentKernel", "K ScratchKernel", "U ChildKernel",
+                                        "w __cudaCDP2GetParameterBufferV2", "w __cudaCDP2LaunchDeviceV2", "w free",
+                                        "w malloc", "w vprintf"}))
+        << name;
+  }
+  for (const char *name : {"toolchain_lib.cubin", "toolchain_lib.ptx"}) {
+    auto lib = readImageFile(image(name));
+    ASSERT_TRUE(!!lib) << errorText(lib);
+    EXPECT_EQ(symbolLines(lib->images[0]), (std::vector<std::string>{"K ChildKernel"})) << name;
+  }
+}
+
+TEST(CudaNames, TheToolchainsProvidersAreTheDriverAndTheDeviceRuntime) {
+  for (const char *name : {"vprintf", "malloc", "free"}) EXPECT_EQ(cudaProviderOf(name), CudaProvider::Driver) << name;
+  for (const char *name : {"__cudaCDP2LaunchDeviceV2", "cudaGraphSetConditional", "cudaGetParameterBuffer",
+                           "cudaDeviceSynchronize"})
+    EXPECT_EQ(cudaProviderOf(name), CudaProvider::DeviceRuntime) << name;
+  for (const char *name : {"mallocx", "cuda", "cudahelper", "LibDeviceFunc", "_Z4freei"})
+    EXPECT_EQ(cudaProviderOf(name), CudaProvider::Image) << name;
+  EXPECT_EQ(cudaImport("__nv_reserved"), std::nullopt);
+  EXPECT_FALSE(cudaImport("LibDeviceFunc")->weak);
+  EXPECT_TRUE(cudaImport("cudaGraphLaunch")->weak);
+}
+
 constexpr std::string_view kPtx = R"(// hand-written
 .version 8.0
 .target sm_80, debug

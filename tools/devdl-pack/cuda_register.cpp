@@ -30,13 +30,15 @@ constexpr const char *kCudaHeader =
 #include "devdl_cuda_header.inc"
     ;
 
-constexpr const char *kUsage = R"(usage: devdl-pack --cuda-register [--cc COMPILER] -o FILE OBJ...
+constexpr const char *kUsage = R"(usage: devdl-pack --cuda-register [--cc COMPILER] -o FILE [-LDIR]... OBJ|-lNAME...
 
 Writes the host object FILE that registers the relocatable device code of the nvcc -rdc=true
 objects OBJ... (objects and static libraries, as nvcc -dlink takes them) with the CUDA runtime,
 linked at load time by libdevdl against the device code already in the process. Link FILE into the
 library or executable with the objects, libdevdl and the CUDA runtime, instead of nvcc -dlink's
-object. COMPILER (default: $CC, else cc) compiles it.
+object. COMPILER (default: $CC, else cc) compiles it. As with nvcc -dlink, -lNAME is the static
+library libNAME.a of a -L directory; one that is in none (the device runtime, which libdevdl
+links itself, host libraries) holds no device code for FILE to register.
 )";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -90,6 +92,7 @@ std::string registrationSource(const std::vector<std::string> &ids) {
   c += R"(
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 const char *device_dlerror(void);
 
@@ -147,10 +150,14 @@ static void arrive(unsigned index, void (*callback)(void **), void (*keep)(void 
   keep((void *)&kept); /* as nvcc -dlink's code does */
   callbacks[index] = callback;
   if (++arrived < OBJECTS) return;
-  if (device_dlregister_cuda(&objects) == 0)
+  const int status = device_dlregister_cuda(&objects);
+  if (status == 0) {
     registered = 1;
-  else
-    fprintf(stderr, "%s\n", device_dlerror());
+    return;
+  }
+  fprintf(stderr, "%s\n", device_dlerror());
+  /* Loaded with the program, and a device symbol undefined: ended as ld.so ends it. */
+  if (status == -2) _exit(127);
 }
 )";
   for (size_t i = 0; i < ids.size(); ++i)
@@ -173,7 +180,7 @@ static void arrive(unsigned index, void (*callback)(void **), void (*keep)(void 
 
 int cudaRegister(const std::vector<std::string> &args) {
   std::string output, compiler;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, directories, libraries;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
     auto value = [&]() -> std::string {
@@ -186,10 +193,18 @@ int cudaRegister(const std::vector<std::string> &args) {
     }
     if (arg == "-o") output = value();
     else if (arg == "--cc") compiler = value();
+    else if (arg == "-L" || arg == "-l") (arg == "-L" ? directories : libraries).push_back(value());
+    else if (arg.starts_with("-L") || arg.starts_with("-l")) (arg[1] == 'L' ? directories : libraries).push_back(arg.substr(2));
     else if (arg.starts_with("-")) usageError("--cuda-register: unknown option " + arg);
     else inputs.push_back(arg);
   }
   if (output.empty()) usageError("--cuda-register needs -o FILE");
+  for (const std::string &name : libraries)
+    for (const std::string &dir : directories)
+      if (llvm::sys::fs::is_regular_file(dir + "/lib" + name + ".a")) {
+        inputs.push_back(dir + "/lib" + name + ".a");
+        break;
+      }
   if (inputs.empty()) usageError("--cuda-register needs at least one object");
   std::vector<std::string> ids;
   for (const std::string &path : inputs)

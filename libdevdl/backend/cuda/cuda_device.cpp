@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/function_table.h"
+#include "backend/cuda/toolkit.h"
 #include "image/instance_cells.h"
 #include "image/readers.h"
 #include "support/debug.h"
@@ -143,9 +144,12 @@ Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
                 : jitAlways_ ? "nvJitLink (" + jitLink_->path + ")" + (lto_ ? ", -lto over LTO-IR" : "")
                              : culink + "; nvJitLink where there is LTO-IR" + (lto_ ? "" : " (linked from its PTX)") +
                                    " or much PTX (" + jitLink_->path + ")";
+  deviceRuntime_ = findDeviceRuntime();
+  if (deviceRuntime_) linkMethod_ += "; the device runtime " + deviceRuntime_->path + " where an image uses it";
   // The key names every linker the device may use: the programs either makes are equivalent.
   identity_ = "CUDA\n" + name_ + "\nsm_" + std::to_string(sm_) + "\ndriver " + std::to_string(driver) + "\n" +
-              culink + (jitLink_ ? "\n" + jitLink_->identity + (lto_ ? " lto" : "") : "") + "\n" + devdlBuild();
+              culink + (jitLink_ ? "\n" + jitLink_->identity + (lto_ ? " lto" : "") : "") +
+              (deviceRuntime_ ? "\n" + deviceRuntime_->identity : "") + "\n" + devdlBuild();
 }
 
 Device::~Device() {
@@ -350,6 +354,11 @@ llvm::Expected<std::string> Device::linkBinary(std::span<const LinkInput> inputs
     ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(anchor.c_str()), anchor.size() + 1),
                      &anchorLabel});
   }
+  // The device runtime's code, where an image launches kernels or calls the runtime from the device.
+  auto runtimeCode = deviceRuntimeFor(inputs, deviceRuntime_);
+  if (!runtimeCode) return runtimeCode.takeError();
+  const std::string runtimeLabel = deviceRuntime_ ? "the CUDA device runtime (" + deviceRuntime_->path + ")" : "";
+  if (*runtimeCode) ready.push_back({CU_JIT_INPUT_FATBINARY, **runtimeCode, &runtimeLabel});
   // PTX compiled in this link: nvJitLink's ptxas compiles each image's functions on DEVDL_JOBS
   // threads, where the driver's compiles them on one.
   size_t ptx = 0;

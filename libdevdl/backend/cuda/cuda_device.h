@@ -8,6 +8,7 @@
 #include "backend/kernel_table.h"
 #include "backend/cuda/nvjitlink.h"
 #include "backend/cuda/program_parts.h"
+#include "backend/cuda/toolkit.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Error.h>
@@ -138,6 +139,7 @@ class Device final : public backend::Device {
   int sm_ = 0;
   std::string name_;
   std::optional<NvJitLinkFile> jitLink_;  // nvJitLink, where the device may link with it
+  std::optional<DeviceRuntimeFile> deviceRuntime_;  // libcudadevrt.a, where the toolkit has it
   bool jitAlways_ = false;                // DEVDL_CUDA_LINKER=nvjitlink: for every program
   std::string linkerError_;               // why not, where DEVDL_CUDA_LINKER=nvjitlink asked for it
   bool lto_ = true;

@@ -1,13 +1,12 @@
 #include "backend/cuda/nvjitlink.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/toolkit.h"
 #include "support/driver_library.h"
 #include "support/environment.h"
 #include "support/error.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
-
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -87,11 +86,9 @@ llvm::Expected<const JitApi &> api(const NvJitLinkFile &file) {
 
 // The file at `path` if it is a regular one, identified by its size and modification time.
 std::optional<NvJitLinkFile> fileAt(const std::string &path, int major) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  const long long mtime = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return NvJitLinkFile{path, major,
-                       "nvJitLink " + path + " " + std::to_string(st.st_size) + " " + std::to_string(mtime)};
+  auto identity = fileIdentity(path);
+  if (!identity) return std::nullopt;
+  return NvJitLinkFile{path, major, "nvJitLink " + *identity};
 }
 
 }  // namespace
@@ -104,16 +101,7 @@ std::optional<NvJitLinkFile> findNvJitLink() {
     if (!version.empty()) version.split('.').first.getAsInteger(10, major);
     return fileAt(named, major);
   }
-  std::vector<std::string> directories;
-  if (const char *paths = secureExecution() ? nullptr : std::getenv("LD_LIBRARY_PATH")) {
-    llvm::SmallVector<llvm::StringRef, 8> parts;
-    llvm::StringRef(paths).split(parts, ':', -1, false);
-    for (llvm::StringRef part : parts) directories.push_back(part.str());
-  }
-  if (const char *home = secureExecution() ? nullptr : std::getenv("CUDA_HOME"); home && *home)
-    directories.push_back(std::string(home) + "/lib64");
-  for (const char *dir : {"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64"})
-    directories.push_back(dir);
+  const std::vector<std::string> directories = toolkitLibraryDirectories();
   for (int major : {13, 12})
     for (const std::string &dir : directories)
       if (auto file = fileAt(dir + "/libnvJitLink.so." + std::to_string(major), major)) return file;
