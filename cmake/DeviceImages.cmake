@@ -263,25 +263,71 @@ function(devdl_cuda_link_at_load target)
   if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY|EXECUTABLE)$")
     message(FATAL_ERROR "devdl_cuda_link_at_load(${target}): a shared or module library, or an executable")
   endif()
-  set(object ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.dir/devdl_cuda_register.o)
   set_target_properties(${target} PROPERTIES CUDA_SEPARABLE_COMPILATION ON CUDA_RESOLVE_DEVICE_SYMBOLS OFF
                                              CUDA_RUNTIME_LIBRARY Shared)
   devdl_cuda_link_options(${target})
+  # Once the directory is read: the project may link libraries or set the runtime after this call
+  # (the target's name written in now: a deferred call reads variables when it runs).
+  cmake_language(EVAL CODE "cmake_language(DEFER CALL devdl_cuda_register_at_link [[${target}]])")
+endfunction()
+
+# The static libraries of relocatable device code `target` links, directly or through other
+# static libraries, into `out_var`: nvcc -dlink reads their device code with the target's objects.
+function(devdl_cuda_static_libraries out_var target)
+  set(found)
+  get_target_property(libraries ${target} LINK_LIBRARIES)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "STATIC_LIBRARY")
+    get_target_property(libraries ${target} INTERFACE_LINK_LIBRARIES)
+  endif()
+  foreach(library ${libraries})
+    if(library MATCHES "^\\$<LINK_ONLY:(.*)>$")
+      set(library ${CMAKE_MATCH_1})
+    endif()
+    if(NOT TARGET ${library})
+      continue()
+    endif()
+    get_target_property(aliased ${library} ALIASED_TARGET)
+    if(aliased)
+      set(library ${aliased})
+    endif()
+    get_target_property(library_type ${library} TYPE)
+    get_target_property(separable ${library} CUDA_SEPARABLE_COMPILATION)
+    if(library_type STREQUAL "STATIC_LIBRARY" AND NOT library IN_LIST found)
+      if(separable)
+        list(APPEND found ${library})
+      endif()
+      devdl_cuda_static_libraries(more ${library})
+      list(APPEND found ${more})
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES found)
+  set(${out_var} ${found} PARENT_SCOPE)
+endfunction()
+
+# devdl_cuda_link_at_load's deferred part: the registration object, written by devdl-pack
+# --cuda-register from the target's objects and the static libraries of device code it links
+# (whose objects the host link then takes, as it takes nvcc -dlink's), before the link that
+# takes it; and the shared runtime checked.
+function(devdl_cuda_register_at_link target)
+  devdl_require_shared_cuda_runtime(${target})
+  set(object ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${target}.dir/devdl_cuda_register.o)
   set(cc)
   if(CMAKE_C_COMPILER)
     set(cc --cc ${CMAKE_C_COMPILER})
   endif()
-  # Once the objects are compiled, before the link that takes the registration object.
+  devdl_cuda_static_libraries(libraries ${target})
+  set(files)
+  foreach(library ${libraries})
+    list(APPEND files $<TARGET_FILE:${library}>)
+  endforeach()
   add_custom_command(TARGET ${target} PRE_LINK
                      COMMAND devdl::devdl-pack --cuda-register ${cc} -o ${object}
-                             "$<TARGET_OBJECTS:${target}>"
+                             "$<TARGET_OBJECTS:${target}>" ${files}
                      COMMAND_EXPAND_LISTS VERBATIM)
   target_link_options(${target} PRIVATE ${object})
   # Linked again when devdl-pack changes, as its object may.
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS $<TARGET_FILE:devdl::devdl-pack>)
-  # The project may set the runtime after this call: looked at once the directory is read (the
-  # target's name written in now: a deferred call reads variables when it runs).
-  cmake_language(EVAL CODE "cmake_language(DEFER CALL devdl_require_shared_cuda_runtime [[${target}]])")
 endfunction()
 
 # What a target whose device code libdevdl links needs of its build, with either signature of
