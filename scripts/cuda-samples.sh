@@ -48,6 +48,7 @@ write_shared_variant() {
 # with the program's at load time; nvcc -dlink cannot, across a shared library).
 cmake_minimum_required(VERSION 3.20)
 project(${name}_shared LANGUAGES C CXX CUDA)
+find_package(CUDAToolkit REQUIRED)
 file(GLOB cu "$dir/*.cu")
 file(GLOB cpp "$dir/*.cpp")
 set(library_sources)
@@ -65,6 +66,7 @@ add_executable(${name}_shared \${program_sources})
 target_link_libraries(${name}_shared PRIVATE ${name}_device)
 foreach(target ${name}_device ${name}_shared)
   target_include_directories(\${target} PRIVATE "$dir" "$dir/../../../Common")
+  target_link_libraries(\${target} PRIVATE CUDA::cudart)
   target_compile_features(\${target} PRIVATE cxx_std_17 cuda_std_17)
   target_compile_options(\${target} PRIVATE \$<\$<COMPILE_LANGUAGE:CUDA>:--extended-lambda>)
   set_target_properties(\${target} PROPERTIES CUDA_SEPARABLE_COMPILATION ON)
@@ -119,18 +121,21 @@ endfunction()
 cmake_language(DEFER CALL devdl_samples_architectures)
 EOF
   printf 'include("%s")\ninclude("%s")\n' "$work/arch.cmake" "$devdl_dir/devdlCudaLinkAtLoad.cmake" > "$work/devdl.cmake"
+  # Ninja where there is one; make keeps going (-k) as ninja does with -k 0.
+  local generator=(-G Ninja) keep_going=(-k 0)
+  command -v ninja > /dev/null || generator=(-G "Unix Makefiles") keep_going=(-k)
   local way status=0
   for way in shipped devdl; do
     local include=$work/arch.cmake variants=OFF
     [ "$way" = devdl ] && include=$work/devdl.cmake variants=ON
     echo "== building the samples $way ($(wc -l < "$work/samples.txt") samples, sm_$arch, $jobs jobs)"
-    if ! cmake -S "$work/tree" -B "$work/$way" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PROJECT_INCLUDE="$include" \
+    if ! cmake -S "$work/tree" -B "$work/$way" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PROJECT_INCLUDE="$include" \
          -DDEVDL_SHARED_VARIANTS=$variants > "$work/$way.configure.log" 2>&1; then
       tail -n 30 "$work/$way.configure.log"; exit 1
     fi
     # A sample that does not build is one line of the table, not the end of the run.
-    cmake --build "$work/$way" -j "$jobs" -- -k 0 > "$work/$way.build.log" 2>&1 || status=1
-    grep -E "^FAILED: " "$work/$way.build.log" | head -n 20
+    cmake --build "$work/$way" -j "$jobs" -- "${keep_going[@]}" > "$work/$way.build.log" 2>&1 || status=1
+    grep -E "^FAILED: |\*\*\* \[" "$work/$way.build.log" | head -n 20
   done
   return $status
 }
@@ -138,12 +143,18 @@ EOF
 # The program a target NAME made under DIR.
 program() { find "$1/$2" -maxdepth 2 -type f -name "$2" -perm -u+x 2> /dev/null | head -n 1; }
 
-# Runs one program from its sample's folder (where it finds its data), headless, bounded:
-# "pass", "waived" (exit 2: it needs what this machine lacks), "fail N" or "missing".
+# Runs one program as cuda-samples' own layout runs it, headless, bounded: from a folder three
+# below one that holds Samples/ (the checkout's, linked), where "../../../Samples/CATEGORY/NAME/"
+# is its sample's folder (its data) and "./" holds what its build made beside it (the kernel files
+# the driver API samples load). Prints "pass", "waived" (exit 2: it needs what this machine
+# lacks), "fail N" or "missing".
 run_one() {
-  local exe=$1 dir=$2 log=$3 code
+  local exe=$1 checkout=$2 root=$3 place=$3/$4 log=$5 code
   [ -n "$exe" ] || { echo missing; return; }
-  (cd "$dir" && timeout 300 "$exe" > "$log" 2>&1)
+  mkdir -p "$place"
+  [ -e "$root/Samples" ] || ln -s "$checkout/Samples" "$root/Samples"
+  find "$(dirname "$exe")" -maxdepth 1 -type f -exec ln -sf {} "$place/" \;
+  (cd "$place" && timeout 120 "./$(basename "$exe")" > "$log" 2>&1)
   code=$?
   case $code in 0) echo pass ;; 2) echo waived ;; *) echo "fail $code" ;; esac
 }
@@ -157,15 +168,17 @@ run() {
   local checkout
   checkout=$(sed -n 's/^add_subdirectory("\(.*\)\/Samples\/.*/\1/p' "$work/tree/CMakeLists.txt" | head -n 1)
   mkdir -p "$work/logs"
-  local shipped devdl name category dir passed=0 failed=0 na=0 status=0
+  local shipped devdl name category passed=0 failed=0 na=0 status=0
   printf '%-32s %-10s %-10s %s\n' sample shipped devdl "devdl's shared-library variant"
   while read -r name category; do
-    dir=$checkout/Samples/$category/$name
-    shipped=$(run_one "$(program "$work/shipped" "$name")" "$dir" "$work/logs/$name.shipped.log")
-    devdl=$(run_one "$(program "$work/devdl" "$name")" "$dir" "$work/logs/$name.devdl.log")
+    shipped=$(run_one "$(program "$work/shipped" "$name")" "$checkout" "$work/run" "shipped/$category/$name" \
+      "$work/logs/$name.shipped.log")
+    devdl=$(run_one "$(program "$work/devdl" "$name")" "$checkout" "$work/run" "devdl/$category/$name" \
+      "$work/logs/$name.devdl.log")
     local variant=""
     if [ -d "$work/devdl/${name}_shared" ]; then
-      variant=$(run_one "$(program "$work/devdl" "${name}_shared")" "$dir" "$work/logs/$name.shared.log")
+      variant=$(run_one "$(program "$work/devdl" "${name}_shared")" "$checkout" "$work/run" "shared/$category/$name" \
+        "$work/logs/$name.shared.log")
     fi
     printf '%-32s %-10s %-10s %s\n' "$name" "$shipped" "$devdl" "$variant"
     if [ "$shipped" != pass ]; then
@@ -174,8 +187,8 @@ run() {
       passed=$((passed + 1))
     else
       failed=$((failed + 1)); status=1
-      tail -n 5 "$work/logs/$name.devdl.log" | sed 's/^/    /'
-      [ -f "$work/logs/$name.shared.log" ] && [ "$variant" != pass ] && tail -n 5 "$work/logs/$name.shared.log" | sed 's/^/    /'
+      tail -n 5 "$work/logs/$name.devdl.log" | awk '{ print "    " $0 }'
+      [ -f "$work/logs/$name.shared.log" ] && [ "$variant" != pass ] && tail -n 5 "$work/logs/$name.shared.log" | awk '{ print "    " $0 }'
     fi
   done < <(only_filter "$only" < "$work/samples.txt")
   echo "cuda-samples through devdl: $passed passed, $failed failed, $na not applicable (not passing as shipped here)"

@@ -14,7 +14,8 @@ ninja -C "$build" -j "$(nproc)" devdl devdl_cuda_tests devdl_suite_tests devdl_f
   devdl-cache devdl_test_images bench_lto_images \
   cuda-seed cuda-seed-linked cuda_seed_images seed-dlopen \
   cuda-runtime cuda-runtime-plugin cuda-runtime-broken cudapatch cuda-runtime-faulty cuda-runtime-faulty-program \
-  cuda-runtime-plugin-host \
+  cuda-runtime-plugin-host cuda-runtime-broken-linked cuda-runtime-broken-program \
+  cuda-wild cuda-wild-plugin-a cuda-wild-plugin-b devdl-nm devdl-pack devdl_man_pages \
   bench_cuda_runtime bench_first_kernel_devdl bench_first_kernel_devdl_lto
 if [ ! -x "$build/samples/cuda-seed/cuda-seed" ]; then
   echo "gpu-build: no CUDA toolkit here (nvcc, cuda.h): nothing to run on the GPU" >&2
@@ -56,6 +57,14 @@ cp "$build"/samples/cuda-runtime/cuda-runtime "$build"/samples/cuda-runtime/cuda
    "$build"/samples/cuda-runtime/*.so "$stage/samples/cuda-runtime/"
 cp -L "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"/../lib64/libcudart.so.13 \
   "$stage/samples/cuda-runtime/"
+cp "$build"/samples/cuda-runtime/cuda-runtime-broken-program "$stage/samples/cuda-runtime/"
+# CUDA as it is written in the wild (samples/cuda-wild): Thrust, managed memory, dynamic
+# parallelism and plugins sharing a static library, across shared libraries.
+mkdir -p "$stage/samples/cuda-wild"
+cp "$build"/samples/cuda-wild/cuda-wild "$build"/samples/cuda-wild/*.so "$stage/samples/cuda-wild/"
+# devdl installed (the library, devdl-pack, the CMake package) for scripts/cuda-samples.sh, which
+# builds NVIDIA's samples there against it.
+cmake --install "$build" --prefix "$stage/devdl" --strip > /dev/null
 # bench_cuda_runtime's programs linked at load time by devdl (gpu-run.sh builds nvcc's there).
 mkdir -p "$stage/bench-programs"
 cp "$build"/bench/bench_cuda_runtime "$stage/bin/"

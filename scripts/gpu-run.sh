@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with build/portable/stage made here by
-# scripts/gpu-build.sh: the CUDA tests, the CUDA samples (C and Python), and the CUDA benchmarks.
+# scripts/gpu-build.sh: the CUDA tests, the CUDA samples (C and Python), and the CUDA benchmarks;
+# with CUDA_SAMPLES set to a checkout of NVIDIA's cuda-samples there, scripts/cuda-samples.sh's
+# build and run of them, as shipped and through devdl.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stage=build/portable/stage
@@ -96,6 +98,16 @@ runtime "$rt/cuda-runtime" --global "$rt/libcuda-runtime-plugin.so"
 runtime env LD_PRELOAD=$PWD/$rt/libcudapatch.so CUDA_RUNTIME_SAMPLE_PATCHED=1 "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --broken "$rt/libcuda-runtime-broken.so" "$rt/libcuda-runtime-plugin.so"
 runtime "$rt/cuda-runtime" --reopen 300 "$rt/libcuda-runtime-plugin.so"
+# A library loaded with the program whose device code cannot link ends it before main, as ld.so.
+echo "\$ cuda-runtime-broken-program"
+out=$(LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE=0 "$rt/cuda-runtime-broken-program" 2>&1); code=$?
+echo "$out"; echo "exit status $code"
+[ "$code" = 127 ] && grep -q "device symbol lookup error: .*undefined device symbol" <<< "$out" || status=1
+echo "== CUDA as it is written in the wild (samples/cuda-wild)"
+w=$s/cuda-wild
+for mode in --global --local; do
+  runtime env LD_LIBRARY_PATH=$PWD/$w:$LD_LIBRARY_PATH "$w/cuda-wild" $mode "$w/libcuda-wild-plugin-a.so" "$w/libcuda-wild-plugin-b.so"
+done
 # The tools name a kernel and its source line in the program devdl linked, for a library
 # registered as the program starts (before main: devdl initializes the tools compute-sanitizer
 # preloads before it starts CUDA there) and for one opened after main.
@@ -142,6 +154,17 @@ for process in first second; do
   LD_LIBRARY_PATH=$PWD/$rt:$LD_LIBRARY_PATH DEVDL_CACHE_DIR=$cache DEVDL_DEBUG=statistics \
     "$rt/cuda-runtime" "$rt/libcuda-runtime-plugin.so" 2>&1 | grep -E "^devdl: program for|all right|FAILED" || status=1
 done
+
+# NVIDIA's cuda-samples, as shipped and through devdl (scripts/cuda-samples.sh), where a checkout is.
+if [ -n "${CUDA_SAMPLES:-}" ]; then
+  echo "== NVIDIA's cuda-samples ($CUDA_SAMPLES), as shipped and through devdl"
+  samples_work=$(mktemp -d)
+  scripts/cuda-samples.sh build "$CUDA_SAMPLES" "$samples_work" "$(dirname "$(find "$stage/devdl" -name devdlConfig.cmake | head -n 1)")" ||
+    status=1
+  LD_LIBRARY_PATH=$PWD/$stage/devdl/lib:$LD_LIBRARY_PATH scripts/cuda-samples.sh run "$samples_work" || status=1
+else
+  echo "== NVIDIA's cuda-samples: not run (CUDA_SAMPLES names no checkout)"
+fi
 
 echo "== OpenCL on the NVIDIA driver (SPIR-V IL + clCompileProgram/clLinkProgram where it has them)"
 icd=$(mktemp -d)

@@ -128,6 +128,39 @@ TEST(DevdlPack, CudaRegisterDefinesEachObjectsRegistrationHidden) {
   }
 }
 
+// The registrations of an object's file: the __cudaRegisterLinkedBinary_* it defines.
+std::vector<std::string> registrationsOf(const std::string &path) {
+  std::vector<std::string> names;
+  for (const auto &[name, what] : symbolsOf(path))
+    if (name.starts_with("__cudaRegisterLinkedBinary_") && what.first) names.push_back(name);
+  return names;
+}
+
+// nvcc -dlink's arguments, as CMake's device link passes them: -lNAME is libNAME.a of a -L
+// directory; the device runtime (-lcudadevrt, or its file) is libdevdl's to link, never
+// registered (its objects would then be linked into the program, and read as its own code);
+// host libraries found in no -L directory are passed over.
+TEST(DevdlPack, CudaRegisterTakesLibrariesAsNvccDlinkDoesButNotTheDeviceRuntime) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  const std::string dir = scratchDir();
+  ASSERT_EQ(run({DEVDL_AR, "rcs", dir + "/librdc.a", image("lib_rdc.o")}).status, 0);
+  const std::string object = dir + "/register.o";
+  CommandResult alone = run({DEVDL_PACK, "--cuda-register", "-o", object, image("lib_rdc.o")});
+  ASSERT_EQ(alone.status, 0) << alone.err;
+  const std::vector<std::string> expected = registrationsOf(object);
+  ASSERT_EQ(expected.size(), 1u);
+  CommandResult byName = run({DEVDL_PACK, "--cuda-register", "-o", object, "-L", dir, "-lrdc", "-lrt", "-lcudart"});
+  ASSERT_EQ(byName.status, 0) << byName.err;
+  EXPECT_EQ(registrationsOf(object), expected);
+  // With the toolkit's device runtime beside them, by name and by path: the same one registration.
+  const std::string toolkit = std::filesystem::path(DEVDL_TEST_NVCC).parent_path().parent_path() / "lib64";
+  if (!std::filesystem::exists(toolkit + "/libcudadevrt.a")) GTEST_SKIP() << "no libcudadevrt.a in " << toolkit;
+  CommandResult devrt = run({DEVDL_PACK, "--cuda-register", "-o", object, image("lib_rdc.o"), "-L" + toolkit,
+                             "-lcudadevrt", toolkit + "/libcudadevrt.a"});
+  ASSERT_EQ(devrt.status, 0) << devrt.err;
+  EXPECT_EQ(registrationsOf(object), expected);
+}
+
 TEST(DevdlPack, CudaRegisterRefusesWhatRegistersNoDeviceCode) {
   const std::string dir = scratchDir();
   // A file that is no object, named; then a host object without relocatable device code.

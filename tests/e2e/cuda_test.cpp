@@ -127,6 +127,8 @@ TEST_F(Cuda, DynamicParallelismAcrossImages) {
                                  std::pair{"toolchain_lib.fatbin", "toolchain_app.fatbin"},
                                  std::pair{"toolchain_lib.lto.fatbin", "toolchain_app.lto.fatbin"}})
     EXPECT_EQ(runSeed({lib}, app, "ParentKernel"), times(3, 1, 8)) << app;
+  void *lib = device_dlopen(image("toolchain_lib.cubin").c_str(), DEVDL_NOW | DEVDL_GLOBAL);
+  ASSERT_NE(lib, nullptr) << error();
   void *app = device_dlopen(image("toolchain_app.cubin").c_str(), DEVDL_LAZY);
   ASSERT_NE(app, nullptr) << error();
   void *scratch = device_dlsym(app, "ScratchKernel");
@@ -145,6 +147,7 @@ TEST_F(Cuda, DynamicParallelismAcrossImages) {
   cu_->cuCtxPopCurrent(&popped);
   EXPECT_EQ(out, times(-1, 7, 8));
   EXPECT_EQ(device_dlclose(app), 0) << error();
+  EXPECT_EQ(device_dlclose(lib), 0) << error();
 }
 
 TEST_F(Cuda, FatbinsGiveTheMemberForTheDevice) {

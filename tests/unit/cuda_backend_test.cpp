@@ -160,21 +160,31 @@ TEST_F(NvJitLink, LtoInlinesTheLibraryIntoTheKernel) {
 // named.
 TEST_F(NvJitLink, TheFunctionTableLinksBesideCompiledImages) {
   const std::string_view names[] = {"LibDeviceFunc"};
-  auto linked = link({"app.cubin", "lib.cubin"}, false, backend::cuda::functionTablePtx(names));
+  auto linked = link({"app.cubin", "lib.cubin"}, false, backend::cuda::functionTablePtx(names, 90));
   ASSERT_TRUE(!!linked) << errorText(linked);
   EXPECT_TRUE(contains(symbolLines(*linked), "T LibDeviceFunc"));
   const std::string_view missing[] = {"LibDeviceFunc", "NoSuchFunction"};
-  auto refused = link({"app.cubin", "lib.cubin"}, false, backend::cuda::functionTablePtx(missing));
+  auto refused = link({"app.cubin", "lib.cubin"}, false, backend::cuda::functionTablePtx(missing, 90));
   ASSERT_FALSE(!!refused);
   EXPECT_NE(errorText(refused).find("table.ptx: undefined device symbol `NoSuchFunction`"), std::string::npos);
 }
 
+// devdl's own PTX (the function table, the runtime's anchor kernel) targets the device, with the
+// first PTX ISA that knows it: a program's PTX version is its oldest input's, which CUB checks.
+TEST(CudaPtxHeader, TargetsTheDeviceWithTheFirstIsaThatKnowsIt) {
+  EXPECT_EQ(backend::cuda::ptxHeader(90), ".version 7.8\n.target sm_90\n.address_size 64\n\n");
+  EXPECT_EQ(backend::cuda::ptxHeader(80).rfind(".version 7.0\n.target sm_80\n", 0), 0u);
+  EXPECT_EQ(backend::cuda::ptxHeader(120).rfind(".version 8.7\n.target sm_120\n", 0), 0u);
+  EXPECT_EQ(backend::cuda::ptxHeader(101).rfind(".version 8.6\n.target sm_101\n", 0), 0u);  // as sm_100
+  EXPECT_EQ(backend::cuda::ptxHeader(35).rfind(".version 4.0\n.target sm_50\n", 0), 0u);    // the oldest PTX knows
+}
+
 TEST(CudaFunctionTable, NamesPtxCannotSpellAreLeftOut) {
-  EXPECT_EQ(backend::cuda::functionTablePtx({}), "");
+  EXPECT_EQ(backend::cuda::functionTablePtx({}, 90), "");
   const std::string_view odd[] = {"with.dot", "1digit", ""};
-  EXPECT_EQ(backend::cuda::functionTablePtx(odd), "");
+  EXPECT_EQ(backend::cuda::functionTablePtx(odd, 90), "");
   const std::string_view names[] = {"_Z1fi", "g$h", "with.dot"};
-  const std::string ptx = backend::cuda::functionTablePtx(names);
+  const std::string ptx = backend::cuda::functionTablePtx(names, 90);
   EXPECT_NE(ptx.find(".extern .func _Z1fi;\n.extern .func g$h;\n.visible .global .align 8 .u64 "
                      "__devdl_function_addresses[2] = {_Z1fi, g$h};"),
             std::string::npos)

@@ -11,6 +11,7 @@
 #include <llvm/Object/Archive.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Program.h>
 #include <llvm/Support/raw_ostream.h>
@@ -37,8 +38,9 @@ objects OBJ... (objects and static libraries, as nvcc -dlink takes them) with th
 linked at load time by libdevdl against the device code already in the process. Link FILE into the
 library or executable with the objects, libdevdl and the CUDA runtime, instead of nvcc -dlink's
 object. COMPILER (default: $CC, else cc) compiles it. As with nvcc -dlink, -lNAME is the static
-library libNAME.a of a -L directory; one that is in none (the device runtime, which libdevdl
-links itself, host libraries) holds no device code for FILE to register.
+library libNAME.a of a -L directory; one that is in none (host libraries) holds no device code for
+FILE to register. The device runtime (-lcudadevrt, libcudadevrt.a) is libdevdl's to link where an
+image needs it, never registered.
 )";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -199,19 +201,24 @@ int cudaRegister(const std::vector<std::string> &args) {
     else inputs.push_back(arg);
   }
   if (output.empty()) usageError("--cuda-register needs -o FILE");
+  // The device runtime (-lcudadevrt, libcudadevrt.a) is libdevdl's to link where an image needs it,
+  // never registered.
+  auto deviceRuntime = [](const std::string &path) { return llvm::sys::path::filename(path) == "libcudadevrt.a"; };
   for (const std::string &name : libraries)
     for (const std::string &dir : directories)
-      if (llvm::sys::fs::is_regular_file(dir + "/lib" + name + ".a")) {
-        inputs.push_back(dir + "/lib" + name + ".a");
+      if (const std::string path = dir + "/lib" + name + ".a"; !deviceRuntime(path) && llvm::sys::fs::is_regular_file(path)) {
+        inputs.push_back(path);
         break;
       }
   if (inputs.empty()) usageError("--cuda-register needs at least one object");
   std::vector<std::string> ids;
-  for (const std::string &path : inputs)
+  for (const std::string &path : inputs) {
+    if (deviceRuntime(path)) continue;
     if (llvm::Error err = addModuleIdsOf(path, ids)) {
       llvm::errs() << "devdl-pack: " << llvm::toString(std::move(err)) << "\n";
       return 1;
     }
+  }
   if (ids.empty()) {
     llvm::errs() << "devdl-pack: none of the " << inputs.size()
                  << " files registers relocatable device code (no object calls __cudaRegisterLinkedBinary_*: "

@@ -327,13 +327,15 @@ llvm::Expected<std::string> Device::linkBinary(std::span<const LinkInput> inputs
   }
   // The addresses of the functions the images define, which CUDA does not give: a table linked in
   // where an image takes a function's address (function_table.h). Not with LTO-IR, whose functions
-  // become local to the kernels.
+  // become local to the kernels; not for the CUDA runtime, which reaches a program's functions
+  // through its kernels alone, and whose programs' virtual calls and Thrust's kernels failed with
+  // the table's parameterless declarations beside them (measured on the H100).
   std::string table;
   const std::string tableLabel = "devdl's table of functions";
   const bool pointers = llvm::any_of(ready, [](const Input &in) {
     return in.type == CU_JIT_INPUT_FATBINARY || takesFunctionAddresses(in.data, in.type == CU_JIT_INPUT_PTX);
   });
-  if (!ltoIr && pointers) {
+  if (!ltoIr && !forRuntime && pointers) {
     std::vector<std::string_view> functions;
     llvm::StringSet<> named;  // each once: a library's thousand functions are not compared pairwise
     for (const LinkInput &input : inputs)
@@ -341,7 +343,7 @@ llvm::Expected<std::string> Device::linkBinary(std::span<const LinkInput> inputs
         if (symbol.kind == SymbolKind::Function && !llvm::is_contained(input.interposed, symbol.name) &&
             named.insert(symbol.name).second)
           functions.push_back(symbol.name);
-    table = functionTablePtx(functions);
+    table = functionTablePtx(functions, sm_);
     if (!table.empty())
       ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(table.c_str()), table.size() + 1),
                        &tableLabel});
@@ -350,7 +352,7 @@ llvm::Expected<std::string> Device::linkBinary(std::span<const LinkInput> inputs
   std::string anchor;
   const std::string anchorLabel = "devdl's kernel for the CUDA runtime";
   if (forRuntime) {
-    anchor = std::string(kPtxHeader) + ".visible .entry " + kRuntimeAnchor + "()\n{\n  ret;\n}\n";
+    anchor = ptxHeader(sm_) + ".visible .entry " + kRuntimeAnchor + "()\n{\n  ret;\n}\n";
     ready.push_back({CU_JIT_INPUT_PTX, Bytes(reinterpret_cast<const uint8_t *>(anchor.c_str()), anchor.size() + 1),
                      &anchorLabel});
   }

@@ -8,6 +8,7 @@
 #include <llvm/Object/ELF.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace devdl::backend::cuda {
@@ -137,14 +138,32 @@ bool takesFunctionAddresses(Bytes data, bool ptx) {
   return ptx ? ptxTakesFunctionAddresses(asText(data)) : cubinTakesFunctionAddresses(data);
 }
 
-std::string functionTablePtx(std::span<const std::string_view> functions) {
+std::string ptxHeader(int sm) {
+  // Each target's first PTX ISA version; a target devdl does not know takes its predecessor's.
+  static constexpr std::pair<int, const char *> kFirstIsa[] = {
+      {121, "8.8"}, {120, "8.7"}, {110, "9.0"}, {103, "8.8"}, {100, "8.6"}, {90, "7.8"}, {89, "7.8"},
+      {87, "7.4"},  {86, "7.1"},  {80, "7.0"},  {75, "6.3"},  {72, "6.1"},  {70, "6.0"}, {60, "5.0"}};
+  const char *isa = "4.0";
+  int target = sm < 50 ? 50 : sm;
+  for (const auto &[known, version] : kFirstIsa)
+    if (known <= target) {
+      isa = version;
+      break;
+    }
+  std::string header = ".version ";
+  header += isa;
+  header += "\n.target sm_" + std::to_string(target) + "\n.address_size 64\n\n";
+  return header;
+}
+
+std::string functionTablePtx(std::span<const std::string_view> functions, int sm) {
   std::vector<std::string_view> named;
   for (std::string_view name : functions)
     if (ptxIdentifier(name)) named.push_back(name);
   if (named.empty()) return "";
   // Declarations without their parameters: the linker binds by name.
   std::string ptx = "// devdl's table of this program's functions (libdevdl/backend/cuda/function_table.h)\n" +
-                    std::string(kPtxHeader);
+                    ptxHeader(sm);
   for (std::string_view name : named) ptx += ".extern .func " + std::string(name) + ";\n";
   ptx += ".visible .global .align 8 .u64 " + std::string(kFunctionAddresses) + "[" + std::to_string(named.size()) + "] = {";
   for (size_t i = 0; i < named.size(); ++i) ptx += (i ? ", " : "") + std::string(named[i]);

@@ -22,8 +22,12 @@
 
 namespace devdl::backend::cuda {
 
-/// The head of the PTX devdl writes: PTX 7.0 for sm_50 JIT-compiles for any later GPU.
-inline constexpr const char *kPtxHeader = ".version 7.0\n.target sm_50\n.address_size 64\n\n";
+/// The head of the PTX devdl writes into a program for compute capability `sm` (90 for 9.0): its
+/// own target, with the first PTX ISA version that knows it. Not an older target that JIT-compiles
+/// anywhere: a linked program's code reports the oldest virtual architecture of its inputs as its
+/// PTX version (cudaFuncGetAttributes), which CUB checks against the architectures it was compiled
+/// for (its kernels fail with cudaErrorInvalidDeviceFunction otherwise, measured on the H100).
+std::string ptxHeader(int sm);
 
 inline constexpr const char *kFunctionAddresses = "__devdl_function_addresses";
 inline constexpr const char *kFunctionNames = "__devdl_function_names";
@@ -35,8 +39,9 @@ inline constexpr const char *kFunctionNames = "__devdl_function_names";
 bool takesFunctionAddresses(Bytes data, bool ptx);
 
 /// The PTX of the table of `functions` (the names of the functions a program's images define), in
-/// their order; "" where there are none. Names PTX cannot spell are left out.
-std::string functionTablePtx(std::span<const std::string_view> functions);
+/// their order, for compute capability `sm`; "" where there are none. Names PTX cannot spell are
+/// left out.
+std::string functionTablePtx(std::span<const std::string_view> functions, int sm);
 
 /// The table read back: the bytes of kFunctionAddresses (one 64-bit address per function) and of
 /// kFunctionNames (the names, each ended by a NUL); fails where they do not agree.
