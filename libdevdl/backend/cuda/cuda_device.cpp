@@ -327,9 +327,8 @@ llvm::Expected<std::string> Device::linkBinary(std::span<const LinkInput> inputs
   }
   // The addresses of the functions the images define, which CUDA does not give: a table linked in
   // where an image takes a function's address (function_table.h). Not with LTO-IR, whose functions
-  // become local to the kernels; not for the CUDA runtime, which reaches a program's functions
-  // through its kernels alone, and whose programs' virtual calls and Thrust's kernels failed with
-  // the table's parameterless declarations beside them (measured on the H100).
+  // become local to the kernels; not for the CUDA runtime, which reaches none of them (beside the
+  // table, virtual destructors hit an illegal instruction on the H100: docs/limits.md).
   std::string table;
   const std::string tableLabel = "devdl's table of functions";
   const bool pointers = llvm::any_of(ready, [](const Input &in) {
