@@ -19,6 +19,7 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/ObjCopy/ConfigManager.h>
 #include <llvm/ObjCopy/ObjCopy.h>
+#include <llvm/Object/Archive.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/Endian.h>
 #include <llvm/Support/Host.h>
@@ -108,6 +109,75 @@ llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes file) {
 
 llvm::Expected<std::vector<Bytes>> findRelocatableFatbinSectionsInElf(Bytes file) {
   return sectionsOfElf(file, [](uint32_t, std::string_view name) { return name == "__nv_relfatbin"; });
+}
+
+namespace {
+
+// This machine's ELF e_machine: the registration object is compiled for it.
+constexpr uint16_t kHostMachine =
+#if defined(__x86_64__)
+    llvm::ELF::EM_X86_64;
+#elif defined(__aarch64__)
+    llvm::ELF::EM_AARCH64;
+#elif defined(__powerpc64__)
+    llvm::ELF::EM_PPC64;
+#else
+    llvm::ELF::EM_NONE;
+#endif
+
+bool isModuleId(llvm::StringRef id) {
+  return !id.empty() && llvm::all_of(id, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+llvm::Error addModuleIds(const llvm::object::ObjectFile &object, std::vector<std::string> &ids,
+                         const std::string &name) {
+  auto bad = [&](const llvm::Twine &why) { return fail(ErrorCode::BadFormat, name + ": " + why); };
+  if (const auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(&object);
+      elf && kHostMachine != llvm::ELF::EM_NONE && elf->getEMachine() != kHostMachine)
+    return bad("an object for another machine (ELF machine " + llvm::Twine(elf->getEMachine()) + ") than this one's");
+  for (const llvm::object::SymbolRef &symbol : object.symbols()) {
+    auto flags = symbol.getFlags();
+    if (!flags) return bad(llvm::toString(flags.takeError()));
+    if (!(*flags & llvm::object::SymbolRef::SF_Undefined)) continue;
+    auto symbolName = symbol.getName();
+    if (!symbolName) return bad(llvm::toString(symbolName.takeError()));
+    if (!symbolName->startswith(kCudaRegisterPrefix)) continue;
+    if (!isModuleId(symbolName->drop_front(kCudaRegisterPrefix.size())))
+      return bad("`" + *symbolName + "` names no module id nvcc writes (letters, digits and '_')");
+    if (llvm::find(ids, *symbolName) == ids.end()) ids.push_back(symbolName->str());
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+llvm::Expected<std::vector<std::string>> cudaModuleIds(Bytes file) {
+  std::vector<std::string> ids;
+  auto binary = llvm::object::createBinary(llvm::MemoryBufferRef(asText(file), ""));
+  if (!binary) return fail(ErrorCode::BadFormat, llvm::toString(binary.takeError()));
+  if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(binary->get())) {
+    if (llvm::Error err = addModuleIds(*object, ids, "the object")) return std::move(err);
+    return ids;
+  }
+  auto *archive = llvm::dyn_cast<llvm::object::Archive>(binary->get());
+  if (!archive) return fail(ErrorCode::BadFormat, "neither an object nor a static library");
+  llvm::Error err = llvm::Error::success();
+  for (const llvm::object::Archive::Child &child : archive->children(err)) {
+    auto childName = child.getName();
+    const std::string name = "member " + (childName ? childName->str() : (llvm::consumeError(childName.takeError()), "?"));
+    auto member = child.getAsBinary();
+    if (!member) {
+      llvm::consumeError(std::move(err));
+      return fail(ErrorCode::BadFormat, name + ": " + llvm::toString(member.takeError()));
+    }
+    if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(member->get()))
+      if (llvm::Error bad = addModuleIds(*object, ids, name)) {
+        llvm::consumeError(std::move(err));
+        return std::move(bad);
+      }
+  }
+  if (err) return fail(ErrorCode::BadFormat, llvm::toString(std::move(err)));
+  return ids;
 }
 
 llvm::Expected<std::vector<Bytes>> findDpcppImageSectionsInElf(Bytes file) {

@@ -40,6 +40,17 @@ llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes elf);
 /// objects, which a library linked with devdl's CUDA registration object carries unlinked.
 llvm::Expected<std::vector<Bytes>> findRelocatableFatbinSectionsInElf(Bytes elf);
 
+/// The prefix of the function each nvcc -rdc=true object's constructor calls with its device code,
+/// which nvcc -dlink's object (or devdl-pack --cuda-register's) defines: then the object's module id.
+inline constexpr std::string_view kCudaRegisterPrefix = "__cudaRegisterLinkedBinary_";
+
+/// The module ids the nvcc -rdc=true objects of a host object or static library (`file`) register:
+/// each __cudaRegisterLinkedBinary_<id> one calls, in order, each once; none for objects without
+/// relocatable device code. An id is what nvcc writes, letters, digits and '_': any other is
+/// refused naming the object and the symbol (the ids are written into C source). An object for
+/// another machine than this one's is refused naming it.
+llvm::Expected<std::vector<std::string>> cudaModuleIds(Bytes file);
+
 /// The sections where DPC++'s offload wrapper put a host ELF file's device images
 /// (__CLANG_OFFLOAD_BUNDLE__sycl-*), in section order; its tables point into them.
 llvm::Expected<std::vector<Bytes>> findDpcppImageSectionsInElf(Bytes elf);

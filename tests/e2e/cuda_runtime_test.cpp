@@ -161,6 +161,53 @@ TEST(DevdlPack, CudaRegisterTakesLibrariesAsNvccDlinkDoesButNotTheDeviceRuntime)
   EXPECT_EQ(registrationsOf(object), expected);
 }
 
+// Hostile and careless input (issue 65): the module ids go into the registration object's C
+// source, so a name that is not one nvcc writes is refused, naming the object and the symbol
+// (here one that would have compiled a constructor of its own); the output is never an input; a
+// file that is not a regular one is refused at once; nothing is left behind where the compiler
+// is missing or fails.
+TEST(DevdlPack, CudaRegisterRefusesHostileNamesAndFilesAndLeavesNothingBehind) {
+  DEVDL_REQUIRE_CUDA_IMAGES();
+  const std::string dir = scratchDir();
+  const std::string object = dir + "/rdc.o", out = dir + "/register.o";
+  std::filesystem::copy_file(image("lib_rdc.o"), object);
+  std::string registers;
+  for (const auto &[name, what] : symbolsOf(object))
+    if (name.starts_with("__cudaRegisterLinkedBinary_")) registers = name;
+  ASSERT_FALSE(registers.empty());
+  const std::string hostile = dir + "/hostile.o";
+  const std::string injected = "__cudaRegisterLinkedBinary_x(void){}\n__attribute__((constructor)) void injected";
+  CommandResult renamed = run({DEVDL_OBJCOPY, "--redefine-sym", registers + "=" + injected, object, hostile});
+  ASSERT_EQ(renamed.status, 0) << renamed.err;
+  CommandResult refused = run({DEVDL_PACK, "--cuda-register", "-o", out, hostile});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find(hostile + ": the object: `__cudaRegisterLinkedBinary_x(void){}"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("names no module id nvcc writes"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  const auto before = readFile(object);
+  CommandResult self = run({DEVDL_PACK, "--cuda-register", "-o", object, object});
+  EXPECT_EQ(self.status, 1);
+  EXPECT_NE(self.err.find("the output " + object + " is an input"), std::string::npos) << self.err;
+  CommandResult spelledOtherwise = run({DEVDL_PACK, "--cuda-register", "-o", dir + "/./rdc.o", object});
+  EXPECT_EQ(spelledOtherwise.status, 1) << spelledOtherwise.err;
+  EXPECT_EQ(readFile(object), before);
+
+  CommandResult device = run({DEVDL_PACK, "--cuda-register", "-o", out, "/dev/zero"});
+  EXPECT_EQ(device.status, 1);
+  EXPECT_NE(device.err.find("/dev/zero: not a regular file"), std::string::npos) << device.err;
+
+  CommandResult noCompiler = run({DEVDL_PACK, "--cuda-register", "--cc", "/nonexistent/cc", "-o", out, object});
+  EXPECT_EQ(noCompiler.status, 1);
+  EXPECT_NE(noCompiler.err.find("the C compiler /nonexistent/cc was not found"), std::string::npos) << noCompiler.err;
+  CommandResult failing = run({DEVDL_PACK, "--cuda-register", "--cc", "false", "-o", out, object});
+  EXPECT_EQ(failing.status, 1);
+  EXPECT_NE(failing.err.find("did not compile the registration object"), std::string::npos) << failing.err;
+  for (const auto &entry : std::filesystem::directory_iterator(dir))
+    EXPECT_TRUE(entry.path() == object || entry.path() == hostile) << entry.path() << " was left behind";
+}
+
 TEST(DevdlPack, CudaRegisterRefusesWhatRegistersNoDeviceCode) {
   const std::string dir = scratchDir();
   // A file that is no object, named; then a host object without relocatable device code.

@@ -38,7 +38,7 @@
 
 namespace {
 
-enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, CacheEntry, Summary, Link };
+enum Parser { SpirV, DeviceElf, Ptx, Fatbin, Bitcode, Bundle, HostElf, AnyFile, CacheEntry, Summary, Link, CudaRegister };
 
 // A disk cache entry as a file under the key "fuzz" (tests/data/fuzz-seeds has a valid
 // one to start from), then looked up and listed as devdl and devdl-cache do.
@@ -255,6 +255,9 @@ llvm::Error parse(devdl::Bytes bytes) {
     case CacheEntry: readCacheEntry(bytes); return llvm::Error::success();
     case Summary: return readSummary(bytes);
     case Link: return link(bytes, storage);
+    // What devdl-pack --cuda-register reads of its objects and static libraries: the module ids
+    // it writes into the registration object's C source.
+    case CudaRegister: return bundle::cudaModuleIds(bytes).takeError();
   }
   return llvm::Error::success();
 }

@@ -6,10 +6,9 @@
 // objects use.
 #include "tools/devdl-pack/cuda_register.h"
 
+#include "bundle/host_elf.h"
 #include "support/error.h"
 
-#include <llvm/Object/Archive.h>
-#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -23,7 +22,6 @@ namespace devdl::pack {
 
 namespace {
 
-constexpr std::string_view kRegisterPrefix = "__cudaRegisterLinkedBinary_";
 
 // include/devdl_cuda.h, as the build embedded it: the registration object's declarations are the
 // library's own.
@@ -48,37 +46,18 @@ image needs it, never registered.
   std::exit(2);
 }
 
-// The module ids an object's constructor registers: the __cudaRegisterLinkedBinary_<id> it calls.
-llvm::Error addModuleIds(const llvm::object::ObjectFile &object, std::vector<std::string> &ids) {
-  for (const llvm::object::SymbolRef &symbol : object.symbols()) {
-    auto flags = symbol.getFlags();
-    if (!flags) return flags.takeError();
-    if (!(*flags & llvm::object::SymbolRef::SF_Undefined)) continue;
-    auto name = symbol.getName();
-    if (!name) return name.takeError();
-    if (name->startswith(kRegisterPrefix) && llvm::find(ids, *name) == ids.end()) ids.push_back(name->str());
-  }
-  return llvm::Error::success();
-}
-
-// The module ids of a file: an object, or each member of a static library.
+// The module ids of the file at `path` (bundle::cudaModuleIds), added to `ids` each once: a
+// regular file alone (as device_dlopen takes), read whole.
 llvm::Error addModuleIdsOf(const std::string &path, std::vector<std::string> &ids) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!llvm::sys::fs::is_regular_file(path))
+    return fail(ErrorCode::Io, path + ": " + (llvm::sys::fs::exists(path) ? "not a regular file" : "no such file"));
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer) return fail(ErrorCode::Io, path + ": " + buffer.getError().message());
-  auto binary = llvm::object::createBinary((*buffer)->getMemBufferRef());
-  if (!binary) return fail(ErrorCode::BadFormat, path + ": " + llvm::toString(binary.takeError()));
-  if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(binary->get()))
-    return inFile(addModuleIds(*object, ids), path);
-  auto *archive = llvm::dyn_cast<llvm::object::Archive>(binary->get());
-  if (!archive) return fail(ErrorCode::BadFormat, path + ": neither an object nor a static library");
-  llvm::Error err = llvm::Error::success();
-  for (const llvm::object::Archive::Child &child : archive->children(err)) {
-    auto member = child.getAsBinary();
-    if (!member) return fail(ErrorCode::BadFormat, path + ": " + llvm::toString(member.takeError()));
-    if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(member->get()))
-      if (llvm::Error bad = addModuleIds(*object, ids)) return inFile(std::move(bad), path);
-  }
-  return err ? fail(ErrorCode::BadFormat, path + ": " + llvm::toString(std::move(err))) : llvm::Error::success();
+  auto found = bundle::cudaModuleIds(asBytes(std::string_view((*buffer)->getBufferStart(), (*buffer)->getBufferSize())));
+  if (!found) return inFile(found.takeError(), path);
+  for (std::string &id : *found)
+    if (llvm::find(ids, id) == ids.end()) ids.push_back(std::move(id));
+  return llvm::Error::success();
 }
 
 // The C source of the registration object for `ids`, in the order their objects are linked.
@@ -170,7 +149,7 @@ static void arrive(unsigned index, void (*callback)(void **), void (*keep)(void 
   // takes every object of a static library, whose constructor registers its part.
   std::string wrappers;
   for (const std::string &id : ids) {
-    const std::string wrapper = "__fatbinwrap_" + id.substr(kRegisterPrefix.size());
+    const std::string wrapper = "__fatbinwrap_" + id.substr(bundle::kCudaRegisterPrefix.size());
     c += "extern const char " + wrapper + "[];\n";
     wrappers += "  " + wrapper + ",\n";
   }
@@ -225,8 +204,24 @@ int cudaRegister(const std::vector<std::string> &args) {
                     "were they compiled with nvcc -rdc=true?)\n";
     return 1;
   }
-  // The source goes to a file of its own beside the output: compilers name it in their errors.
+  for (const std::string &path : inputs)
+    if (bool same = false; path == output || (!llvm::sys::fs::equivalent(path, output, same) && same)) {
+      llvm::errs() << "devdl-pack: the output " << output << " is an input; not writing over it\n";
+      return 1;
+    }
+  if (compiler.empty()) compiler = std::getenv("CC") && *std::getenv("CC") ? std::getenv("CC") : "cc";
+  auto program = llvm::sys::findProgramByName(compiler);  // a path is taken as it is: checked
+  if (!program || !llvm::sys::fs::can_execute(*program)) {
+    llvm::errs() << "devdl-pack: the C compiler " << compiler << " was not found (--cc or CC names another)\n";
+    return 1;
+  }
+  // The source goes to a file of its own beside the output, which compilers name in their errors;
+  // it goes on every path, and the output with it where the compiler failed.
   const std::string source = output + ".devdl-register.c";
+  struct Remove {
+    const std::string &path;
+    ~Remove() { llvm::sys::fs::remove(path); }
+  } removeSource{source};
   {
     std::error_code ec;
     llvm::raw_fd_ostream out(source, ec);
@@ -236,17 +231,11 @@ int cudaRegister(const std::vector<std::string> &args) {
     }
     out << registrationSource(ids);
   }
-  if (compiler.empty()) compiler = std::getenv("CC") && *std::getenv("CC") ? std::getenv("CC") : "cc";
-  auto program = llvm::sys::findProgramByName(compiler);
-  if (!program) {
-    llvm::errs() << "devdl-pack: the C compiler " << compiler << " was not found (--cc or CC names another)\n";
-    return 1;
-  }
   const llvm::StringRef argv[] = {*program, "-c", "-fPIC", "-O2", "-w", source, "-o", output};
   std::string why;
   const int status = llvm::sys::ExecuteAndWait(*program, argv, llvm::None, {}, 0, 0, &why);
-  llvm::sys::fs::remove(source);
   if (status != 0) {
+    llvm::sys::fs::remove(output);
     llvm::errs() << "devdl-pack: " << compiler << " did not compile the registration object"
                  << (why.empty() ? "" : ": " + why) << "\n";
     return 1;
