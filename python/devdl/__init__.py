@@ -21,7 +21,7 @@ import collections
 import ctypes
 import os
 import threading
-from typing import Any, NoReturn, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Union
 
 __all__ = ["LAZY", "NOW", "NOLOAD", "DEEPBIND", "GLOBAL", "LOCAL", "NODELETE",
            "OPENCL", "LEVEL_ZERO", "CUDA", "error", "Handle", "View", "SymbolInfo", "AddressInfo", "Native",
@@ -105,7 +105,17 @@ def _fail(default: str) -> NoReturn:
 
 
 def _bytes(text: Union[str, bytes, os.PathLike, None]) -> Optional[bytes]:
-    return os.fsencode(text) if isinstance(text, (str, os.PathLike)) else text
+    encoded = os.fsencode(text) if isinstance(text, (str, os.PathLike)) else text
+    # C would read up to the first NUL: another file or name than the one given.
+    if encoded is not None and b"\0" in encoded:
+        raise ValueError("embedded null byte")
+    return encoded
+
+
+# open_memory's bytes, by C handle, one entry for each open not closed yet: devdl knows the
+# memory by its address for as long as the C handle is open, whether or not its Handle is still
+# referenced (dlopen's handles stay open until closed), so no other bytes may take that address.
+_kept_memory: Dict[int, List[bytes]] = {}
 
 
 def version() -> Tuple[int, int, int]:
@@ -124,8 +134,8 @@ class Handle:
     def __init__(self, pointer: int, name: str, backend: Optional[int] = None):
         self._pointer: Optional[int] = pointer
         self.name = name
-        self._data: Optional[bytes] = None  # open_memory's bytes, kept while the handle is open
         self._backend = backend  # a view's; None: the default devices'
+        self._memory: Optional[bytes] = None  # open_memory's bytes (_kept_memory)
 
     def __repr__(self) -> str:
         return "<devdl.Handle %s>" % self.name
@@ -228,7 +238,13 @@ class Handle:
         """device_dlclose: drops this handle's reference."""
         if self._pointer is not None:
             pointer, self._pointer = self._pointer, None
-            if _lib.device_dlclose(pointer) != 0:
+            status = _lib.device_dlclose(pointer)
+            if self._memory:
+                kept = _kept_memory[pointer]
+                kept.remove(self._memory)
+                if not kept:
+                    del _kept_memory[pointer]
+            if status != 0:
                 _fail("device_dlclose(%s) failed" % self.name)
 
 
@@ -262,9 +278,8 @@ def open_memory(data: bytes, name: str, flags: int = NOW) -> Handle:
     if not pointer:
         _fail("device_dlopen_mem(%s) failed" % name)
     handle = Handle(pointer, name)
-    # devdl knows the memory by its address while the handle is open: kept, so that no other
-    # bytes take that address meanwhile and are taken for these.
-    handle._data = data
+    handle._memory = data
+    _kept_memory.setdefault(pointer, []).append(data)
     return handle
 
 

@@ -1,5 +1,6 @@
 """The Python module (python/devdl) over the built libdevdl.so and PyOpenCL on PoCL.
 Usage: test_devdl.py IMAGES (the tests' image folder); DEVDL_LIBRARY names the library."""
+import gc
 import os
 import sys
 import unittest
@@ -89,6 +90,27 @@ class Module(unittest.TestCase):
             self.assertEqual(app.info("LibDeviceFunc").file, "lib-in-memory")
             self.assertEqual(run(app.kernel("AppKernel"), 4), [0, 2, 4, 6])
         lib.close()
+
+    def test_open_memory_keeps_its_bytes_while_the_c_handle_is_open(self):
+        # A Handle dropped without close() leaves its C handle open, as dlopen's: its bytes stay
+        # devdl's, so other bytes of the same size, opened next, are never taken for them.
+        with open(image("lib.spv"), "rb") as f:
+            first = f.read()
+        second = first.replace(b"LibDeviceFunc", b"LibDeviceFunX")
+        self.assertEqual(len(first), len(second))
+        for _ in range(20):
+            devdl.open_memory(bytes(bytearray(first)), "first", devdl.LAZY)  # dropped, never closed
+            gc.collect()
+            with devdl.open_memory(bytes(bytearray(second)), "second", devdl.LAZY) as other:
+                self.assertEqual(other.info("LibDeviceFunX").file, "second")
+
+    def test_embedded_nul_bytes_are_refused(self):
+        # C would read up to the NUL: another file or name than the one given.
+        with self.assertRaisesRegex(ValueError, "embedded null byte"):
+            devdl.open(image("lib.spv") + "\0-other")
+        with devdl.open(image("lib.spv")) as lib:
+            with self.assertRaisesRegex(ValueError, "embedded null byte"):
+                lib.sym("LibCounter\0Other")
 
     def test_a_view_links_in_another_context(self):
         # The same device in a context of the program's own: a program of its own there.
