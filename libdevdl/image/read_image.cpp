@@ -17,7 +17,11 @@ namespace devdl {
 
 namespace {
 
-bool isSpirv(Bytes b) { return b.size() >= 4 && llvm::support::endian::read32le(b.data()) == 0x07230203; }
+// Either byte order: the magic number tells which (the reader turns the other into this host's).
+bool isSpirv(Bytes b) {
+  return b.size() >= 4 && (llvm::support::endian::read32le(b.data()) == 0x07230203 ||
+                           llvm::support::endian::read32be(b.data()) == 0x07230203);
+}
 bool isBitcode(Bytes b) {
   if (b.size() < 4) return false;
   uint32_t magic = llvm::support::endian::read32le(b.data());

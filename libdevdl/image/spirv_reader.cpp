@@ -37,6 +37,7 @@ struct SpirvFacts {
   std::vector<Linkage> linkages;
   std::vector<std::pair<uint32_t, std::string_view>> kernels;  // function id, name
   std::unordered_set<uint32_t> variables;
+  std::unordered_set<uint32_t> functions;  // the result ids of OpFunction
   std::vector<uint32_t> crossWorkgroup;   // module-scope CrossWorkgroup variables, in order
   std::unordered_set<uint32_t> readOnly;  // decorated Constant
   std::unordered_map<uint32_t, std::string_view> names;
@@ -71,17 +72,16 @@ llvm::Error forEachInstruction(std::span<const uint32_t> words,
 }
 
 // What devdl needs of a module (names, linkage, entry points, variables, specialization ids), read
-// by forEachInstruction. Strings are views into `words`, saved into `storage` where `save`.
-llvm::Error walkSpirv(std::span<const uint32_t> words, SpirvFacts &f, Storage *save) {
+// by forEachInstruction. Strings are views into `words`.
+llvm::Error walkSpirv(std::span<const uint32_t> words, SpirvFacts &f) {
   bool inFunctions = false;
   return forEachInstruction(words, [&](size_t at, uint32_t opcode, std::span<const uint32_t> operands) -> llvm::Error {
     auto bad = [&](const char *why) {
       return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + llvm::Twine(why) + " (at word " + llvm::Twine(at) + ")");
     };
-    auto kept = [&](std::string_view view) { return save ? save->save(view) : view; };
     switch (opcode) {
       case SpvOpName:
-        if (auto name = literalAt(operands, 1); name && operands.size() >= 2) f.names.emplace(operands[0], kept(*name));
+        if (auto name = literalAt(operands, 1); name && operands.size() >= 2) f.names.emplace(operands[0], *name);
         else return bad("OpName of no terminated string");
         break;
       case SpvOpExtension: f.extensions = true; break;
@@ -91,9 +91,13 @@ llvm::Error walkSpirv(std::span<const uint32_t> words, SpirvFacts &f, Storage *s
         break;
       case SpvOpEntryPoint:
         if (auto name = literalAt(operands, 2); !name || operands.size() < 3) return bad("OpEntryPoint of no terminated name");
-        else if (operands[0] == SpvExecutionModelKernel) f.kernels.emplace_back(operands[1], kept(*name));
+        else if (operands[0] == SpvExecutionModelKernel) f.kernels.emplace_back(operands[1], *name);
         break;
-      case SpvOpFunction: inFunctions = true; break;
+      case SpvOpFunction:
+        if (operands.size() < 2) return bad("OpFunction of too few words");
+        inFunctions = true;
+        f.functions.insert(operands[1]);
+        break;
       case SpvOpVariable:
         if (operands.size() < 3) return bad("OpVariable of too few words");
         f.variables.insert(operands[1]);
@@ -106,7 +110,7 @@ llvm::Error walkSpirv(std::span<const uint32_t> words, SpirvFacts &f, Storage *s
           size_t next = 0;
           auto name = literalAt(operands, 2, &next);
           if (!name || next >= operands.size()) return bad("LinkageAttributes of no name or no linkage type");
-          f.linkages.push_back({operands[0], kept(*name), operands[next]});
+          f.linkages.push_back({operands[0], *name, operands[next]});
         } else if (operands[1] == SpvDecorationSpecId) {
           if (operands.size() < 3) return bad("SpecId of no number");
           f.specIds.emplace_back(operands[0], operands[2]);
@@ -156,16 +160,18 @@ llvm::Error readSpirv(DeviceImage &image) {
     image.bytes = image.storage->adopt(llvm::MemoryBuffer::getMemBufferCopy(asText(image.bytes)));
 
   std::span<const uint32_t> words(reinterpret_cast<const uint32_t *>(image.bytes.data()), image.bytes.size() / 4);
-  // A module of the other byte order is read from a copy in this host's, its strings saved.
-  std::vector<uint32_t> swapped;
+  // A module of the other byte order (valid SPIR-V: the magic number tells) becomes the image in
+  // this host's, which is what every linker, driver and cache key after the reader sees.
   if (words[0] == llvm::ByteSwap_32(SpvMagicNumber)) {
-    swapped.assign(words.begin(), words.end());
+    std::vector<uint32_t> swapped(words.begin(), words.end());
     for (uint32_t &word : swapped) word = llvm::ByteSwap_32(word);
-    words = swapped;
+    image.bytes = image.storage->adopt(llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(reinterpret_cast<const char *>(swapped.data()), swapped.size() * 4)));
+    words = std::span<const uint32_t>(reinterpret_cast<const uint32_t *>(image.bytes.data()), swapped.size());
   }
   if (words[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
   SpirvFacts facts;
-  if (llvm::Error err = walkSpirv(words, facts, swapped.empty() ? nullptr : image.storage.get())) return err;
+  if (llvm::Error err = walkSpirv(words, facts)) return err;
 
   // SPIRV-Tools vouches for the module, or says why not. Where it says so of a module that
   // declares extensions, its rules or its grammar are older than the module (Debian's 2023.1
@@ -193,6 +199,10 @@ llvm::Error readSpirv(DeviceImage &image) {
     image.symbols.push_back({name, SymbolKind::Kernel});
   }
   for (const Linkage &l : facts.linkages) {
+    // An export must be of something the module defines: listed, it would be a symbol of nothing.
+    if (l.type != SpvLinkageTypeImport && !facts.functions.count(l.id) && !facts.variables.count(l.id))
+      return fail(ErrorCode::BadFormat, "invalid SPIR-V: `" + llvm::Twine(l.name) + "` is exported (LinkageAttributes) " +
+                                            "on id " + llvm::Twine(l.id) + ", which is no function or variable of the module");
     if (l.type == SpvLinkageTypeImport) {
       if (auto import = spirImport(l.name)) image.symbols.push_back(*import);
     } else if ((l.type == SpvLinkageTypeExport || l.type == SpvLinkageTypeLinkOnceODR) && !kernelNames.count(l.name)) {
@@ -230,7 +240,7 @@ llvm::Expected<std::vector<std::pair<uint32_t, std::string>>> spirvStatics(Bytes
   auto words = spirvWordsInHostOrder(bytes);
   if (!words) return words.takeError();
   SpirvFacts facts;
-  if (llvm::Error err = walkSpirv(*words, facts, nullptr)) return err;
+  if (llvm::Error err = walkSpirv(*words, facts)) return err;
   return staticsOf(facts);  // its names are copies: `words` go
 }
 

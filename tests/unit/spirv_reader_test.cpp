@@ -7,6 +7,8 @@
 #include "support/spirv_tools.h"
 #include "test_support.h"
 
+#include <algorithm>
+
 #include <spirv-tools/libspirv.h>
 
 #include <cstring>
@@ -30,6 +32,22 @@ TEST(SpirvReader, LibraryExportsFunctionsAndVariables) {
   EXPECT_EQ(lib.triple, "spir64-unknown-unknown");
   EXPECT_EQ(symbolLines(lib),
             (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+}
+
+// A module in the other byte order is valid SPIR-V (its magic number tells which): read, with the
+// same symbols, and its image is the module in this host's byte order, what linkers and drivers
+// then take.
+TEST(SpirvReader, AModuleOfTheOtherByteOrderIsReadAsThisHostsOwn) {
+  const std::string little = readFile(image("lib.spv"));
+  std::string big = little;
+  for (size_t at = 0; at + 4 <= big.size(); at += 4) std::reverse(big.begin() + at, big.begin() + at + 4);
+  auto file = readImageMemory(asBytes(big), "big.spv", nullptr);
+  ASSERT_TRUE(!!file) << errorText(file);
+  ASSERT_EQ(file->images.size(), 1u);
+  const DeviceImage &image = file->images[0];
+  EXPECT_EQ(image.format, ImageFormat::SpirV);
+  EXPECT_EQ(symbolLines(image), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
+  EXPECT_EQ(asText(image.bytes), little);
 }
 
 TEST(SpirvReader, AppKernelImportsTheLibraryFunctionAndNoBuiltin) {
@@ -109,6 +127,26 @@ TEST(SpirvReader, InvalidModuleIsRefusedNamingFileAndProblem) {
 // its grammar does not know), with the extension that brings it: read by devdl's own reader, its
 // symbols listed, and marked as one the validator could not vouch for. The same capability in a
 // module that declares no extension is refused, as is one whose words do not fit.
+// An export on an id that is no function or variable of the module (a constant: the validator lets
+// it through) would list a symbol of nothing: refused, naming it.
+TEST(SpirvReader, AnExportOfNothingTheModuleDefinesIsRefused) {
+  const std::string text = "OpCapability Addresses\nOpCapability Linkage\nOpCapability Kernel\n"
+                           "OpMemoryModel Physical64 OpenCL\n"
+                           "OpDecorate %ghost LinkageAttributes \"Ghost\" Export\n"
+                           "%int = OpTypeInt 32 0\n%ghost = OpConstant %int 7\n"
+                           "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n"
+                           "%f = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n";
+  spirv::Context context;
+  spv_binary binary = nullptr;
+  ASSERT_EQ(spvTextToBinary(context.get(), text.data(), text.size(), &binary, nullptr), SPV_SUCCESS);
+  const std::string bytes(reinterpret_cast<const char *>(binary->code), binary->wordCount * 4);
+  spvBinaryDestroy(binary);
+  const std::string error = errorText(readImageMemory(asBytes(bytes), "ghost.spv", nullptr));
+  EXPECT_NE(error.find("ghost.spv: image 0 (spirv): invalid SPIR-V: `Ghost` is exported (LinkageAttributes) on id"),
+            std::string::npos)
+      << error;
+}
+
 TEST(SpirvReader, AModuleOfAnExtensionNewerThanTheValidatorIsReadUnvouched) {
   auto assembled = [](bool extension) {
     const std::string text = std::string("OpCapability Addresses\nOpCapability Linkage\nOpCapability Kernel\n"

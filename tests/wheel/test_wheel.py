@@ -72,6 +72,8 @@ def test_the_commands_say_which_translator_makes_spir():
     llvm_spirv = shutil.which("llvm-spirv-15")
     if llvm_spirv:
         assert "by %s (this build has no SPIRV-LLVM-Translator of its own)" % llvm_spirv in version
+        # A name without a slash is looked for on PATH, as execvp does.
+        assert "by %s " % llvm_spirv in nm_version(DEVDL_LLVM_SPIRV="llvm-spirv-15")
     else:
         assert "no llvm-spirv-15 on PATH" in version
     assert "no llvm-spirv-15 on PATH" in nm_version(DEVDL_LLVM_SPIRV="")

@@ -29,6 +29,10 @@ const std::optional<std::string> &translatorCommand() {
   static const std::optional<std::string> command = []() -> std::optional<std::string> {
     if (const char *named = devdlVariable("DEVDL_LLVM_SPIRV")) {
       if (!*named) return std::nullopt;
+      // A name without a slash is looked for on PATH, as execvp looks; one not found is kept as
+      // it is, for the error to name.
+      if (std::string_view(named).find('/') == std::string_view::npos)
+        if (auto found = llvm::sys::findProgramByName(named)) return *found;
       return std::string(named);
     }
     // A secure-execution process takes no program from its caller's PATH: only Debian's.
