@@ -160,10 +160,16 @@ std::string Planner::whyUnresolved(std::string_view symbol, uint32_t importer) c
 
 llvm::Error Planner::unresolvedError(const LinkPlan &plan) const {
   if (plan.unresolved.empty() && plan.setProblems.empty()) return llvm::Error::success();
+  // The first few, and how many more: a module of a million imports is no million-line error
+  // (device_dlerror keeps it, and the tools print it).
   std::string message;
-  for (const auto &u : plan.unresolved)
+  for (size_t i = 0; i < plan.unresolved.size() && i < kUnresolvedShown; ++i) {
+    const auto &u = plan.unresolved[i];
     message += (message.empty() ? "" : "\n") + at(u.importer).label + ": undefined device symbol `" +
                std::string(u.symbol) + "`" + whyUnresolved(u.symbol, u.importer);
+  }
+  if (plan.unresolved.size() > kUnresolvedShown)
+    message += "\n... and " + std::to_string(plan.unresolved.size() - kUnresolvedShown) + " more undefined device symbols";
   for (const std::string &problem : plan.setProblems) message += (message.empty() ? "" : "\n") + problem;
   return fail(ErrorCode::Unresolved, message);
 }

@@ -98,8 +98,10 @@ class Planner {
   std::vector<Importer> importersOf(const LinkPlan &plan, llvm::function_ref<bool(uint32_t)> sameDevice) const;
 
   /// The plan's unresolved imports and set problems as one error naming each symbol and image
-  /// (and why a definition in scope does not serve); success when none.
+  /// (and why a definition in scope does not serve), the first kUnresolvedShown symbols and how
+  /// many more; success when none.
   llvm::Error unresolvedError(const LinkPlan &plan) const;
+  static constexpr size_t kUnresolvedShown = 20;
   /// A name the plan binds to two definitions, as an error naming both; success when none.
   llvm::Error conflictError(const LinkPlan &plan) const;
   /// The plan as device_dlplan shows it: one line for each binding, unresolved import, image a

@@ -245,11 +245,18 @@ llvm::Expected<std::string> HelperProcess::receive(size_t size) {
   return bytes;
 }
 
-llvm::Expected<std::string> HelperProcess::receiveUntilExit() {
+llvm::Expected<std::string> HelperProcess::receiveUntilExit(size_t limit) {
   std::string bytes, chunk(kReceiveChunk, '\0');
   for (;;) {
     const ssize_t got = ::recv(channel_, chunk.data(), chunk.size(), 0);
     if (got > 0) {
+      if (bytes.size() + static_cast<size_t>(got) > limit) {
+        endGroup();
+        closeChannel();
+        reap();
+        return fail(ErrorCode::Unsupported, what_ + " wrote more than " + std::to_string(limit) +
+                                                " bytes, more than its answer can be, and was killed" + lastWords());
+      }
       bytes.append(chunk.data(), got);
       continue;
     }

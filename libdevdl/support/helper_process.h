@@ -58,8 +58,9 @@ class HelperProcess {
 
   /// Reads all the helper writes until it exits: a command that writes its answer and ends. Fails
   /// where it exits with another status than 0 or is killed (saying how, and what it last wrote
-  /// to its standard error), or at the deadline.
-  llvm::Expected<std::string> receiveUntilExit();
+  /// to its standard error), at the deadline, or once it wrote more than `limit` bytes (killed
+  /// then: what an answer can be, not all a runaway command writes, is held).
+  llvm::Expected<std::string> receiveUntilExit(size_t limit);
 
  private:
   HelperProcess(pid_t pid, int channel, int errors, int exit, std::string path, std::string what);

@@ -107,5 +107,15 @@ TEST_F(TranslatorCommandRun, ACommandThatWritesGarbageIsNotReadAsAModule) {
   EXPECT_NE(error.find("cannot read"), std::string::npos) << error;
 }
 
+// A command that writes without end is killed once it wrote more than an answer can be (64 MiB
+// for a small module), not read whole: the process holds no more than that.
+TEST_F(TranslatorCommandRun, ACommandThatWritesWithoutEndIsKilledAtWhatAnAnswerCanBe) {
+  const std::string endless = command("exec cat /dev/zero");
+  const std::string error = errorText(read(endless));
+  EXPECT_EQ(error, "the SPIR-V translator " + endless + " wrote more than " + std::to_string(64 << 20) +
+                       " bytes, more than its answer can be, and was killed")
+      << error;
+}
+
 }  // namespace
 }  // namespace devdl::test

@@ -17,6 +17,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <spirv/unified1/spirv.h>
 
+#include <algorithm>
 #include <map>
 
 namespace devdl::backend {
@@ -89,7 +90,9 @@ llvm::Expected<std::unique_ptr<llvm::Module>> readByCommand(const std::string &c
                                      {"-r", "--spirv-target-env=CL1.2", "--spirv-ext=+all", std::string(input), "-o", "-"});
   if (!helper) return helper.takeError();
   helper->beginExchange(translatorTimeout());
-  auto bitcode = helper->receiveUntilExit();
+  // LLVM bitcode of a module is a few times its SPIR-V at most: a command that writes far more is
+  // not translating it.
+  auto bitcode = helper->receiveUntilExit(std::max<size_t>(size_t(64) << 20, translated.size() * 4 * 32));
   if (!bitcode) return bitcode.takeError();
   auto module = llvm::parseBitcodeFile(llvm::MemoryBufferRef(*bitcode, command), context);
   if (!module)
