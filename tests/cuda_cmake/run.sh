@@ -50,6 +50,10 @@ registered_by_devdl "$work/functions/apply"
 registered_by_devdl "$work/functions/libtwice.so"
 grep -q "NEEDED.*libtwice\.so" <<< "$(readelf -d "$work/functions/apply")" || fail "apply does not need libtwice.so"
 ran "$work/functions/apply"
+registered_by_devdl "$work/functions/apply_static"
+listed=$(LD_LIBRARY_PATH="$libdir" "$work/prefix/bin/devdl-nm" "$work/functions/apply_static")
+grep -q "^T _Z5twicei" <<< "$listed" || fail "apply_static does not carry its static library's device code: $listed"
+ran "$work/functions/apply_static"
 
 # 2. The static CUDA runtime, set after the call, is refused when the directory is configured.
 if configure "$source/tests/cuda_cmake" "$work/static" -DSTATIC_RUNTIME=ON; then fail "a static CUDA runtime was taken"; fi
@@ -65,4 +69,4 @@ grep -q -- "--cuda-register" <<< "$commands" || fail "the tree's device link is 
 if grep -q -- " -dlink " <<< "$commands"; then fail "nvcc -dlink still links the tree's device code"; fi
 registered_by_devdl "$work/tree/sample/apply"
 ran "$work/tree/sample/apply"
-echo "the CUDA CMake functions: both signatures, the static runtime refused, a tree through CMAKE_PROJECT_INCLUDE"
+echo "the CUDA CMake functions: both signatures, a static library of device code, the static runtime refused, a tree through CMAKE_PROJECT_INCLUDE"
