@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # devdl's CMake functions for CUDA runtime programs, against devdl installed from BUILD into
 # WORK/prefix: devdl_cuda_link_at_load on targets that use either signature of
-# target_link_libraries, a target set back to the static CUDA runtime refused at configure time
+# target_link_libraries and on a program linked with a static library of device code, a target
+# set back to the static CUDA runtime refused at configure time
 # saying why, and a tree that knows nothing of devdl (tree/) configured with
 # CMAKE_PROJECT_INCLUDE=devdlCudaLinkAtLoad.cmake, whose device link is devdl-pack's. Each program
 # then runs: its main prints the kernel's output where there is a GPU, else the CUDA error its
