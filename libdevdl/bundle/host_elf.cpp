@@ -20,6 +20,7 @@
 #include <llvm/ObjCopy/ConfigManager.h>
 #include <llvm/ObjCopy/ObjCopy.h>
 #include <llvm/Object/Archive.h>
+#include <llvm/BinaryFormat/Magic.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/Endian.h>
 #include <llvm/Support/Host.h>
@@ -151,32 +152,48 @@ llvm::Error addModuleIds(const llvm::object::ObjectFile &object, std::vector<std
 
 }  // namespace
 
+llvm::Expected<std::vector<ArchiveMember>> archiveMembers(Bytes archive) {
+  auto opened = llvm::object::Archive::create(llvm::MemoryBufferRef(asText(archive), ""));
+  if (!opened) return fail(ErrorCode::BadFormat, "not a static library: " + llvm::toString(opened.takeError()));
+  std::vector<ArchiveMember> members;
+  llvm::Error err = llvm::Error::success();
+  for (const llvm::object::Archive::Child &child : (*opened)->children(err)) {
+    auto name = child.getName();
+    if (!name) {
+      llvm::consumeError(std::move(err));
+      return fail(ErrorCode::BadFormat, "member " + llvm::Twine(members.size()) + ": " + llvm::toString(name.takeError()));
+    }
+    auto bytes = child.getBuffer();
+    if (!bytes) {
+      llvm::consumeError(std::move(err));
+      return fail(ErrorCode::BadFormat, "member " + *name + ": " + llvm::toString(bytes.takeError()));
+    }
+    members.push_back({name->str(), asBytes(std::string_view(bytes->data(), bytes->size()))});
+  }
+  if (err) return fail(ErrorCode::BadFormat, llvm::toString(std::move(err)));
+  return members;
+}
+
 llvm::Expected<std::vector<std::string>> cudaModuleIds(Bytes file) {
   std::vector<std::string> ids;
-  auto binary = llvm::object::createBinary(llvm::MemoryBufferRef(asText(file), ""));
-  if (!binary) return fail(ErrorCode::BadFormat, llvm::toString(binary.takeError()));
-  if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(binary->get())) {
+  if (llvm::identify_magic(asText(file)) != llvm::file_magic::archive) {
+    auto binary = llvm::object::createBinary(llvm::MemoryBufferRef(asText(file), ""));
+    if (!binary) return fail(ErrorCode::BadFormat, llvm::toString(binary.takeError()));
+    auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(binary->get());
+    if (!object) return fail(ErrorCode::BadFormat, "neither an object nor a static library");
     if (llvm::Error err = addModuleIds(*object, ids, "the object")) return std::move(err);
     return ids;
   }
-  auto *archive = llvm::dyn_cast<llvm::object::Archive>(binary->get());
-  if (!archive) return fail(ErrorCode::BadFormat, "neither an object nor a static library");
-  llvm::Error err = llvm::Error::success();
-  for (const llvm::object::Archive::Child &child : archive->children(err)) {
-    auto childName = child.getName();
-    const std::string name = "member " + (childName ? childName->str() : (llvm::consumeError(childName.takeError()), "?"));
-    auto member = child.getAsBinary();
-    if (!member) {
-      llvm::consumeError(std::move(err));
-      return fail(ErrorCode::BadFormat, name + ": " + llvm::toString(member.takeError()));
-    }
-    if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(member->get()))
-      if (llvm::Error bad = addModuleIds(*object, ids, name)) {
-        llvm::consumeError(std::move(err));
-        return std::move(bad);
-      }
+  auto members = archiveMembers(file);
+  if (!members) return members.takeError();
+  for (const ArchiveMember &member : *members) {
+    const std::string name = "member " + member.name;
+    auto binary = llvm::object::createBinary(llvm::MemoryBufferRef(asText(member.bytes), member.name));
+    if (!binary) return fail(ErrorCode::BadFormat, name + ": " + llvm::toString(binary.takeError()));
+    // A member that is no object (bitcode, text) carries no device code.
+    if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(binary->get()))
+      if (llvm::Error err = addModuleIds(*object, ids, name)) return std::move(err);
   }
-  if (err) return fail(ErrorCode::BadFormat, llvm::toString(std::move(err)));
   return ids;
 }
 

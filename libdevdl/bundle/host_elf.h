@@ -40,6 +40,14 @@ llvm::Expected<std::vector<Bytes>> findCudaFatbinSectionsInElf(Bytes elf);
 /// objects, which a library linked with devdl's CUDA registration object carries unlinked.
 llvm::Expected<std::vector<Bytes>> findRelocatableFatbinSectionsInElf(Bytes elf);
 
+/// A static library's (`ar`) members, in order: each one's name and bytes, a view into `archive`.
+/// Fails where the archive cannot be read.
+struct ArchiveMember {
+  std::string name;
+  Bytes bytes;
+};
+llvm::Expected<std::vector<ArchiveMember>> archiveMembers(Bytes archive);
+
 /// The prefix of the function each nvcc -rdc=true object's constructor calls with its device code,
 /// which nvcc -dlink's object (or devdl-pack --cuda-register's) defines: then the object's module id.
 inline constexpr std::string_view kCudaRegisterPrefix = "__cudaRegisterLinkedBinary_";

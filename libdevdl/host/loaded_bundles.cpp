@@ -229,8 +229,8 @@ bool satisfies(const ListedObject &object, std::string_view needed) {
   return !needed.empty() && (object.names.soname == needed || loadedFrom(needed, object.name));
 }
 
-// The objects `objects[root]` needs, breadth first, without itself.
-std::vector<ObjectLoad> neededClosure(const std::vector<ListedObject> &objects, size_t root) {
+// The positions in `objects` of `objects[root]` and what it needs, breadth first.
+std::vector<size_t> neededOrder(const std::vector<ListedObject> &objects, size_t root) {
   std::vector<size_t> order{root};
   for (size_t next = 0; next < order.size(); ++next)
     for (const std::string &name : objects[order[next]].names.needed) {
@@ -240,6 +240,12 @@ std::vector<ObjectLoad> neededClosure(const std::vector<ListedObject> &objects, 
       const size_t found = static_cast<size_t>(it - objects.begin());
       if (std::find(order.begin(), order.end(), found) == order.end()) order.push_back(found);
     }
+  return order;
+}
+
+// The objects `objects[root]` needs, breadth first, without itself.
+std::vector<ObjectLoad> neededClosure(const std::vector<ListedObject> &objects, size_t root) {
+  const std::vector<size_t> order = neededOrder(objects, root);
   std::vector<ObjectLoad> needs;
   for (size_t i = 1; i < order.size(); ++i) needs.push_back({objects[order[i]].name, objects[order[i]].base});
   return needs;
@@ -254,12 +260,8 @@ std::vector<bool> loadedWithProgram(const std::vector<ListedObject> &objects) {
   for (const std::string &preload : preloadList(std::getenv("LD_PRELOAD")))
     for (size_t i = 0; i < objects.size(); ++i)
       if (loadedFrom(preload, objects[i].name)) roots.push_back(i);
-  for (size_t root : roots) {
-    with[root] = true;
-    for (const ObjectLoad &need : neededClosure(objects, root))
-      for (size_t i = 0; i < objects.size(); ++i)
-        if (objects[i].name == need.path && objects[i].base == need.base) with[i] = true;
-  }
+  for (size_t root : roots)
+    for (size_t at : neededOrder(objects, root)) with[at] = true;
   return with;
 }
 

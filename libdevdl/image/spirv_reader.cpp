@@ -163,11 +163,11 @@ llvm::Error readSpirv(DeviceImage &image) {
   // A module of the other byte order (valid SPIR-V: the magic number tells) becomes the image in
   // this host's, which is what every linker, driver and cache key after the reader sees.
   if (words[0] == llvm::ByteSwap_32(SpvMagicNumber)) {
-    std::vector<uint32_t> swapped(words.begin(), words.end());
-    for (uint32_t &word : swapped) word = llvm::ByteSwap_32(word);
-    image.bytes = image.storage->adopt(llvm::MemoryBuffer::getMemBufferCopy(
-        llvm::StringRef(reinterpret_cast<const char *>(swapped.data()), swapped.size() * 4)));
-    words = std::span<const uint32_t>(reinterpret_cast<const uint32_t *>(image.bytes.data()), swapped.size());
+    auto swapped = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(words.size() * 4);
+    auto *out = reinterpret_cast<uint32_t *>(swapped->getBufferStart());
+    for (size_t i = 0; i < words.size(); ++i) out[i] = llvm::ByteSwap_32(words[i]);
+    image.bytes = image.storage->adopt(std::move(swapped));
+    words = std::span<const uint32_t>(out, words.size());
   }
   if (words[0] != SpvMagicNumber) return fail(ErrorCode::BadFormat, "invalid SPIR-V: no SPIR-V magic number");
   SpirvFacts facts;

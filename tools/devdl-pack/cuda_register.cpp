@@ -8,10 +8,10 @@
 
 #include "bundle/host_elf.h"
 #include "support/error.h"
+#include "support/regular_file.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Program.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -47,12 +47,12 @@ image needs it, never registered.
 }
 
 // The module ids of the file at `path` (bundle::cudaModuleIds), added to `ids` each once: a
-// regular file alone (as device_dlopen takes), read whole.
+// regular file alone, read as device_dlopen reads one.
 llvm::Error addModuleIdsOf(const std::string &path, std::vector<std::string> &ids) {
-  if (!llvm::sys::fs::is_regular_file(path))
-    return fail(ErrorCode::Io, path + ": " + (llvm::sys::fs::exists(path) ? "not a regular file" : "no such file"));
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) return fail(ErrorCode::Io, path + ": " + buffer.getError().message());
+  auto opened = RegularFile::open(path);
+  if (!opened) return opened.takeError();
+  auto buffer = opened->read();
+  if (!buffer) return buffer.takeError();
   auto found = bundle::cudaModuleIds(asBytes(std::string_view((*buffer)->getBufferStart(), (*buffer)->getBufferSize())));
   if (!found) return inFile(found.takeError(), path);
   for (std::string &id : *found)

@@ -3,9 +3,9 @@
 #include "support/debug.h"
 #include "support/environment.h"
 #include "support/error.h"
+#include "support/regular_file.h"
 
 #include <llvm/ADT/StringRef.h>
-#include <llvm/Object/Archive.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <sys/stat.h>
@@ -49,29 +49,15 @@ std::optional<DeviceRuntimeFile> deviceRuntimeAt(const std::string &path) {
 }
 
 // The device code in the archive's members: the first __nv_relfatbin section found.
-llvm::Expected<Bytes> relocatableCodeOf(const llvm::MemoryBuffer &buffer) {
-  auto archive = llvm::object::Archive::create(buffer.getMemBufferRef());
-  if (!archive) return fail(ErrorCode::BadFormat, "not a static library: " + llvm::toString(archive.takeError()));
-  llvm::Error err = llvm::Error::success();
-  for (const llvm::object::Archive::Child &child : (*archive)->children(err)) {
-    auto member = child.getBuffer();
-    if (!member) {
-      llvm::consumeError(std::move(err));
-      return fail(ErrorCode::BadFormat, llvm::toString(member.takeError()));
-    }
-    const Bytes bytes = asBytes(std::string_view(member->data(), member->size()));
-    if (!bundle::isElf(bytes)) continue;
-    auto sections = bundle::findRelocatableFatbinSectionsInElf(bytes);
-    if (!sections) {
-      llvm::consumeError(std::move(err));
-      return sections.takeError();
-    }
-    if (!sections->empty()) {
-      llvm::consumeError(std::move(err));
-      return sections->front();
-    }
+llvm::Expected<Bytes> relocatableCodeOf(Bytes archive) {
+  auto members = bundle::archiveMembers(archive);
+  if (!members) return members.takeError();
+  for (const bundle::ArchiveMember &member : *members) {
+    if (!bundle::isElf(member.bytes)) continue;
+    auto sections = bundle::findRelocatableFatbinSectionsInElf(member.bytes);
+    if (!sections) return sections.takeError();
+    if (!sections->empty()) return sections->front();
   }
-  if (err) return fail(ErrorCode::BadFormat, llvm::toString(std::move(err)));
   return fail(ErrorCode::BadFormat, "no member holds relocatable device code (an __nv_relfatbin section)");
 }
 
@@ -104,10 +90,11 @@ llvm::Expected<Bytes> deviceRuntimeCode(const DeviceRuntimeFile &file) {
   auto [it, first] = read.try_emplace(file.identity);
   Read &entry = it->second;
   if (first) {
-    auto buffer = llvm::MemoryBuffer::getFile(file.path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-    if (!buffer) {
-      entry.error = buffer.getError().message();
-    } else if (auto code = relocatableCodeOf(**buffer)) {
+    auto opened = RegularFile::open(file.path);
+    auto buffer = opened ? opened->read() : opened.takeError();
+    auto code = buffer ? relocatableCodeOf(asBytes(std::string_view((*buffer)->getBufferStart(), (*buffer)->getBufferSize())))
+                       : buffer.takeError();
+    if (code) {
       entry.buffer = std::move(*buffer);
       entry.code = *code;
     } else {
