@@ -60,15 +60,16 @@ inline const Driver *driver(std::string *why = nullptr) {
   return loaded;
 }
 
-/// Runs `kernel(int *out)` over `n` threads in one block in `context`; what it wrote, or an
-/// empty vector when a driver call failed.
-inline std::vector<int> runIntKernel(const Driver &cu, CUcontext context, void *kernel, unsigned n) {
+/// Runs `kernel(int *out)` over `n` threads in one block in `context`, with `sharedBytes` of dynamic
+/// shared memory; what it wrote, or an empty vector when a driver call failed.
+inline std::vector<int> runIntKernel(const Driver &cu, CUcontext context, void *kernel, unsigned n,
+                                     unsigned sharedBytes = 0) {
   std::vector<int> out(n, -1);
   if (cu.cuCtxPushCurrent(context) != CUDA_SUCCESS) return {};
   CUdeviceptr buffer = 0;
   bool ok = cu.cuMemAlloc(&buffer, n * sizeof(int)) == CUDA_SUCCESS;
   void *args[] = {&buffer};
-  ok = ok && cu.cuLaunchKernel(static_cast<CUfunction>(kernel), 1, 1, 1, n, 1, 1, 0, nullptr, args, nullptr) ==
+  ok = ok && cu.cuLaunchKernel(static_cast<CUfunction>(kernel), 1, 1, 1, n, 1, 1, sharedBytes, nullptr, args, nullptr) ==
                  CUDA_SUCCESS;
   ok = ok && cu.cuMemcpyDtoH(out.data(), buffer, n * sizeof(int)) == CUDA_SUCCESS;
   if (buffer) cu.cuMemFree(buffer);

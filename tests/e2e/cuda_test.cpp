@@ -133,19 +133,7 @@ TEST_F(Cuda, DynamicParallelismAcrossImages) {
   ASSERT_NE(app, nullptr) << error();
   void *scratch = device_dlsym(app, "ScratchKernel");
   ASSERT_NE(scratch, nullptr) << error();
-  std::vector<int> out(8, -1);
-  ASSERT_EQ(cu_->cuCtxPushCurrent(context_), cuda::CUDA_SUCCESS);
-  cuda::CUdeviceptr buffer = 0;
-  ASSERT_EQ(cu_->cuMemAlloc(&buffer, out.size() * sizeof(int)), cuda::CUDA_SUCCESS);
-  void *args[] = {&buffer};
-  EXPECT_EQ(cu_->cuLaunchKernel(static_cast<cuda::CUfunction>(scratch), 1, 1, 1, 8, 1, 1, 8 * sizeof(int), nullptr,
-                                args, nullptr),
-            cuda::CUDA_SUCCESS);
-  EXPECT_EQ(cu_->cuMemcpyDtoH(out.data(), buffer, out.size() * sizeof(int)), cuda::CUDA_SUCCESS);
-  cu_->cuMemFree(buffer);
-  cuda::CUcontext popped;
-  cu_->cuCtxPopCurrent(&popped);
-  EXPECT_EQ(out, times(-1, 7, 8));
+  EXPECT_EQ(cuda::runIntKernel(*cu_, context_, scratch, 8, 8 * sizeof(int)), times(-1, 7, 8));
   EXPECT_EQ(device_dlclose(app), 0) << error();
   EXPECT_EQ(device_dlclose(lib), 0) << error();
 }

@@ -26,6 +26,17 @@ DeviceImage readOne(const std::string &path) {
   return std::move(file->images[0]);
 }
 
+// SPIR-V assembly `text` as the module's words (SPIRV-Tools' assembler).
+std::vector<uint32_t> assembled(const std::string &text) {
+  spirv::Context context;
+  spv_binary binary = nullptr;
+  EXPECT_EQ(spvTextToBinary(context.get(), text.data(), text.size(), &binary, nullptr), SPV_SUCCESS);
+  if (!binary) return {};
+  std::vector<uint32_t> words(binary->code, binary->code + binary->wordCount);
+  spvBinaryDestroy(binary);
+  return words;
+}
+
 TEST(SpirvReader, LibraryExportsFunctionsAndVariables) {
   DeviceImage lib = readOne(image("lib.spv"));
   EXPECT_EQ(lib.format, ImageFormat::SpirV);
@@ -123,10 +134,6 @@ TEST(SpirvReader, InvalidModuleIsRefusedNamingFileAndProblem) {
   EXPECT_NE(message.find("broken.spv: image 0 (spirv): invalid SPIR-V"), std::string::npos) << message;
 }
 
-// A module of a capability newer than Debian's SPIRV-Tools (bfloat16 conversion, 6115: a number
-// its grammar does not know), with the extension that brings it: read by devdl's own reader, its
-// symbols listed, and marked as one the validator could not vouch for. The same capability in a
-// module that declares no extension is refused, as is one whose words do not fit.
 // An export on an id that is no function or variable of the module (a constant: the validator lets
 // it through) would list a symbol of nothing: refused, naming it.
 TEST(SpirvReader, AnExportOfNothingTheModuleDefinesIsRefused) {
@@ -136,19 +143,20 @@ TEST(SpirvReader, AnExportOfNothingTheModuleDefinesIsRefused) {
                            "%int = OpTypeInt 32 0\n%ghost = OpConstant %int 7\n"
                            "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n"
                            "%f = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n";
-  spirv::Context context;
-  spv_binary binary = nullptr;
-  ASSERT_EQ(spvTextToBinary(context.get(), text.data(), text.size(), &binary, nullptr), SPV_SUCCESS);
-  const std::string bytes(reinterpret_cast<const char *>(binary->code), binary->wordCount * 4);
-  spvBinaryDestroy(binary);
+  const std::vector<uint32_t> words = assembled(text);
+  const std::string bytes(reinterpret_cast<const char *>(words.data()), words.size() * 4);
   const std::string error = errorText(readImageMemory(asBytes(bytes), "ghost.spv", nullptr));
   EXPECT_NE(error.find("ghost.spv: image 0 (spirv): invalid SPIR-V: `Ghost` is exported (LinkageAttributes) on id"),
             std::string::npos)
       << error;
 }
 
+// A module of a capability newer than Debian's SPIRV-Tools (bfloat16 conversion, 6115: a number
+// its grammar does not know), with the extension that brings it: read by devdl's own reader, its
+// symbols listed, and marked as one the validator could not vouch for. The same capability in a
+// module that declares no extension is refused, as is one whose words do not fit.
 TEST(SpirvReader, AModuleOfAnExtensionNewerThanTheValidatorIsReadUnvouched) {
-  auto assembled = [](bool extension) {
+  auto newCapability = [](bool extension) {
     const std::string text = std::string("OpCapability Addresses\nOpCapability Linkage\nOpCapability Kernel\n"
                                          "OpCapability Int8\n") +
                              (extension ? "OpExtension \"SPV_INTEL_bfloat16_conversion\"\n" : "") +
@@ -156,21 +164,17 @@ TEST(SpirvReader, AModuleOfAnExtensionNewerThanTheValidatorIsReadUnvouched) {
                              "OpDecorate %f LinkageAttributes \"ConvertIt\" Export\n"
                              "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n"
                              "%f = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n";
-    spirv::Context context;
-    spv_binary binary = nullptr;
-    EXPECT_EQ(spvTextToBinary(context.get(), text.data(), text.size(), &binary, nullptr), SPV_SUCCESS);
-    std::vector<uint32_t> words(binary->code, binary->code + binary->wordCount);
-    spvBinaryDestroy(binary);
+    std::vector<uint32_t> words = assembled(text);
     for (size_t i = 5; i + 1 < words.size(); ++i)
       if (words[i] == (2u << 16 | 17u) && words[i + 1] == 39u) words[i + 1] = 6115;  // Int8 made the new one
     return std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4);
   };
-  const std::string bytes = assembled(true);
+  const std::string bytes = newCapability(true);
   auto file = readImageMemory(asBytes(bytes), "bf16.spv", nullptr);
   ASSERT_TRUE(!!file) << errorText(file);
   EXPECT_EQ(symbolLines(file->images[0]), (std::vector<std::string>{"T ConvertIt"}));
   EXPECT_EQ(file->images[0].unvalidated.rfind("Invalid capability operand: 6115", 0), 0u) << file->images[0].unvalidated;
-  EXPECT_EQ(errorText(readImageMemory(asBytes(assembled(false)), "bare.spv", nullptr))
+  EXPECT_EQ(errorText(readImageMemory(asBytes(newCapability(false)), "bare.spv", nullptr))
                 .rfind("bare.spv: image 0 (spirv): invalid SPIR-V: Invalid capability operand: 6115", 0),
             0u);
   std::string cut = bytes;
