@@ -126,6 +126,12 @@ constexpr uint16_t kHostMachine =
     llvm::ELF::EM_NONE;
 #endif
 
+// The ELF object `bytes` is, read by LLVM's ELF reader alone: `createBinary` would also take
+// an OffloadBinary's magic, and LLVM 15's reader of that trusts its header's offsets.
+llvm::Expected<std::unique_ptr<llvm::object::ObjectFile>> elfObject(Bytes bytes, llvm::StringRef name) {
+  return llvm::object::ObjectFile::createELFObjectFile(llvm::MemoryBufferRef(asText(bytes), name));
+}
+
 bool isModuleId(llvm::StringRef id) {
   return !id.empty() && llvm::all_of(id, [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
@@ -133,9 +139,9 @@ bool isModuleId(llvm::StringRef id) {
 llvm::Error addModuleIds(const llvm::object::ObjectFile &object, std::vector<std::string> &ids,
                          const std::string &name) {
   auto bad = [&](const llvm::Twine &why) { return fail(ErrorCode::BadFormat, name + ": " + why); };
-  if (const auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(&object);
-      elf && kHostMachine != llvm::ELF::EM_NONE && elf->getEMachine() != kHostMachine)
-    return bad("an object for another machine (ELF machine " + llvm::Twine(elf->getEMachine()) + ") than this one's");
+  const uint16_t machine = llvm::cast<llvm::object::ELFObjectFileBase>(object).getEMachine();
+  if (kHostMachine != llvm::ELF::EM_NONE && machine != kHostMachine)
+    return bad("an object for another machine (ELF machine " + llvm::Twine(machine) + ") than this one's");
   for (const llvm::object::SymbolRef &symbol : object.symbols()) {
     auto flags = symbol.getFlags();
     if (!flags) return bad(llvm::toString(flags.takeError()));
@@ -177,22 +183,21 @@ llvm::Expected<std::vector<ArchiveMember>> archiveMembers(Bytes archive) {
 llvm::Expected<std::vector<std::string>> cudaModuleIds(Bytes file) {
   std::vector<std::string> ids;
   if (llvm::identify_magic(asText(file)) != llvm::file_magic::archive) {
-    auto binary = llvm::object::createBinary(llvm::MemoryBufferRef(asText(file), ""));
-    if (!binary) return fail(ErrorCode::BadFormat, llvm::toString(binary.takeError()));
-    auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(binary->get());
-    if (!object) return fail(ErrorCode::BadFormat, "neither an object nor a static library");
-    if (llvm::Error err = addModuleIds(*object, ids, "the object")) return std::move(err);
+    if (!isElf(file)) return fail(ErrorCode::BadFormat, "neither an ELF object nor a static library");
+    auto object = elfObject(file, "");
+    if (!object) return fail(ErrorCode::BadFormat, llvm::toString(object.takeError()));
+    if (llvm::Error err = addModuleIds(**object, ids, "the object")) return std::move(err);
     return ids;
   }
   auto members = archiveMembers(file);
   if (!members) return members.takeError();
   for (const ArchiveMember &member : *members) {
+    // A member that is no ELF object (bitcode, text) carries no device code.
+    if (!isElf(member.bytes)) continue;
     const std::string name = "member " + member.name;
-    auto binary = llvm::object::createBinary(llvm::MemoryBufferRef(asText(member.bytes), member.name));
-    if (!binary) return fail(ErrorCode::BadFormat, name + ": " + llvm::toString(binary.takeError()));
-    // A member that is no object (bitcode, text) carries no device code.
-    if (auto *object = llvm::dyn_cast<llvm::object::ObjectFile>(binary->get()))
-      if (llvm::Error err = addModuleIds(*object, ids, name)) return std::move(err);
+    auto object = elfObject(member.bytes, member.name);
+    if (!object) return fail(ErrorCode::BadFormat, name + ": " + llvm::toString(object.takeError()));
+    if (llvm::Error err = addModuleIds(**object, ids, name)) return std::move(err);
   }
   return ids;
 }
@@ -274,11 +279,9 @@ llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view triple
 }
 
 llvm::Expected<std::string> addBundleToElf(Bytes elf, Bytes bundle) {
-  llvm::MemoryBufferRef ref(llvm::StringRef(asText(elf)), "");
-  auto binary = llvm::object::createBinary(ref);
+  if (!isElf(elf)) return fail(ErrorCode::BadFormat, "not an ELF file");
+  auto binary = elfObject(elf, "");
   if (!binary) return fail(ErrorCode::BadFormat, "invalid ELF: " + llvm::toString(binary.takeError()));
-  if (!llvm::isa<llvm::object::ELFObjectFileBase>(binary->get()))
-    return fail(ErrorCode::BadFormat, "not an ELF file");
   llvm::objcopy::ConfigManager config;
   config.Common.AddSection.emplace_back(
       llvm::StringRef(kSectionName.data(), kSectionName.size()),

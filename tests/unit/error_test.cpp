@@ -1,6 +1,7 @@
 // Files that are not there or hold nothing devdl can read: clear errors naming file and problem.
 #include "backend/spirv/link.h"
 #include "backend/spirv/translation.h"
+#include "bundle/host_elf.h"
 #include "image/read_image.h"
 #include "test_support.h"
 
@@ -76,6 +77,31 @@ TEST(ReadErrors, FuzzRegressions) {
     ++count;
   }
   EXPECT_GT(count, 0u);
+}
+
+// devdl-pack --cuda-register reads objects and static libraries' members as ELF alone: an
+// OffloadBinary header whose entry lies a terabyte away (LLVM 15's generic reader follows it;
+// the fuzzer found that) is refused as a file and skipped as a member.
+TEST(ReadErrors, CudaModuleIdsReadElfObjectsAlone) {
+  std::string offload("\x10\xff\x10\xad", 4);
+  auto put64 = [&](uint64_t value) { offload.append(reinterpret_cast<const char *>(&value), 8); };
+  offload.append("\x01\0\0\0", 4);  // version
+  put64(128);                          // size
+  put64(uint64_t(1) << 40);            // entry offset
+  put64(64);                           // entry size
+  offload.resize(128, '\0');
+  auto ids = bundle::cudaModuleIds(asBytes(offload));
+  EXPECT_EQ(errorText(ids), "neither an ELF object nor a static library");
+
+  std::string header = "m.o/";
+  header.resize(48, ' ');
+  header += std::to_string(offload.size());
+  header.resize(58, ' ');
+  header += "`\n";
+  const std::string archive = "!<arch>\n" + header + offload;
+  auto fromArchive = bundle::cudaModuleIds(asBytes(archive));
+  ASSERT_TRUE(!!fromArchive) << errorText(fromArchive);
+  EXPECT_TRUE(fromArchive->empty());
 }
 
 // The same inputs' SPIR-V images, linked, through the optimization across images as a device
