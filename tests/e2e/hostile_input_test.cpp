@@ -158,6 +158,48 @@ TEST_F(HostileInput, PackRefusesToWriteOverItsInput) {
   }
 }
 
+// A module that declares an extension the device does not take: Intel's OpenCL CPU runtime ends
+// the process on one it does not know (exit 10), where PoCL's path refuses it. devdl refuses it
+// before the driver sees it, naming the extension, and hands over one the driver takes though it
+// does not report it (Intel's runtime reports 9 of the 99 it takes), in a child process each: a
+// driver that ended one would be seen.
+TEST_F(HostileInput, AnExtensionTheDeviceDoesNotTakeIsRefusedNamingIt) {
+  if (!std::filesystem::exists(DEVDL_TEST_INTEL_OPENCL_ICD))
+    GTEST_SKIP() << DEVDL_TEST_INTEL_OPENCL_ICD << " is missing (scripts/setup-debian.sh unpacks Intel's runtime)";
+  const std::string dir = scratchDir();
+  auto write = [&](const std::string &extension) {
+    const std::string file = dir + "/" + extension + ".spv";
+    writeFile(file, assembleSpirv("OpCapability Addresses\nOpCapability Kernel\nOpExtension \"" + extension +
+                                  "\"\nOpMemoryModel Physical64 OpenCL\nOpEntryPoint Kernel %k \"K\"\n"
+                                  "%void = OpTypeVoid\n%fn = OpTypeFunction %void\n%k = OpFunction %void None %fn\n"
+                                  "%l = OpLabel\nOpReturn\nOpFunctionEnd\n"));
+    return file;
+  };
+  const std::string unknown = write("SPV_devdl_unknown"), unreported = write("SPV_KHR_no_integer_wrap_decoration"),
+                    renamed = write("SPV_INTEL_long_constant_composite");  // the translator 15's name
+  auto refused = [](const std::string &file, const std::string &extension) {
+    return file + ": image 0 (spirv): SPIR-V extension `" + extension + "`";
+  };
+  const char *given = std::getenv("OCL_ICD_VENDORS");
+  const std::string before = given ? given : "";
+  for (const char *vendors : {"/etc/OpenCL/vendors/pocl.icd", DEVDL_TEST_INTEL_OPENCL_ICD}) {
+    SCOPED_TRACE(vendors);
+    setenv("OCL_ICD_VENDORS", vendors, 1);
+    CommandResult probe = run(bounded({DEVDL_TEST_OPEN_PROBE, "now:" + unknown, "now:" + unreported, "now:" + renamed}));
+    if (given) setenv("OCL_ICD_VENDORS", before.c_str(), 1);
+    else unsetenv("OCL_ICD_VENDORS");
+    ASSERT_EQ(probe.status, 0) << probe.out << probe.err;
+    const std::vector<std::string> lines = linesOf(probe.out);
+    ASSERT_EQ(lines.size(), 3u) << probe.out;
+    EXPECT_EQ(lines[0].rfind(refused(unknown, "SPV_devdl_unknown"), 0), 0u) << lines[0];
+    EXPECT_EQ(lines[1], unreported + ": opened");
+    if (std::string_view(vendors) == DEVDL_TEST_INTEL_OPENCL_ICD)
+      EXPECT_EQ(lines[2].rfind(refused(renamed, "SPV_INTEL_long_constant_composite"), 0), 0u) << lines[2];
+    else
+      EXPECT_EQ(lines[2], renamed + ": opened");
+  }
+}
+
 // The same address with another size is another image: a bundle of app.spv followed by one of
 // lib.spv is one image at the first's size and two at both's (the first handle came back).
 TEST_F(HostileInput, MemoryIsIdentifiedByAddressAndSize) {

@@ -7,6 +7,7 @@
 #include "backend/spirv/translation.h"
 #include "backend/spirv/translator_command.h"
 #include "backend/spirv/translator_process.h"
+#include "backend/spirv/words.h"
 #include "support/environment.h"
 #include "support/error.h"
 #include "support/version.h"
@@ -30,6 +31,7 @@ Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_
   if (platformString(api, platform, CL_PLATFORM_NAME) == "Portable Computing Language") binaryKernelNameBound_ = NAME_MAX;
   const std::string extensions = deviceString(api, device, CL_DEVICE_EXTENSIONS);
   caps_.spirvIl = deviceString(api, device, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
+  if (caps_.spirvIl) spirvExtensions_ = spirvExtensionsTaken(api, platform, device);
   caps_.spir = hasWord(extensions, "cl_khr_spir");
   caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
   const auto type = deviceValue<cl_device_type>(api, device, CL_DEVICE_TYPE);
@@ -114,6 +116,14 @@ llvm::Error Device::accepts(const DeviceImage &image) const {
                                             std::string(image.unvalidated) + "), and OpenCL device " + name_ +
                                             " takes SPIR-V only through devdl's own link and translation, "
                                             "which it runs on modules it vouches for");
+  // The reader left a SPIR-V image's bytes as aligned words in this host's byte order.
+  if (image.format == ImageFormat::SpirV && caps_.spirvIl && spirvExtensions_)
+    for (std::string_view extension : declaredExtensions(std::span<const uint32_t>(
+             reinterpret_cast<const uint32_t *>(image.bytes.data()), image.bytes.size() / 4)))
+      if (!llvm::is_contained(*spirvExtensions_, extension))
+        return fail(ErrorCode::Unsupported, "SPIR-V extension `" + std::string(extension) + "`, which OpenCL device " +
+                                                name_ + " does not take (neither its driver's answer nor what devdl "
+                                                "knows of its driver names it)");
   if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir())))
     return llvm::Error::success();
   if (image.format == ImageFormat::OpenClBinary) {

@@ -1,5 +1,5 @@
 // An OpenCL device devdl links for: what it can consume (capability detection, never vendor
-// names; one driver defect that ends the process is known by the driver's name) and building
+// names; two driver defects that end the process are known by the driver's name) and building
 // programs on it.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include "backend/kernel_table.h"
 #include "backend/opencl/host_variables.h"
 #include "backend/opencl/opencl_api.h"
+#include "backend/opencl/spirv_extensions.h"
 #include "backend/partition.h"
 
 #include <llvm/ADT/StringMap.h>
@@ -150,8 +151,9 @@ class Device final : public backend::Device {
   int backend() const override;
   const std::string &name() const override { return name_; }
   std::string description() const override { return "OpenCL device " + name_; }
-  /// SPIR-V, on a device that takes it as IL or through SPIR; a native binary the driver takes,
-  /// on a device with a linker.
+  /// SPIR-V, on a device that takes it as IL (each extension it declares one the device takes,
+  /// where that is known: spirvExtensionsTaken) or through SPIR; a native binary the driver
+  /// takes, on a device with a linker.
   llvm::Error accepts(const DeviceImage &image) const override;
   /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
   /// built as IL where the device takes it, else translated to SPIR; with DEVDL_LTO=1,
@@ -222,6 +224,7 @@ class Device final : public backend::Device {
   std::string name_;
   std::string identity_;  // made when the device is opened: the driver's answers do not change
   Capabilities caps_;
+  std::optional<std::vector<std::string>> spirvExtensions_;  // spirvExtensionsTaken, where caps_.spirvIl
   VariablePointers pointers_;  // where caps_.variablePointers
   std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
   bool lto_ = false;     // the optimization across images of the software link, DEVDL_LTO=1

@@ -49,19 +49,15 @@ llvm::Expected<std::unique_ptr<llvm::Module>> readModule(llvm::LLVMContext &cont
 namespace {
 
 // The extensions a module declares, as the translator names them.
-SPIRV::TranslatorOpts::ExtensionsStatusMap declaredExtensions(std::span<const uint32_t> words) {
+SPIRV::TranslatorOpts::ExtensionsStatusMap translatorExtensions(std::span<const uint32_t> words) {
   static const std::map<std::string_view, SPIRV::ExtensionID> kIds = {
 #define EXT(X) {#X, SPIRV::ExtensionID::X},
 #include <LLVMSPIRVLib/LLVMSPIRVExtensions.inc>
 #undef EXT
   };
   SPIRV::TranslatorOpts::ExtensionsStatusMap declared;
-  walkInstructions(words, [&](size_t at, size_t count) {
-    if ((words[at] & 0xffff) != SpvOpExtension || count < 2) return true;
-    if (auto it = kIds.find(literalAt(words, at + 1, at + count)); it != kIds.end())
-      declared[it->second] = true;
-    return true;
-  });
+  for (std::string_view name : declaredExtensions(words))
+    if (auto it = kIds.find(name); it != kIds.end()) declared[it->second] = true;
   return declared;
 }
 
@@ -71,7 +67,7 @@ llvm::Expected<std::string> writeSpirvLike(llvm::Module &module, std::span<const
   const auto version = static_cast<SPIRV::VersionNumber>(
       std::clamp(like[kVersionWord], static_cast<uint32_t>(SPIRV::VersionNumber::MinimumVersion),
                  static_cast<uint32_t>(SPIRV::VersionNumber::MaximumVersion)));
-  SPIRV::TranslatorOpts options(version, declaredExtensions(like));
+  SPIRV::TranslatorOpts options(version, translatorExtensions(like));
   std::ostringstream out;
   std::string error;
   if (!llvm::writeSpirv(&module, options, out, error))

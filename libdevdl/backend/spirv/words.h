@@ -35,6 +35,19 @@ inline std::string_view literalAt(std::span<const uint32_t> words, size_t at, si
   return std::string_view(text, strnlen(text, (end - at) * 4));
 }
 
+// The extensions a module declares (its OpExtension instructions, which precede every other
+// instruction but its capabilities).
+inline std::vector<std::string_view> declaredExtensions(std::span<const uint32_t> words) {
+  constexpr uint32_t kOpCapability = 17, kOpExtension = 10;
+  std::vector<std::string_view> extensions;
+  walkInstructions(words, [&](size_t at, size_t count) {
+    const uint32_t opcode = words[at] & 0xffff;
+    if (opcode == kOpExtension) extensions.push_back(literalAt(words, at + 1, at + count));
+    return opcode == kOpExtension || opcode == kOpCapability;
+  });
+  return extensions;
+}
+
 // `words` without the instructions `drop(offset, word count)` picks. What the walk stopped at is
 // kept, for a parser to refuse.
 template <typename Drop>
