@@ -3,6 +3,7 @@
 // link split into parts, what each function and variable uses (spirvCodeGraph).
 #include "image/code_graph.h"
 #include "image/readers.h"
+#include "image/spirv_layout.h"
 #include "support/error.h"
 #include "support/spirv_tools.h"
 #include "support/xxh3.h"
@@ -179,13 +180,30 @@ llvm::Error readSpirv(DeviceImage &image) {
   // the image is read, not validated, and goes only where a driver judges it (SPIR-V IL), never
   // to devdl's own SPIR-V processing.
   spirv::Context context;
-  const auto *raw = reinterpret_cast<const uint32_t *>(image.bytes.data());
-  spv_const_binary_t binary{raw, image.bytes.size() / 4};
+  spv_const_binary_t binary{words.data(), words.size()};
   if (spirv::Diagnostic validation; spvValidate(context.get(), &binary, validation.out()) != SPV_SUCCESS) {
-    std::string why = validation.text();
-    if (!facts.extensions) return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + why);
-    if (size_t line = why.find("\n"); line != std::string::npos) why.resize(line);
-    image.unvalidated = image.storage->save(why);
+    // A module valid but for the layout of its blocks (spirv_layout.h) becomes the image laid out
+    // as SPIR-V asks, as one of the other byte order becomes the image in this host's: its merge
+    // instructions kept where that is valid, else dropped. (The facts read point into the first
+    // bytes, which the storage keeps.)
+    std::optional<std::vector<uint32_t>> laidOut;
+    for (MergeInstructions merges : {MergeInstructions::Kept, MergeInstructions::Dropped}) {
+      laidOut = inLayoutOrder(words, merges);
+      spv_const_binary_t again{laidOut ? laidOut->data() : nullptr, laidOut ? laidOut->size() : 0};
+      if (spirv::Diagnostic diagnostic; laidOut && spvValidate(context.get(), &again, diagnostic.out()) == SPV_SUCCESS)
+        break;
+      laidOut.reset();
+    }
+    if (laidOut) {
+      auto buffer = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(laidOut->size() * 4);
+      std::memcpy(buffer->getBufferStart(), laidOut->data(), laidOut->size() * 4);
+      image.bytes = image.storage->adopt(std::move(buffer));
+    } else {
+      std::string why = validation.text();
+      if (!facts.extensions) return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + why);
+      if (size_t line = why.find("\n"); line != std::string::npos) why.resize(line);
+      image.unvalidated = image.storage->save(why);
+    }
   }
 
   image.triple = facts.addressing == SpvAddressingModelPhysical64   ? "spir64-unknown-unknown"

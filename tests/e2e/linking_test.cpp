@@ -23,6 +23,21 @@ TEST_F(DeviceDlopen, ChainOfImages) {
   closeAll(libs);
 }
 
+// Libraries whose SPIR-V is valid but for the layout of its blocks, as clang-15 -O1 and
+// llvm-spirv-15 write loops (loop_lib.cl: a block before its dominator; loop_nested_lib.cl: two
+// loops of one merge block): linked and run.
+TEST_F(DeviceDlopen, LibrariesOfBlocksOutOfOrderLinkAndRun) {
+  auto libs = openAll({"loop_lib", "loop_nested_lib"}, DEVDL_LAZY | DEVDL_GLOBAL);
+  void *app = device_dlopen(deviceImage("loop_app").c_str(), DEVDL_NOW);
+  ASSERT_NE(app, nullptr) << error();
+  void *kernel = device_dlsym(app, "LoopKernel");
+  ASSERT_NE(kernel, nullptr) << error();
+  // 100 * (3i, odd values cleared) + where i + 1 is in the grid
+  EXPECT_EQ(run(kernel, 4), (std::vector<int>{9, 3, 611, 6}));
+  device_dlclose(app);
+  closeAll(libs);
+}
+
 TEST_F(DeviceDlopen, DiamondLinksTheSharedBaseOnce) {
   auto libs = openAll({"diamond_left", "diamond_right", "diamond_base"}, DEVDL_LAZY | DEVDL_GLOBAL);
   void *top = device_dlopen(deviceImage("diamond_top").c_str(), DEVDL_NOW);

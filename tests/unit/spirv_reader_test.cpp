@@ -8,8 +8,10 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <spirv-tools/libspirv.h>
+#include <spirv/unified1/spirv.h>
 
 #include <cstring>
 
@@ -59,6 +61,49 @@ TEST(SpirvReader, AModuleOfTheOtherByteOrderIsReadAsThisHostsOwn) {
   EXPECT_EQ(image.format, ImageFormat::SpirV);
   EXPECT_EQ(symbolLines(image), (std::vector<std::string>{"D LibCounter", "T LibDeviceFunc", "T _Z8LibScalei"}));
   EXPECT_EQ(asText(image.bytes), little);
+}
+
+// How many OpLoopMerge instructions a module holds.
+size_t loopMerges(std::string_view module) {
+  size_t count = 0;
+  std::span<const uint32_t> words(reinterpret_cast<const uint32_t *>(module.data()), module.size() / 4);
+  for (size_t at = 5; at < words.size() && words[at] >> 16; at += words[at] >> 16) count += (words[at] & 0xffff) == SpvOpLoopMerge;
+  return count;
+}
+
+// loop_lib.spv and loop_nested_lib.spv as clang-15 -O1 and llvm-spirv-15 write them: the validator
+// refuses each (a loop's exit block before the block that dominates it; two loops of one merge
+// block). Read, each is the same module laid out as SPIR-V asks: valid, its symbols listed and
+// nothing said unvouched; the first with its blocks moved and nothing else, the second without
+// its merge instructions.
+TEST(SpirvReader, AModuleValidButForItsBlocksLayoutIsReadLaidOutAgain) {
+  spirv::Context context;
+  for (const auto &[name, symbol, merges] : {std::tuple<std::string, std::string, bool>{"loop_lib", "T LoopClearOdd", true},
+                                             {"loop_nested_lib", "T LoopFind", false}}) {
+    SCOPED_TRACE(name);
+    const std::string written = readFile(image(name + ".spv"));
+    spv_const_binary_t binary{reinterpret_cast<const uint32_t *>(written.data()), written.size() / 4};
+    spirv::Diagnostic diagnostic;
+    ASSERT_NE(spvValidate(context.get(), &binary, diagnostic.out()), SPV_SUCCESS) << "the toolchain's defect is gone";
+
+    const DeviceImage lib = readOne(image(name + ".spv"));
+    EXPECT_EQ(lib.unvalidated, "");
+    EXPECT_EQ(symbolLines(lib), (std::vector<std::string>{symbol}));
+    const std::string laidOut(asText(lib.bytes));
+    EXPECT_NE(laidOut, written);
+    spv_const_binary_t laidOutBinary{reinterpret_cast<const uint32_t *>(laidOut.data()), laidOut.size() / 4};
+    EXPECT_EQ(spvValidate(context.get(), &laidOutBinary, nullptr), SPV_SUCCESS);
+    ASSERT_GT(loopMerges(written), 0u);
+    if (merges) {
+      std::vector<uint32_t> before(binary.code, binary.code + binary.wordCount),
+          after(laidOutBinary.code, laidOutBinary.code + laidOutBinary.wordCount);
+      std::sort(before.begin(), before.end());
+      std::sort(after.begin(), after.end());
+      EXPECT_EQ(before, after) << "blocks moved, nothing else";
+    } else {
+      EXPECT_EQ(loopMerges(laidOut), 0u);
+    }
+  }
 }
 
 TEST(SpirvReader, AppKernelImportsTheLibraryFunctionAndNoBuiltin) {
