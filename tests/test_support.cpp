@@ -18,20 +18,6 @@ extern char **environ;
 
 namespace devdl::test {
 
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ADD_FAILURE() << "cannot read " << path;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void writeFile(const std::string &path, std::string_view data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!out) ADD_FAILURE() << "cannot write " << path;
-}
-
 std::string scratchDir() {
   const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
   const char *moved = std::getenv("DEVDL_TEST_SCRATCH");

@@ -1,6 +1,7 @@
 // Shared by the tests: where the test images are, reading files, running the tools.
 #pragma once
 
+#include "test_basics.h"
 #include "image/device_image.h"
 #include "test_images.h"
 #include "support/error.h"
@@ -14,9 +15,6 @@
 #include <vector>
 
 namespace devdl::test {
-
-std::string readFile(const std::string &path);
-void writeFile(const std::string &path, std::string_view data);
 
 /// A fresh directory for one test's files, under DEVDL_TEST_SCRATCH where that variable is set.
 std::string scratchDir();

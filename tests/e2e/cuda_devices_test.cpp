@@ -3,7 +3,7 @@
 // second GPU's program loaded from the first's binary (one model). Where there are fewer than two
 // GPUs the tests skip, saying so: scripts/gpu-run.sh runs them on the project's pair of H100s.
 #include "devdl.h"
-#include "e2e/cuda_driver.h"
+#include "e2e/cuda_fixture.h"
 #include "test_images.h"
 
 #include <gtest/gtest.h>
@@ -19,33 +19,22 @@
 namespace devdl::test {
 namespace {
 
-std::string error() {
-  const char *e = device_dlerror();
-  return e ? e : "";
-}
-
 std::vector<int> times(int factor, int plus, unsigned n) {
   std::vector<int> v;
   for (unsigned i = 0; i < n; ++i) v.push_back(factor * static_cast<int>(i) + plus);
   return v;
 }
 
-class TwoGpus : public ::testing::Test {
+class TwoGpus : public OnCuda<> {
  protected:
   void SetUp() override {
-    DEVDL_REQUIRE_CUDA_IMAGES();
-    std::string why;
-    cu_ = cuda::driver(&why);
-    if (!cu_) GTEST_SKIP() << "no GPU to run on: " << why;
+    OnCuda::SetUp();
+    if (notSetUp()) return;
     int count = 0;
     ASSERT_EQ(cu_->cuDeviceGetCount(&count), cuda::CUDA_SUCCESS);
     if (count < 2) GTEST_SKIP() << count << " GPU here: two are needed (scripts/gpu-run.sh on a pair of H100s)";
-    devdl_native native{};
-    native.size = sizeof native;
-    native.backend = DEVDL_BACKEND_CUDA;
-    ASSERT_EQ(device_dlnative(&native), 0) << error();
-    first_ = static_cast<cuda::CUcontext>(native.context);
-    const int firstOrdinal = static_cast<int>(reinterpret_cast<intptr_t>(native.device));
+    first_ = context_;
+    const int firstOrdinal = static_cast<int>(reinterpret_cast<intptr_t>(native_.device));
     const int other = firstOrdinal == 0 ? 1 : 0;
     ASSERT_EQ(cu_->cuDevicePrimaryCtxRetain(&second_, other), cuda::CUDA_SUCCESS);
     secondOrdinal_ = other;
@@ -56,7 +45,6 @@ class TwoGpus : public ::testing::Test {
     if (second_) cu_->cuDevicePrimaryCtxRelease(secondOrdinal_);
   }
 
-  const cuda::Driver *cu_ = nullptr;
   cuda::CUcontext first_ = nullptr, second_ = nullptr;  // the second: its primary context, as devdl's view uses
   int secondOrdinal_ = 0;
   devdl_native secondNative_{};

@@ -4,7 +4,7 @@
 // both orders, and gstatic_lib's static Count likewise; and a cubin of machine code alone, which
 // cannot reach them, refused with nothing changed. Without a driver (CI) the tests skip, saying so.
 #include "devdl.h"
-#include "e2e/cuda_driver.h"
+#include "e2e/cuda_fixture.h"
 #include "test_images.h"
 
 #include <gtest/gtest.h>
@@ -15,25 +15,8 @@
 namespace devdl::test {
 namespace {
 
-std::string error() {
-  const char *e = device_dlerror();
-  return e ? e : "";
-}
-
-class CudaInstances : public ::testing::TestWithParam<const char *> {
+class CudaInstances : public OnCuda<::testing::TestWithParam<const char *>> {
  protected:
-  void SetUp() override {
-    DEVDL_REQUIRE_CUDA_IMAGES();
-    std::string why;
-    cu_ = cuda::driver(&why);
-    if (!cu_) GTEST_SKIP() << "no GPU to run on: " << why;
-    devdl_native native{};
-    native.size = sizeof native;
-    native.backend = DEVDL_BACKEND_CUDA;
-    ASSERT_EQ(device_dlnative(&native), 0) << error();
-    context_ = static_cast<cuda::CUcontext>(native.context);
-  }
-
   std::string file(const char *name) const { return image(std::string(name) + "." + GetParam()); }
   void *open(const char *name, int flags) {
     void *handle = device_dlopen(file(name).c_str(), flags);
@@ -59,8 +42,6 @@ class CudaInstances : public ::testing::TestWithParam<const char *> {
     }
   }
 
-  const cuda::Driver *cu_ = nullptr;
-  cuda::CUcontext context_ = nullptr;
 };
 
 TEST_P(CudaInstances, TheLibrarysOwnKernelFirstThenApplications) {

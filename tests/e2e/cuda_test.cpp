@@ -5,7 +5,7 @@
 // runs on CUDA too (scripts/gpu-run.sh). Without a driver (CI) the tests skip, saying so, and the
 // library's own answer to "no driver" is checked instead.
 #include "devdl.h"
-#include "e2e/cuda_driver.h"
+#include "e2e/cuda_fixture.h"
 #include "test_images.h"
 
 #include <gtest/gtest.h>
@@ -25,33 +25,8 @@ namespace {
 
 using cuda::Driver;
 
-std::string error() {
-  const char *e = device_dlerror();
-  return e ? e : "";
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class Cuda : public ::testing::Test {
+class Cuda : public OnCuda<> {
  protected:
-  void SetUp() override {
-    DEVDL_REQUIRE_CUDA_IMAGES();
-    std::string why;
-    cu_ = cuda::driver(&why);
-    if (!cu_) GTEST_SKIP() << "no GPU to run on: " << why;
-    devdl_native native{};
-    native.size = sizeof native;
-    native.backend = DEVDL_BACKEND_CUDA;
-    ASSERT_EQ(device_dlnative(&native), 0) << error();
-    EXPECT_EQ(native.backend, DEVDL_BACKEND_CUDA);
-    context_ = static_cast<cuda::CUcontext>(native.context);
-  }
-
   std::vector<int> run(void *kernel, unsigned n) { return cuda::runIntKernel(*cu_, context_, kernel, n); }
 
   static std::vector<int> times(int factor, int plus, unsigned n) {
@@ -88,9 +63,6 @@ class Cuda : public ::testing::Test {
     closeAll(handles);
     return out;
   }
-
-  const Driver *cu_ = nullptr;
-  cuda::CUcontext context_ = nullptr;
 };
 
 TEST_F(Cuda, SeedExampleAsPtx) { EXPECT_EQ(runSeed({"lib.ptx"}, "app.ptx", "AppKernel"), times(2, 0, 8)); }

@@ -31,11 +31,6 @@ const std::string kConfiguration = [] {
   return std::string(which);
 }();
 
-std::string error() {
-  const char *e = device_dlerror();
-  return e ? e : "(no error)";
-}
-
 const backend::opencl::Api &cl() { return *backend::opencl::api(); }
 
 std::vector<cl_device_id> programDevices(cl_kernel kernel) {

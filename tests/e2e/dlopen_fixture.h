@@ -103,11 +103,6 @@ class DeviceDlopen : public ::testing::Test {
     return handles;
   }
 
-  static std::string error() {
-    const char *e = device_dlerror();
-    return e ? e : "";
-  }
-
   // UserKernel (kernel_app.spv) and LibKernel (kernel_lib.spv), found, compute what they should.
   void expectKernelLibraryKernels(void *user, void *library) {
     ASSERT_NE(user, nullptr) << error();

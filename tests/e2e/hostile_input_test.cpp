@@ -17,11 +17,6 @@
 namespace devdl::test {
 namespace {
 
-std::string error() {
-  const char *e = device_dlerror();
-  return e ? e : "";
-}
-
 // A command limited in time and, unless sanitized (ASan reserves terabytes of address space), in
 // memory: a refusal is immediate, what the limits stop is a failure.
 std::vector<std::string> bounded(std::vector<std::string> argv) {

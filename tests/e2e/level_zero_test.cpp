@@ -18,11 +18,6 @@ const bool kLevelZero = [] {
   return setenv("ZE_ENABLE_ALT_DRIVERS", DEVDL_TEST_ZE_DRIVER, 1) == 0 && setenv("DEVDL_BACKEND", "level_zero", 1) == 0;
 }();
 
-std::string error() {
-  const char *e = device_dlerror();
-  return e ? e : "";
-}
-
 const std::vector<int> kSeed = {0, 2, 4, 6, 8, 10, 12, 14};
 
 TEST(LevelZero, AttachToTheProgramsOwnContext) {
