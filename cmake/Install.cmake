@@ -42,7 +42,8 @@ if(NOT DEVDL_WHEEL)
   install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev
           FILES_MATCHING PATTERN "*.md" PATTERN "*.scd")
-  install(FILES ${PROJECT_SOURCE_DIR}/bench/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT dev)
+  install(FILES ${PROJECT_SOURCE_DIR}/bench/README.md ${PROJECT_SOURCE_DIR}/bench/HISTORY.md
+          DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT dev)
 
   # The manual pages, from their scdoc sources (docs/man/NAME.SECTION.scd): the C API's with the
   # headers, the rest with the tools.
