@@ -271,21 +271,21 @@ std::vector<std::unique_ptr<LinkedProgram>> ProgramCache::dropUses(std::span<con
   return unused;
 }
 
-std::unique_ptr<LinkedProgram> ProgramCache::retire(LinkedProgram *program,
+std::unique_ptr<LinkedProgram> ProgramCache::release(LinkedProgram *program,
                                                     std::vector<std::shared_ptr<const void>> &released) {
   auto it = llvm::find_if(programs_, [&](const auto &p) { return p.get() == program; });
   if (it == programs_.end()) return nullptr;
-  std::unique_ptr<LinkedProgram> retired = std::move(*it);
+  std::unique_ptr<LinkedProgram> taken = std::move(*it);
   programs_.erase(it);
-  for (LinkedProgram::Use &use : retired->uses)
+  for (LinkedProgram::Use &use : taken->uses)
     for (auto &pin : use.pins) released.push_back(std::move(pin));
-  retired->uses.clear();
-  for (LinkedProgram *lender : retired->lenders) --lender->borrowers;
+  taken->uses.clear();
+  for (LinkedProgram *lender : taken->lenders) --lender->borrowers;
   // A program reaching its instances is left with cells into memory that is gone, as host code
   // bound to a library dlclose unloaded is: its host object outlived one it needed.
   for (auto &other : programs_) llvm::erase_value(other->lenders, program);
-  released.push_back(std::move(retired->program));
-  return retired;
+  released.push_back(std::move(taken->program));
+  return taken;
 }
 
 bool ProgramCache::contains(const LinkedProgram *program) const {

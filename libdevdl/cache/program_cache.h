@@ -223,7 +223,7 @@ class ProgramCache {
   /// Takes `program` out of the cache whatever still needs it: its runtime unloaded it
   /// (backend::RuntimeLoad). The programs it reached are needed one borrower less; what it kept
   /// goes to `released`, as dropUses gives it.
-  std::unique_ptr<LinkedProgram> retire(LinkedProgram *program, std::vector<std::shared_ptr<const void>> &released);
+  std::unique_ptr<LinkedProgram> release(LinkedProgram *program, std::vector<std::shared_ptr<const void>> &released);
   /// Keeps a program made by build() from `images` (with `interposed` made local in each), for the
   /// plans it serves.
   LinkedProgram *add(ProgramKey key, std::vector<uint32_t> images, std::vector<std::vector<std::string_view>> interposed,

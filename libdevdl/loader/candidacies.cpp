@@ -32,7 +32,7 @@ void Candidacies::arrived(uint32_t id, Acceptance acceptance) {
   if (undecided(id)) undecided_.push_back(id);
 }
 
-void Candidacies::forgetAll() {
+void Candidacies::undecideAll() {
   for (uint32_t id = 0; id < images_.end(); ++id)
     if (images_.contains(id) && images_[id].loaded) {
       images_[id].elsewhere.clear();  // some were as on the default device

@@ -37,7 +37,7 @@ class Candidacies {
   /// Image `id`, just added to the table, with what was decided as it was read (accept).
   void arrived(uint32_t id, Acceptance acceptance);
   /// Every loaded image decided again, on other default devices (device_dlattach).
-  void forgetAll();
+  void undecideAll();
   /// Decides the loaded images left Undecided, with the mutex let go: opening their devices where
   /// needed. Called before anything resolves.
   void decide(LoaderLock &lock);

@@ -59,7 +59,7 @@ void Loader::unregisterCuda(const devdl_cuda_objects &objects) {
   LoaderLock lock(mutex_);
   auto it = llvm::find_if(cudaRegistered_, [&](const auto &entry) { return entry.first == &objects; });
   if (it == cudaRegistered_.end()) return;
-  programs_.retire(it->second);
+  programs_.release(it->second);
   cudaRegistered_.erase(it);
 }
 

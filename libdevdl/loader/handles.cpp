@@ -100,12 +100,13 @@ void Handles::makeGlobal(Handle &handle, OpenRecord &record) {
 }
 
 void Handles::revert(const OpenRecord &record) {
+  if (!record.referenced && record.added.empty() && record.promoted.empty()) return;  // it added nothing
   // As glibc's dlopen leaves the global scope as it was when an open fails: the handles open
   // before that it made global leave it (the new ones leave everything as they are unloaded).
   for (Handle *handle : record.promoted)
     if (find(handle) && handle->global && !llvm::is_contained(record.added, handle)) {
       handle->global = false;
-      scopes_.leave(handle->images, images_.pointers());
+      leaveGlobalScope(handle->images);
     }
   for (Handle *handle : record.added) handle->nodelete = false;
   if (record.referenced && find(record.referenced)) dropReference(*record.referenced);
@@ -181,12 +182,17 @@ void Handles::joinGlobalScope(std::span<const uint32_t> ids) {
   if (reportJoins_) reportDuplicates(ids);
 }
 
+void Handles::leaveGlobalScope(std::span<const uint32_t> ids) {
+  scopes_.leave(ids, images_.pointers());
+  Generation::move();
+}
+
 void Handles::dropImages(std::span<const uint32_t> ids) {
   scopes_.leave(ids, images_.pointers());
   // A host object's images may be another handle's recorded dependencies.
   for (const auto &handle : handles_) handle->local.remove(ids, images_.pointers());
   for (uint32_t id : ids) images_.unload(id);
-  programs_.drop(ids);
+  programs_.dropPlans(ids);
   Generation::move();
 }
 

@@ -2,7 +2,7 @@
 // memory's) images, its references and flags, its local scope (its images, then the images they
 // need, breadth first), the handles of what it needs, held while it is open; the global scope they
 // join (DEVDL_GLOBAL); the views of handles on other devices (device_dlview). What an open adds is
-// recorded, so that a failed open takes back exactly that (revert).
+// recorded, so that a failed open takes back exactly that (Handles::Open).
 #pragma once
 
 #include "loader/candidacies.h"
@@ -48,7 +48,7 @@ struct View {
   unsigned place;  // its device's place (Places)
 };
 
-/// What one open added: a failed open takes back exactly that (Handles::revert).
+/// What one open added: a failed open takes back exactly that (Handles::Open).
 struct OpenRecord {
   Handle *referenced = nullptr;    // the handle it returns, given one more reference
   std::vector<Handle *> added;     // the handles it made, in the order it made them
@@ -87,18 +87,34 @@ class Handles {
   /// The handle, and those it holds, join the global scope (DEVDL_GLOBAL), as dlopen's
   /// RTLD_GLOBAL makes an object and its dependencies global: into `record`, those that joined now.
   void makeGlobal(Handle &handle, OpenRecord &record);
-  /// Takes back what a failed open added, as if it had not been: the handles it made global leave
-  /// the global scope, its reference is dropped, the handles it made and nothing else holds are
-  /// unloaded.
-  void revert(const OpenRecord &record);
+  /// One open as a transaction: what it adds (add, reference and makeGlobal, into its record) is
+  /// taken back as it ends unless kept, as if it had not been (revert): a failed open leaves
+  /// nothing behind, as glibc's dlopen does, however it fails.
+  class Open {
+   public:
+    explicit Open(Handles &handles) : handles_(&handles) {}
+    Open(const Open &) = delete;
+    Open &operator=(const Open &) = delete;
+    ~Open() {
+      if (handles_) handles_->revert(record_);
+    }
+    OpenRecord &record() { return record_; }
+    /// The open stands: what it added stays.
+    void keep() { handles_ = nullptr; }
+
+   private:
+    Handles *handles_;
+    OpenRecord record_;
+  };
   /// Drops one reference of the handle; at zero, unloads it, and drops its references of the
   /// handles it holds.
   void dropReference(Handle &handle);
 
-  /// Image ids join the global scope, in search order; unloaded: out of every scope at once,
+  /// Image ids join the global scope, in search order, or leave it; unloaded: out of every scope at once,
   /// their plans dropped, and the programs left with none released, with the images only they
   /// held.
   void joinGlobalScope(std::span<const uint32_t> ids);
+  void leaveGlobalScope(std::span<const uint32_t> ids);
   void dropImages(std::span<const uint32_t> ids);
   /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides
   /// (those of undecided images once decided); from the first call of reportJoins on, those of
@@ -119,6 +135,9 @@ class Handles {
   std::optional<uint32_t> findModule(std::string_view id, const Handle &handle) const;
   /// Unloads a handle no reference holds.
   void unload(Handle &handle);
+  /// Takes back what an open added (Open): the handles it made global leave the global scope,
+  /// its reference is dropped, the handles it made and nothing else holds are unloaded.
+  void revert(const OpenRecord &record);
 
   ImageTable &images_;
   Scopes &scopes_;

@@ -133,19 +133,14 @@ llvm::Expected<Handle *> Loader::openIdentified(LoaderLock &lock, const FileIden
     lock.takeAgain();
     if (!files) return files.takeError();
     if (handles_.find(identity)) continue;  // another thread opened it meanwhile: that handle
-    OpenRecord record;
-    auto handle = handles_.add(*files, flags, record);
-    if (!handle) {
-      handles_.revert(record);
-      return handle.takeError();
-    }
+    Handles::Open transaction(handles_);
+    auto handle = handles_.add(*files, flags, transaction.record());
+    if (!handle) return handle.takeError();
     if (!handle->settled()) continue;  // a file it needs, open before, was closed meanwhile: read it
     // As RTLD_NOW: linked now, or the open fails and leaves nothing behind, NODELETE or not.
     if (flags & DEVDL_NOW)
-      if (llvm::Error err = linkNow(lock, ***handle)) {
-        handles_.revert(record);
-        return err;
-      }
+      if (llvm::Error err = linkNow(lock, ***handle)) return err;
+    transaction.keep();
     return **handle;
   }
 }
@@ -155,14 +150,12 @@ llvm::Expected<Handle *> Loader::reopen(LoaderLock &lock, Handle &handle, int fl
   // and the handle stays as it was. Promoted first, as a first open with DEVDL_GLOBAL joins the
   // global scope before it links: its images' imports may be bound to one another there. The
   // reference taken first keeps it while the mutex is let go.
-  OpenRecord record;
-  handles_.reference(handle, record);
-  if (flags & DEVDL_GLOBAL) handles_.makeGlobal(handle, record);
+  Handles::Open transaction(handles_);
+  handles_.reference(handle, transaction.record());
+  if (flags & DEVDL_GLOBAL) handles_.makeGlobal(handle, transaction.record());
   if ((flags & DEVDL_NOW) && !handle.linkedNow)
-    if (llvm::Error err = linkNow(lock, handle)) {
-      handles_.revert(record);
-      return err;
-    }
+    if (llvm::Error err = linkNow(lock, handle)) return err;
+  transaction.keep();
   handle.nodelete |= (flags & DEVDL_NODELETE) != 0;
   return &handle;
 }
@@ -216,7 +209,7 @@ llvm::Error Loader::attach(const devdl_native &native) {
   // Another device may take other images: each one's candidacy is decided again, with the mutex let go.
   for (uint32_t id = 0; id < images_.end(); ++id)
     if (images_.contains(id) && images_[id].loaded) images_[id].programs.clear();
-  candidacies_.forgetAll();
+  candidacies_.undecideAll();
   Generation::move();
   candidacies_.decide(lock);
   return llvm::Error::success();

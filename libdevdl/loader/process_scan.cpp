@@ -65,7 +65,7 @@ void ProcessScan::applyObjects(View &view) {
   if (view.host.listed) {
     scanned_ = true;
     scannedGeneration_ = view.host.generation;
-    dropUnloaded(view.host);
+    followUnloads(view.host);
   }
   bool changed = false;
   for (size_t o = 0; o < view.host.objects.size(); ++o) {
@@ -108,7 +108,7 @@ void ProcessScan::makeLocalScopes() {
   Generation::move();
 }
 
-void ProcessScan::dropUnloaded(const host::ProcessView &host) {
+void ProcessScan::followUnloads(const host::ProcessView &host) {
   // Their bundles are gone from memory (another object may be at the same address now).
   for (auto it = bundles_.begin(); it != bundles_.end();) {
     const bool still = llvm::any_of(host.objects, [&](const host::ProcessView::Object &o) {
@@ -150,13 +150,13 @@ void ProcessScan::followGlobal(Bundle &bundle, const host::ProcessView::Object &
     handles_.joinGlobalScope(bundle.images);
     // Its needed files with it (the process's images resolve in the global scope alone). They
     // stay there if it leaves: another may have come to rely on them, as with RTLD_GLOBAL.
-    OpenRecord promoted;
+    Handles::Open promotion(handles_);
     for (Handle *needed : bundle.needed)
-      if (handles_.find(needed)) handles_.makeGlobal(*needed, promoted);
+      if (handles_.find(needed)) handles_.makeGlobal(*needed, promotion.record());
+    promotion.keep();  // the host's, which devdl follows
   } else if (bundle.global && !object.global) {
     bundle.global = false;
-    scopes_.leave(bundle.images, images_.pointers());
-    Generation::move();
+    handles_.leaveGlobalScope(bundle.images);
   }
 }
 
@@ -171,11 +171,9 @@ void ProcessScan::applyPreloads(std::vector<View::Preload> &preloads) {
     if (bundle.found.object.empty() || hostPreloads.count(bundle.found.object))
       for (uint32_t id : bundle.images) position = std::max<size_t>(position, llvm::find(order, id) - order.begin() + 1);
   for (View::Preload &preload : preloads) {
-    OpenRecord record;
-    Handle *handle = handleFor(preload, DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE, "DEVDL_PRELOAD: ", record);
+    Handle *handle = handleFor(preload, DEVDL_LAZY | DEVDL_GLOBAL | DEVDL_NODELETE, "DEVDL_PRELOAD: ");
     if (!handle) continue;
     handle->nodelete = true;
-    handles_.makeGlobal(*handle, record);
     // The images were appended to the global scope: they go to their place.
     scopes_.place(handle->images, position, images_.pointers());
     position += handle->images.size();
@@ -188,14 +186,19 @@ void ProcessScan::applyPreloads(std::vector<View::Preload> &preloads) {
   handles_.reportLater(scopes_.globalOrder());
 }
 
-Handle *ProcessScan::handleFor(std::vector<OpenedFile> &batch, int flags, const std::string &what, OpenRecord &record) {
+Handle *ProcessScan::handleFor(std::vector<OpenedFile> &batch, int flags, const std::string &what) {
+  Handles::Open transaction(handles_);
   if (Handle *handle = handles_.find(batch.front().identity)) {
-    handles_.reference(*handle, record);
+    handles_.reference(*handle, transaction.record());
+    if (flags & DEVDL_GLOBAL) handles_.makeGlobal(*handle, transaction.record());
+    transaction.keep();
     return handle;
   }
-  auto added = handles_.add(batch, flags, record);
-  if (added && added->settled()) return **added;
-  handles_.revert(record);
+  auto added = handles_.add(batch, flags, transaction.record());
+  if (added && added->settled()) {
+    transaction.keep();
+    return **added;
+  }
   Debug::get().warn(what + (added ? batch.front().name + ": a file it needs was closed meanwhile"
                                   : llvm::toString(added.takeError())) +
                     ": ignored");
@@ -235,8 +238,7 @@ std::vector<std::vector<OpenedFile>> ProcessScan::readNeededOf(const host::Loade
 
 void ProcessScan::addNeeded(Bundle &bundle, std::vector<std::vector<OpenedFile>> &needed) {
   for (std::vector<OpenedFile> &batch : needed) {
-    OpenRecord record;
-    if (Handle *handle = handleFor(batch, DEVDL_LAZY, "", record)) bundle.needed.push_back(handle);
+    if (Handle *handle = handleFor(batch, DEVDL_LAZY, "")) bundle.needed.push_back(handle);
   }
 }
 

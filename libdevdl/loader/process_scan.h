@@ -69,7 +69,7 @@ class ProcessScan {
   /// Bundles of objects the host has unloaded, dropped; new objects' bundles added; promotions to
   /// the host's global scope followed.
   void applyObjects(View &view);
-  void dropUnloaded(const host::ProcessView &host);
+  void followUnloads(const host::ProcessView &host);
   std::map<const uint8_t *, Bundle>::iterator addBundle(host::ProcessView::Object &object, std::vector<NewImage> &images,
                                                         std::vector<std::vector<OpenedFile>> &needed);
   /// The bundle's images join the global scope, or leave it, as the host says of its object.
@@ -88,8 +88,9 @@ class ProcessScan {
   /// Handles for what readNeededOf read, referenced by the object's bundle.
   void addNeeded(Bundle &bundle, std::vector<std::vector<OpenedFile>> &needed);
   /// The handle of a file's batch (itself, then what it needs): the one open, referenced once
-  /// more, or new ones with `flags`; null, said with `what`, where it cannot be added.
-  Handle *handleFor(std::vector<OpenedFile> &batch, int flags, const std::string &what, OpenRecord &record);
+  /// more, or new ones with `flags`, made global with DEVDL_GLOBAL either way; null, said with
+  /// `what`, where it cannot be added (and nothing added stays: Handles::Open).
+  Handle *handleFor(std::vector<OpenedFile> &batch, int flags, const std::string &what);
 
   ImageTable &images_;
   Scopes &scopes_;

@@ -30,8 +30,8 @@ llvm::Error unreachable(std::string_view variable, std::string_view image, std::
 
 llvm::Expected<Outcome<cache::LinkedProgram *>> Programs::build(LoaderLock &lock, Request &request, Planned &planned) {
   BuildJob job = prepare(request, planned);
-  auto end = llvm::make_scope_exit([&] { endJob(job); });  // however the build ends
-  if (std::optional<llvm::Error> refused = refusal(job, request, planned)) return std::move(*refused);
+  auto end = llvm::make_scope_exit([&] { releaseJob(job); });  // however the build ends
+  if (std::optional<llvm::Error> refused = refuse(job, request, planned)) return std::move(*refused);
   // A thread already builds it: wait, and look again (or build it too where this thread may
   // hold the host loader's lock, which that one may be waiting for).
   std::optional<cache::ProgramCache::Turn> turn = cache_.takeTurn(lock.held(), planned.device, job.linked.key);
@@ -58,7 +58,7 @@ llvm::Expected<Outcome<cache::LinkedProgram *>> Programs::build(LoaderLock &lock
     rememberFailure(planned.device, *made.jointFailed, job.generation, joint);
     llvm::consumeError(std::move(joint));
   }
-  if (!made.built) return failure(job, request, planned, made.built.takeError());
+  if (!made.built) return explainFailure(job, request, planned, made.built.takeError());
   request.built = true;
   if (Debug::get().on(Debug::Statistics))
     Debug::get().print("program for " + request.label + ": " + std::to_string(job.linked.images.size()) + " images, " +
@@ -159,17 +159,17 @@ void Programs::sayBindings(const LinkPlan &linked, const BuildJob &job) const {
                        ": reached in the program of " + reached.lenderLabel);
 }
 
-std::optional<llvm::Error> Programs::refusal(BuildJob &job, const Request &request, const Planned &planned) {
+std::optional<llvm::Error> Programs::refuse(BuildJob &job, const Request &request, const Planned &planned) {
   if (!job.linked.secondCopy.empty())
     return inImage(fail(ErrorCode::Unsupported, job.linked.secondCopy), request.label);
   // A build that failed since the loader last changed fails again, without building: with its
   // importers, the plan is linked alone; alone, its error is given again.
-  if (!job.alone.inputs.empty() && failedBuild(planned.device, job.linked.key)) {
+  if (!job.alone.inputs.empty() && findFailedBuild(planned.device, job.linked.key)) {
     job.uses.resize(1);
     job.linked = std::move(job.alone);
     job.alone = {};
   }
-  if (const FailedBuild *failed = failedBuild(planned.device, job.linked.key)) return failed->error.make();
+  if (const FailedBuild *failed = findFailedBuild(planned.device, job.linked.key)) return failed->error.make();
   return std::nullopt;
 }
 
@@ -225,7 +225,7 @@ llvm::Expected<cache::Built> Programs::buildInputs(const BuildJob &job, const Bu
   return err;
 }
 
-llvm::Error Programs::failure(BuildJob &job, const Request &request, const Planned &planned, llvm::Error err) {
+llvm::Error Programs::explainFailure(BuildJob &job, const Request &request, const Planned &planned, llvm::Error err) {
   // A weak import left to the driver, which a loaded image this device cannot take defines:
   // likely why the driver's link failed, and said.
   std::string weak;
@@ -269,14 +269,14 @@ cache::LinkedProgram *Programs::keepBuilt(BuildJob &job, const Planned &planned,
   return keep(job, *made.built, std::move(uses));
 }
 
-void Programs::endJob(BuildJob &job) {
+void Programs::releaseJob(BuildJob &job) {
   parts_.mutex.destroyLater(job.references);  // the uses kept hold their own
   for (uint32_t id : job.held) images_.unhold(id);
   for (cache::LinkedProgram *lender : job.lenders) --lender->borrowers;
-  drop({});
+  releaseUnneeded();
 }
 
-const Programs::FailedBuild *Programs::failedBuild(const backend::Device *device, const cache::ProgramKey &key) {
+const Programs::FailedBuild *Programs::findFailedBuild(const backend::Device *device, const cache::ProgramKey &key) {
   const uint64_t now = Generation::now();
   std::erase_if(failedBuilds_, [&](const FailedBuild &failed) { return failed.generation != now; });
   for (const FailedBuild &failed : failedBuilds_)

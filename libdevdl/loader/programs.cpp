@@ -106,14 +106,14 @@ llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &l
   }
 }
 
-void Programs::retire(cache::LinkedProgram *program) {
-  std::unique_ptr<cache::LinkedProgram> retired = cache_.retire(program, parts_.mutex.released());
-  if (!retired) return;
-  forget(*retired);
-  drop({});
+void Programs::release(cache::LinkedProgram *program) {
+  std::unique_ptr<cache::LinkedProgram> released = cache_.release(program, parts_.mutex.released());
+  if (!released) return;
+  dropLinksTo(*released);
+  releaseUnneeded();
 }
 
-void Programs::forget(const cache::LinkedProgram &gone) {
+void Programs::dropLinksTo(const cache::LinkedProgram &gone) {
   for (uint32_t id = 0; id < images_.end(); ++id)
     if (images_.contains(id))
       for (cache::LinkedProgram *&program : images_[id].programs)
@@ -177,10 +177,10 @@ cache::LinkedProgram *Programs::keep(BuildJob &job, cache::Built &made, std::vec
   return kept;
 }
 
-void Programs::drop(std::span<const uint32_t> roots) {
+void Programs::dropPlans(std::span<const uint32_t> roots) {
   auto loaded = [&](uint32_t id) { return images_.contains(id) && images_[id].loaded; };
   for (std::unique_ptr<cache::LinkedProgram> &unused : cache_.dropUses(roots, loaded, parts_.mutex.released()))
-    forget(*unused);
+    dropLinksTo(*unused);
 }
 
 const LinkPlan *Programs::linkedPlan(uint32_t root, unsigned place) const {

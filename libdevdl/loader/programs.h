@@ -53,9 +53,8 @@ class Programs {
   /// each root's program. Their variables' instances are its own where no program holds them yet.
   llvm::Expected<cache::LinkedProgram *> programForRuntime(LoaderLock &lock, std::span<const uint32_t> roots,
                                                            std::string label, const backend::RuntimeLoad &runtime);
-  /// Lets go of a program programForRuntime made, whose runtime unloaded it, whatever still
-  /// needs it.
-  void retire(cache::LinkedProgram *program);
+  /// Releases a program programForRuntime made, whose runtime unloaded it, whatever still needs it.
+  void release(cache::LinkedProgram *program);
   /// The plan a root image's program at `place` was linked from for it; null where it has none.
   const LinkPlan *linkedPlan(uint32_t root, unsigned place) const;
   /// The plan of a root image at `place`: its program's plan for it where it has a program (what
@@ -64,7 +63,9 @@ class Programs {
   const LinkPlan &planOf(uint32_t root, unsigned place, std::optional<LinkPlan> &made) const;
   /// Drops the plans rooted at `roots` and releases the programs no longer needed
   /// (cache::LinkedProgram::needed), with the images only they held.
-  void drop(std::span<const uint32_t> roots);
+  void dropPlans(std::span<const uint32_t> roots);
+  /// Releases the programs no longer needed (dropPlans of none).
+  void releaseUnneeded() { dropPlans({}); }
   const cache::ProgramCache &cache() const { return cache_; }
   cache::ProgramCache &cache() { return cache_; }
 
@@ -100,7 +101,7 @@ class Programs {
   /// image interposes (interposedWithoutInstance); the request's label on an error.
   llvm::Error linkOwnProgram(LoaderLock &lock, Request &request, uint32_t owner, unsigned place);
   /// The images' links to a program that is gone cleared, and the images it held let go.
-  void forget(const cache::LinkedProgram &gone);
+  void dropLinksTo(const cache::LinkedProgram &gone);
   llvm::Expected<Planned> plan(const Request &request);
   /// The request's use of `program`, found in memory, recorded with references on the plan's
   /// host objects.
@@ -124,7 +125,7 @@ class Programs {
   void sayBindings(const LinkPlan &linked, const BuildJob &job) const;
   /// Phase 2: why the job is not built (a second copy of a variable; a build that failed since
   /// the loader last changed, given again): an error, or none.
-  std::optional<llvm::Error> refusal(BuildJob &job, const Request &request, const Planned &planned);
+  std::optional<llvm::Error> refuse(BuildJob &job, const Request &request, const Planned &planned);
   /// Phase 3, with the mutex let go: the job built (with its importers, else alone).
   struct Made;
   Made buildUnlocked(BuildJob &job, const Request &request, const Planned &planned);
@@ -132,12 +133,12 @@ class Programs {
   llvm::Expected<cache::Built> buildInputs(const BuildJob &job, const BuildInputs &inputs, const cache::SameModel &same,
                                            const Request &request, const Planned &planned);
   /// Phase 4: a failed build's error, said as well as devdl knows why, and remembered.
-  llvm::Error failure(BuildJob &job, const Request &request, const Planned &planned, llvm::Error err);
+  llvm::Error explainFailure(BuildJob &job, const Request &request, const Planned &planned, llvm::Error err);
   /// Phase 5: the built program kept for the uses whose roots are still loaded; null where another
   /// serves instead or it would hold a second instance of a variable.
   cache::LinkedProgram *keepBuilt(BuildJob &job, const Planned &planned, Made &made);
-  /// The job's holds let go: its images, the programs it reaches, programs no longer needed.
-  void endJob(BuildJob &job);
+  /// Releases the job's holds: its images, the programs it reaches, programs no longer needed.
+  void releaseJob(BuildJob &job);
 
   // instances.cpp: one instance of a loaded image's variables on each device.
   /// Which variables of `plan` a program linked for `device` reaches in the programs that hold
@@ -168,7 +169,8 @@ class Programs {
     uint64_t generation;
     KeptError error;
   };
-  const FailedBuild *failedBuild(const backend::Device *device, const cache::ProgramKey &key);
+  /// The failed build of `key` on `device` since the loader last changed (those of before let go).
+  const FailedBuild *findFailedBuild(const backend::Device *device, const cache::ProgramKey &key);
   void rememberFailure(const backend::Device *device, const cache::ProgramKey &key, uint64_t generation,
                        llvm::Error &err);  // `err` of a build prepared at `generation`, copied
 

@@ -1,5 +1,5 @@
 // The loader's parts on their own, over the fake backend (unit/fake_backend.h), made as the
-// Loader makes them: what an open adds and how a failed one is taken back (Handles, OpenRecord),
+// Loader makes them: what an open adds and how a failed one is taken back (Handles::Open),
 // whether the device takes each image (Candidacies), a program planned after a scan of the
 // process and found again in memory (Programs), DEVDL_PRELOAD applied (ProcessScan), a name bound
 // through what a handle's images import (Lookups), a program a runtime loads (Programs), and a
@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,45 +108,61 @@ class LoaderParts : public ::testing::Test {
   Lookups lookups_;
 };
 
-TEST_F(LoaderParts, ARevertTakesBackWhatTheOpenAddedAndNothingElse) {
+// An open not kept (Handles::Open) takes back what it added and nothing else.
+TEST_F(LoaderParts, AnOpenNotKeptTakesBackWhatItAddedAndNothingElse) {
   const std::string dir = scratchDir();
   writeNeedingBundle(dir + "/app.devdl", image("app.spv"), "lib.devdl", "$ORIGIN");
   writeNeedingBundle(dir + "/lib.devdl", image("lib.spv"), "");
-  OpenRecord first;
-  Handle *lib = add(dir + "/lib.devdl", DEVDL_LAZY, first);
+  std::optional<Handles::Open> first(std::in_place, handles_);
+  Handle *lib = add(dir + "/lib.devdl", DEVDL_LAZY, first->record());
   ASSERT_NE(lib, nullptr);
-  EXPECT_EQ(first.referenced, lib);
-  EXPECT_EQ(first.added, std::vector<Handle *>{lib});
-  OpenRecord second;
-  Handle *app = add(dir + "/app.devdl", DEVDL_LAZY | DEVDL_GLOBAL, second);
+  EXPECT_EQ(first->record().referenced, lib);
+  EXPECT_EQ(first->record().added, std::vector<Handle *>{lib});
+  std::optional<Handles::Open> second(std::in_place, handles_);
+  Handle *app = add(dir + "/app.devdl", DEVDL_LAZY | DEVDL_GLOBAL, second->record());
   ASSERT_NE(app, nullptr);
-  EXPECT_EQ(second.added, std::vector<Handle *>{app}) << "lib.devdl was open: its handle is taken";
-  EXPECT_EQ(second.promoted, (std::vector<Handle *>{app, lib}));
+  EXPECT_EQ(second->record().added, std::vector<Handle *>{app}) << "lib.devdl was open: its handle is taken";
+  EXPECT_EQ(second->record().promoted, (std::vector<Handle *>{app, lib}));
   EXPECT_EQ(lib->references, 2u) << "its own, and app.devdl's";
   const uint32_t appImage = app->images.front();
   EXPECT_EQ(scopes_.globalOrder().size(), 2u);
 
-  handles_.revert(second);
+  second.reset();
   EXPECT_EQ(handles_.find(app), nullptr);
   EXPECT_FALSE(loaded(appImage));
   ASSERT_EQ(handles_.find(lib), lib);
   EXPECT_EQ(lib->references, 1u);
   EXPECT_FALSE(lib->global) << "promoted by the open taken back";
   EXPECT_TRUE(scopes_.globalOrder().empty());
-  handles_.revert(first);
+  first.reset();
+  EXPECT_TRUE(handles_.all().empty());
+}
+
+// One kept stays, and its handle goes with its last reference.
+TEST_F(LoaderParts, AnOpenKeptStays) {
+  {
+    Handles::Open open(handles_);
+    ASSERT_NE(add(image("lib.spv"), DEVDL_LAZY | DEVDL_GLOBAL, open.record()), nullptr);
+    open.keep();
+  }
+  ASSERT_EQ(handles_.all().size(), 1u);
+  Handle &lib = *handles_.all().front();
+  EXPECT_TRUE(lib.global);
+  EXPECT_EQ(lib.references, 1u);
+  handles_.dropReference(lib);
   EXPECT_TRUE(handles_.all().empty());
 }
 
 TEST_F(LoaderParts, AnOpenThatFailsOnAModuleLeavesWhatItAddedInItsRecord) {
   // app-depends records that it needs module seedlib, which no loaded image is.
-  OpenRecord record;
+  std::optional<Handles::Open> open(std::in_place, handles_);
   std::vector<OpenedFile> files = read(image("app-depends.spv.devdl"));
-  auto added = handles_.add(files, DEVDL_LAZY | DEVDL_NODELETE, record);
+  auto added = handles_.add(files, DEVDL_LAZY | DEVDL_NODELETE, open->record());
   EXPECT_EQ(errorText(added), image("app-depends.spv.devdl") +
                                   ": image 0 (spirv): depends on module `seedlib`, which no loaded image is");
-  ASSERT_EQ(record.added.size(), 1u);
-  EXPECT_TRUE(record.added.front()->nodelete);
-  handles_.revert(record);
+  ASSERT_EQ(open->record().added.size(), 1u);
+  EXPECT_TRUE(open->record().added.front()->nodelete);
+  open.reset();
   EXPECT_TRUE(handles_.all().empty()) << "NODELETE or not";
   EXPECT_EQ(images_.end(), 1u);
   EXPECT_FALSE(loaded(0));
@@ -246,7 +263,7 @@ TEST_F(LoaderParts, AProgramForARuntimeIsItsOwnHoldsItsInstancesAndIsRetiredWhen
             ErrorCode::Unsupported);
   EXPECT_EQ(loads.size(), 1u) << "nothing more was loaded";
   // The runtime unloaded it: devdl lets go of it, whatever still reaches it.
-  programs_.retire(*program);
+  programs_.release(*program);
   EXPECT_FALSE(programs_.cache().contains(*program));
   EXPECT_EQ(images_[root].programAt(0), nullptr);
 }
