@@ -134,6 +134,26 @@ class Device {
 /// error copyVariable gives.
 llvm::Error checkInsideVariable(std::string_view name, uint64_t bytes, size_t offset, size_t size);
 
+/// A plan's inputs as a driver is given them, the first phases of every backend's link: each one
+/// the device takes (Device::accepts; one of `askedAtLink`, a native binary, is judged by its
+/// driver as it is linked), then each one another image interposes definitions of, or that
+/// reaches instances in other programs or exports its statics, edited so (editedForLink) into a
+/// copy that lives as long as this object. An error names the input.
+class DriverInputs {
+ public:
+  DriverInputs() = default;
+  DriverInputs(const DriverInputs &) = delete;
+  DriverInputs &operator=(const DriverInputs &) = delete;
+  llvm::Error prepare(const Device &device, std::span<const LinkInput> given, ImageFormat askedAtLink);
+
+  std::vector<LinkInput> inputs;  // `given`, each image the given one or its edited copy
+
+ private:
+  std::deque<DeviceImage> copies_;
+  std::deque<std::string> edits_;
+};
+
+
 /// The device DEVDL_DEVICE names among `names` (a backend's devices, in its order): its index,
 /// or the first whose name contains the value; 0 when the variable is unset. `backend` names
 /// the backend in errors ("OpenCL").

@@ -275,36 +275,35 @@ std::string Device::unexported(std::span<const LinkInput> inputs, const Program 
   return why;
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> inputs, std::string *binary) {
-  // The images, each as the driver gets it: a copy with interposed definitions made local, and
-  // variables whose instance is another program's reached through cells.
-  std::deque<std::string> edits;
-  std::vector<Bytes> bytes;
-  std::string labels;
-  for (const LinkInput &input : inputs) {
-    // A native binary is asked of the driver where its module is made: once.
-    if (input.image->format != ImageFormat::IntelNative)
-      if (llvm::Error refused = accepts(*input.image)) return inImage(std::move(refused), input.label);
-    labels += (labels.empty() ? "" : ", ") + input.label;
-    auto edited = editedForLink(input, bytes.size(), edits);
-    if (!edited) return inImage(edited.takeError(), input.label);
-    bytes.push_back(*edited);
-  }
-  // Each image's specialization constants, as the driver takes them.
-  std::vector<std::vector<uint32_t>> ids(inputs.size());
-  std::vector<std::vector<const void *>> values(inputs.size());
-  std::vector<ze_module_constants_t> constants(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].specConstants)
-      for (const auto &[id, value] : *inputs[i].specConstants) {
-        ids[i].push_back(id);
-        values[i].push_back(value.data());
-      }
-    constants[i] = {static_cast<uint32_t>(ids[i].size()), ids[i].data(), values[i].data()};
-  }
-  // Built as libraries: exports of functions and variables reach the other images.
-  const std::string flags = "-library-compilation -ze-take-global-address" + (options_.empty() ? "" : " " + options_);
+namespace {
 
+// Each input's specialization constants, as the driver takes them (pointers into `ids` and `values`).
+struct ModuleConstants {
+  std::vector<std::vector<uint32_t>> ids;
+  std::vector<std::vector<const void *>> values;
+  std::vector<ze_module_constants_t> constants;
+
+  explicit ModuleConstants(std::span<const LinkInput> inputs)
+      : ids(inputs.size()), values(inputs.size()), constants(inputs.size()) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].specConstants)
+        for (const auto &[id, value] : *inputs[i].specConstants) {
+          ids[i].push_back(id);
+          values[i].push_back(value.data());
+        }
+      constants[i] = {static_cast<uint32_t>(ids[i].size()), ids[i].data(), values[i].data()};
+    }
+  }
+};
+
+}  // namespace
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> given, std::string *binary) {
+  // The images, each as the driver gets it (a native binary is asked of the driver where its
+  // module is made: once).
+  DriverInputs prepared;
+  if (llvm::Error err = prepared.prepare(*this, given, ImageFormat::IntelNative)) return err;
+  const std::vector<LinkInput> &inputs = prepared.inputs;
   // A native binary is a module of its own: the module program takes SPIR-V alone.
   bool native = false;
   for (const LinkInput &input : inputs) {
@@ -314,55 +313,81 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
       return fail(ErrorCode::Unsupported, input.label + ": the specialization constants of a native binary were fixed "
                                                         "when it was built");
   }
+  auto program = moduleProgram_ && !native ? linkAsModuleProgram(inputs) : linkModuleByModule(inputs);
+  if (!program) return program.takeError();
+  if (binary)
+    if (llvm::Error err = nativeBinaryOf(**program, *binary)) return err;
+  return program;
+}
+
+std::string Device::buildFlags() const {
+  // Built as libraries: exports of functions and variables reach the other images.
+  return "-library-compilation -ze-take-global-address" + (options_.empty() ? "" : " " + options_);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::linkAsModuleProgram(std::span<const LinkInput> inputs) const {
+  const std::string flags = buildFlags();
+  ModuleConstants constants(inputs);
+  std::vector<size_t> sizes;
+  std::vector<const uint8_t *> modules;
+  std::vector<const char *> flagList(inputs.size(), flags.c_str());
+  std::vector<const ze_module_constants_t *> constantList;
+  std::string labels;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    sizes.push_back(inputs[i].image->bytes.size());
+    modules.push_back(inputs[i].image->bytes.data());
+    constantList.push_back(&constants.constants[i]);
+    labels += (labels.empty() ? "" : ", ") + inputs[i].label;
+  }
+  ze_module_program_exp_desc_t many = {ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC, nullptr,
+                                       static_cast<uint32_t>(inputs.size()), sizes.data(), modules.data(),
+                                       flagList.data(), constantList.data()};
+  ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, &many, ZE_MODULE_FORMAT_IL_SPIRV, 0, nullptr, nullptr, nullptr};
+  auto module = create(desc, labels);
+  if (!module) return module.takeError();
   auto program = std::make_unique<Program>(api_, name_, context_, device_);
-  if (moduleProgram_ && !native) {
-    std::vector<size_t> sizes;
-    std::vector<const uint8_t *> modules;
-    std::vector<const char *> flagList(inputs.size(), flags.c_str());
-    std::vector<const ze_module_constants_t *> constantList;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      sizes.push_back(bytes[i].size());
-      modules.push_back(bytes[i].data());
-      constantList.push_back(&constants[i]);
-    }
-    ze_module_program_exp_desc_t many = {ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC, nullptr,
-                                         static_cast<uint32_t>(inputs.size()), sizes.data(), modules.data(),
-                                         flagList.data(), constantList.data()};
-    ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, &many, ZE_MODULE_FORMAT_IL_SPIRV, 0, nullptr, nullptr, nullptr};
-    auto module = create(desc, labels);
+  program->add(*module);
+  return program;
+}
+
+llvm::Expected<std::unique_ptr<Program>> Device::linkModuleByModule(std::span<const LinkInput> inputs) const {
+  const std::string flags = buildFlags();
+  ModuleConstants constants(inputs);
+  auto program = std::make_unique<Program>(api_, name_, context_, device_);
+  std::string labels;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Bytes bytes = inputs[i].image->bytes;
+    const bool isNative = inputs[i].image->format == ImageFormat::IntelNative;
+    ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr,
+                             isNative ? ZE_MODULE_FORMAT_NATIVE : ZE_MODULE_FORMAT_IL_SPIRV, bytes.size(), bytes.data(),
+                             isNative ? nullptr : flags.c_str(), isNative ? nullptr : &constants.constants[i]};
+    auto module = create(desc, inputs[i].label);
     if (!module) return module.takeError();
     program->add(*module);
-  } else {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const bool isNative = inputs[i].image->format == ImageFormat::IntelNative;
-      ze_module_desc_t desc = {ZE_STRUCTURE_TYPE_MODULE_DESC, nullptr,
-                               isNative ? ZE_MODULE_FORMAT_NATIVE : ZE_MODULE_FORMAT_IL_SPIRV, bytes[i].size(),
-                               bytes[i].data(), isNative ? nullptr : flags.c_str(), isNative ? nullptr : &constants[i]};
-      auto module = create(desc, inputs[i].label);
-      if (!module) return module.takeError();
-      program->add(*module);
-    }
-    if (llvm::Error err = dynamicLink(*program, labels)) {
-      const std::string why = unexported(inputs, *program);
-      if (why.empty()) return err;
-      return fail(ErrorCode::Unsupported, llvm::toString(std::move(err)) + why);
-    }
+    labels += (labels.empty() ? "" : ", ") + inputs[i].label;
   }
-  if (binary) {
-    binary->assign(kBinaryMagic, sizeof kBinaryMagic);
-    for (ze_module_handle_t module : program->modules()) {
-      size_t size = 0;
-      ze_result_t result = api_.zeModuleGetNativeBinary(module, &size, nullptr);
-      std::string native(size, '\0');
-      if (result == ZE_RESULT_SUCCESS)
-        result = api_.zeModuleGetNativeBinary(module, &size, reinterpret_cast<uint8_t *>(native.data()));
-      if (result != ZE_RESULT_SUCCESS) return zeFailure("zeModuleGetNativeBinary", result);
-      const uint64_t length = size;
-      binary->append(reinterpret_cast<const char *>(&length), sizeof length);
-      binary->append(native.data(), size);
-    }
+  if (llvm::Error err = dynamicLink(*program, labels)) {
+    const std::string why = unexported(inputs, *program);
+    if (why.empty()) return err;
+    return fail(ErrorCode::Unsupported, llvm::toString(std::move(err)) + why);
   }
   return program;
+}
+
+llvm::Error Device::nativeBinaryOf(const Program &program, std::string &binary) const {
+  binary.assign(kBinaryMagic, sizeof kBinaryMagic);
+  for (ze_module_handle_t module : program.modules()) {
+    size_t size = 0;
+    ze_result_t result = api_.zeModuleGetNativeBinary(module, &size, nullptr);
+    std::string native(size, '\0');
+    if (result == ZE_RESULT_SUCCESS)
+      result = api_.zeModuleGetNativeBinary(module, &size, reinterpret_cast<uint8_t *>(native.data()));
+    if (result != ZE_RESULT_SUCCESS) return zeFailure("zeModuleGetNativeBinary", result);
+    const uint64_t length = size;
+    binary.append(reinterpret_cast<const char *>(&length), sizeof length);
+    binary.append(native.data(), size);
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {

@@ -83,6 +83,14 @@ class Device final : public backend::Device {
  private:
   Device(const Api &api, ze_driver_handle_t driver, ze_device_handle_t device, ze_context_handle_t context,
          bool ownsContext);
+  // link()'s phases past the inputs' (DriverInputs): one module of every image where the driver
+  // has the module program (ZE_experimental_module_program), else a module each, linked by
+  // zeModuleDynamicLink; then the program's native binary, for the disk cache.
+  std::string buildFlags() const;
+  llvm::Expected<std::unique_ptr<Program>> linkAsModuleProgram(std::span<const LinkInput> inputs) const;
+  llvm::Expected<std::unique_ptr<Program>> linkModuleByModule(std::span<const LinkInput> inputs) const;
+  /// devdl's binary of `program`: its modules' native binaries, each after its size.
+  llvm::Error nativeBinaryOf(const Program &program, std::string &binary) const;
   /// zeModuleCreate, its build log in the error.
   llvm::Expected<ze_module_handle_t> create(const ze_module_desc_t &desc, std::string_view what) const;
   /// zeModuleDynamicLink of every module of `program`; `what` names them in the error.

@@ -9,12 +9,15 @@
 #include "backend/opencl/opencl_api.h"
 #include "backend/opencl/spirv_extensions.h"
 #include "backend/partition.h"
+#include "backend/spirv/translation.h"
+#include "support/debug.h"
 
 #include <llvm/ADT/StringMap.h>
 
 #include <llvm/Support/Error.h>
 
 #include <array>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -188,6 +191,31 @@ class Device final : public backend::Device {
  private:
   // openDefault's choice among the platforms' devices.
   static llvm::Expected<std::unique_ptr<Device>> openChosen(const Api &cl);
+
+  // link()'s phases past the inputs' (DriverInputs): devdl's copy kernels added, then the
+  // driver's link (IL compiled and linked by the driver) or devdl's (the software link, built as
+  // IL or translated to SPIR).
+  /// devdl's copy kernels of a link, one module for each image: they live for the link.
+  struct CopyKernels {
+    std::deque<std::shared_ptr<const std::vector<uint32_t>>> words;
+    std::deque<DeviceImage> images;
+  };
+  /// Adds to `inputs` a module of copy kernels for each SPIR-V image exporting variables (those the
+  /// link sees), where the host has no other way to them; one that cannot be made is passed over,
+  /// said under DEVDL_DEBUG=statistics.
+  void addCopyKernels(std::vector<LinkInput> &inputs, CopyKernels &copying) const;
+  /// The inputs compiled and linked by the driver: as one program, or a large one in parts.
+  llvm::Expected<std::unique_ptr<backend::Program>> linkByDriver(std::span<const LinkInput> inputs) const;
+  /// devdl's software link, built as IL (optimized across the images with DEVDL_LTO=1) or as SPIR,
+  /// whose bitcode goes to `spirBuilt`.
+  llvm::Expected<std::unique_ptr<backend::Program>> linkBySoftware(std::span<const LinkInput> inputs,
+                                                                   std::string &spirBuilt) const;
+  /// The linked module translated to SPIR (the program's variables placed in host memory where
+  /// this device builds each kernel apart) and built.
+  llvm::Expected<std::unique_ptr<backend::Program>> buildLinkedAsSpir(const std::vector<uint32_t> &linked,
+                                                                      const std::vector<SpecConstant> &values,
+                                                                      std::span<const LinkInput> inputs,
+                                                                      std::string &spirBuilt, CallTimes &times) const;
   Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
   /// Sets specialization constants of an IL program (clSetProgramSpecializationConstant).
   llvm::Error specialize(cl_program program, const SpecConstants &specs) const;

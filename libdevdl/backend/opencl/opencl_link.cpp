@@ -25,184 +25,191 @@
 
 namespace devdl::backend::opencl {
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> given, std::string *binary) {
-  // Each image whose definitions another image interposes, or that reaches variables whose
-  // instance is another program's, is linked as a copy edited so (image/instance_cells.h); the
-  // driver copies what it is given, so the copies live for this call.
-  std::deque<DeviceImage> copies;
-  std::deque<std::string> edits;
-  std::vector<LinkInput> inputs(given.begin(), given.end());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    LinkInput &input = inputs[i];
-    if (input.interposed.empty() && input.elsewhere.empty() && input.statics.empty()) continue;  // interposedElsewhere is of interposed
-    auto edited = editedForLink(input, i, edits);
-    if (!edited) return inImage(edited.takeError(), input.label);
-    DeviceImage &copy = copies.emplace_back(*input.image);
-    copy.bytes = *edited;
-    input.image = &copy;
+namespace {
+
+// The constants set, as the translation applies them: each value in 8 bytes (little-endian hosts).
+std::vector<SpecConstant> specConstantValues(const SpecConstants &specs) {
+  std::vector<SpecConstant> values;
+  for (const auto &[id, bytes] : specs) {
+    uint64_t value = 0;
+    std::memcpy(&value, bytes.data(), std::min(bytes.size(), sizeof value));
+    values.emplace_back(id, value);
   }
-  // Devdl's copy kernels, where the program has some, and their labels: one module for each image.
-  std::deque<std::shared_ptr<const std::vector<uint32_t>>> copyWords;
-  std::deque<DeviceImage> copyImages;
+  return values;
+}
+
+}  // namespace
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> given, std::string *binary) {
+  // The inputs as the driver takes them (the driver copies what it is given: the edited copies
+  // live for this call); a native binary is asked of the driver where linkObjects makes its
+  // program: once.
+  DriverInputs prepared;
+  if (llvm::Error err = prepared.prepare(*this, given, ImageFormat::OpenClBinary)) return err;
+  std::vector<LinkInput> &inputs = prepared.inputs;
+  const LinkInput *native = nullptr, *spirv = nullptr;
+  for (const LinkInput &input : inputs) (input.image->format == ImageFormat::OpenClBinary ? native : spirv) = &input;
+  // Native binaries are compiled objects: only the device's linker joins them, to each other
+  // and to SPIR-V compiled as IL (the software link and SPIR have no place for them).
+  if (native && spirv && !caps_.spirvIl)
+    return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + name_ +
+                                            " takes no SPIR-V IL, so its native binaries link only with each other, "
+                                            "not with " + spirv->label);
+  CopyKernels copying;
+  if (copiesThroughKernels()) addCopyKernels(inputs, copying);
   std::string spirBuilt;  // the bitcode, where the program was built from SPIR
-  auto program = [&]() -> llvm::Expected<std::unique_ptr<backend::Program>> {
-    const LinkInput *native = nullptr, *spirv = nullptr;
-    for (const LinkInput &input : inputs) {
-      const bool isNative = input.image->format == ImageFormat::OpenClBinary;
-      // A native binary is asked of the driver where linkObjects makes its program: once.
-      if (!isNative)
-        if (llvm::Error refused = accepts(*input.image)) return inImage(std::move(refused), input.label);
-      (isNative ? native : spirv) = &input;
-    }
-    // Native binaries are compiled objects: only the device's linker joins them, to each other
-    // and to SPIR-V compiled as IL (the software link and SPIR have no place for them).
-    if (native && spirv && !caps_.spirvIl)
-      return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + name_ +
-                                              " takes no SPIR-V IL, so its native binaries link only with each other, "
-                                              "not with " + spirv->label);
-    // Where devdl does not move the program's variables to host memory and the driver gives no
-    // addresses of them, the host reads and writes them through kernels of devdl's: a module of
-    // them for each SPIR-V image exporting variables (those the link sees), linked with the
-    // images, by devdl or by the driver.
-    for (size_t i = 0, count = inputs.size(); i < count && copiesThroughKernels(); ++i) {
-      const LinkInput input = inputs[i];  // a copy: inputs grows
-      std::vector<std::string> variables;
-      for (const Symbol &s : input.image->symbols)
-        if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.interposed, s.name)) variables.emplace_back(s.name);
-      if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
-      if (!input.image->unvalidated.empty()) {  // devdl writes no kernels against a module it cannot vouch for
-        if (Debug::get().on(Debug::Statistics))
-          Debug::get().print("no copy kernels for the variables of " + input.label +
-                             ": devdl's SPIR-V validator could not vouch for it (" + std::string(input.image->unvalidated) + ")");
-        continue;
-      }
-      CallTimes times;
-      auto kernels = copyKernelsFor(*input.image, variables);
-      times.mark("made");
-      if (!kernels) {
-        const std::string why = llvm::toString(kernels.takeError());
-        if (Debug::get().on(Debug::Statistics))
-          Debug::get().print("no copy kernels for the variables of " + input.label + ": " + why);
-        continue;
-      }
-      DeviceImage &image = copyImages.emplace_back();
-      image.format = ImageFormat::SpirV;
-      const std::vector<uint32_t> &copying = *copyWords.emplace_back(std::move(*kernels));
-      image.bytes = Bytes(reinterpret_cast<const uint8_t *>(copying.data()), copying.size() * 4);
-      inputs.push_back({&image, "devdl's copy kernels for " + input.label});
-      times.print(inputs.back().label);
-    }
-    if (native || (caps_.spirvIl && caps_.linker)) {
-      // The driver compiles every kernel when it links: a program of many is linked in parts, in
-      // as many helper processes, where its kernels can be separated and their code repays them.
-      std::string whole;
-      CallTimes times;
-      uint64_t bytes = 0;
-      for (const LinkInput &input : inputs) bytes += input.image->bytes.size();
-      std::vector<ProgramPart> parts(1);
-      if (bytes >= kSpirvForParts)
-        parts = planParts(inputs, static_cast<unsigned>(std::min<uint64_t>(jobs(), bytes / kSpirvPerPart)), &whole);
-      uint64_t code = 0;
-      for (const ProgramPart &part : parts) code += part.size;
-      if (parts.size() > 1 && code < kSpirvForParts) {
-        whole = "its kernels' code is " + std::to_string(code) + " bytes, less than helpers' start repays";
-        parts.resize(1);
-      }
-      if (parts.size() == 1) {
-        if (Debug::get().on(Debug::Statistics) && !whole.empty())
-          Debug::get().print("linked as one program on " + name_ + ": " + whole);
-        return linkObjects(inputs);
-      }
-      times.mark("planned the parts");
-      auto linked = linkParts(inputs, parts);
-      if (!linked) {
-        // In this process, as one program: what fails there fails the link, said as it is here.
-        const std::string why = llvm::toString(linked.takeError());
-        if (Debug::get().on(Debug::Statistics))
-          Debug::get().print("linked as one program on " + name_ + ": its parts were not: " + why);
-        return linkObjects(inputs);
-      }
-      times.mark("built in helpers and loaded");
-      if (Debug::get().on(Debug::Statistics)) {
-        std::string each;
-        for (size_t i = 0; i < parts.size(); ++i)
-          each += "\n  part " + std::to_string(i) + ": " + std::to_string(parts[i].kernels.size()) + " kernels, " +
-                  std::to_string(parts[i].variables.size()) + " variables, " + std::to_string(parts[i].size) +
-                  " bytes of SPIR-V";
-        times.print("linked " + std::to_string(inputs.size()) + " images on " + name_ + " as " +
-                    std::to_string(parts.size()) + " programs in as many helper processes" + each);
-      }
-      return std::unique_ptr<backend::Program>(std::move(*linked));
-    }
-    // The software link, then the linked module as IL where the device takes it, else as SPIR.
-    std::vector<const DeviceImage *> images;
-    std::vector<std::string> labels;
-    for (const LinkInput &input : inputs) {
-      images.push_back(input.image);
-      labels.push_back(input.label);
-      // What the translator would end the process on, refused naming the image it came from.
-      if (caps_.spirvIl) continue;
-      std::vector<uint32_t> words(input.image->bytes.size() / 4);
-      std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
-      if (llvm::Error err = checkTranslatable(words)) return inImage(std::move(err), input.label);
-    }
-    CallTimes times;  // where a cold build's time goes
-    auto linked = linkSpirv(images, labels, caps_.variablePointers);
-    if (!linked) return linked.takeError();
-    times.mark("SPIRV-Tools link");
-    // The constants set, under the SpecIds they have in the linked module.
-    SpecConstants specs;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].specConstants)
-        for (const auto &[id, value] : *inputs[i].specConstants) specs[linkedSpecId(i, id)] = value;
-    std::vector<SpecConstant> values;
-    for (const auto &[id, bytes] : specs) {
-      uint64_t value = 0;
-      std::memcpy(&value, bytes.data(), std::min(bytes.size(), sizeof value));  // little-endian hosts
-      values.emplace_back(id, value);
-    }
-    if (caps_.spirvIl) {
-      // Optimized across the images where the translator can write back what LLVM made, with
-      // the constants applied; else as linked, the driver setting the constants.
-      if (lto_) {
-        auto optimized = optimizeSpirv(*linked, values);
-        if (optimized) return buildIl(*optimized, {});
-        const std::string why = llvm::toString(optimized.takeError());
-        if (Debug::get().on(Debug::Statistics))
-          Debug::get().print("not optimized across images for " + name_ + ": " + why);
-      }
-      return buildIl(*linked, specs);
-    }
-    // Where the device's kernels are built apart, each with its own copy of the program's
-    // variables, they move to host memory, at an address that follows from the program.
-    std::unique_ptr<HostVariables> placed;
-    auto place = [&](const VariableLayout &layout) -> llvm::Expected<uint64_t> {
-      sweepKept(api_);
-      std::string constants;
-      for (const auto &[id, value] : values) {
-        constants.append(reinterpret_cast<const char *>(&id), sizeof id);
-        constants.append(reinterpret_cast<const char *>(&value), sizeof value);
-      }
-      const std::string_view words(reinterpret_cast<const char *>(linked->data()), linked->size() * 4);
-      auto region = HostVariables::place(layout, xxh3::hash64({words, constants}));
-      if (!region) return region.takeError();
-      placed = std::move(*region);
-      return placed->address();
-    };
-    auto spir = spirvToSpir(*linked, values, lto_, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
-    if (!spir) return inImage(spir.takeError(), inputs.front().label);  // the program's root
-    times.mark(lto_ ? "translation to SPIR and -O2" : "translation to SPIR");
-    auto built = buildSpir(*spir);
-    if (!built) return built.takeError();
-    (*built)->holdVariables(std::move(placed));
-    if (binary) spirBuilt = std::move(*spir);
-    times.mark("clBuildProgram");
-    times.print("built " + std::to_string(inputs.size()) + " images as SPIR on " + name_);
-    return std::unique_ptr<backend::Program>(std::move(*built));
-  }();
+  auto program = native || (caps_.spirvIl && caps_.linker) ? linkByDriver(inputs) : linkBySoftware(inputs, spirBuilt);
   if (!program) return program.takeError();
   if (binary) *binary = binaryOf(**program, spirBuilt);
   return std::move(*program);
+}
+
+void Device::addCopyKernels(std::vector<LinkInput> &inputs, CopyKernels &copying) const {
+  // Where devdl does not move the program's variables to host memory and the driver gives no
+  // addresses of them, the host reads and writes them through kernels of devdl's: a module of
+  // them for each SPIR-V image exporting variables (those the link sees), linked with the
+  // images, by devdl or by the driver.
+  for (size_t i = 0, count = inputs.size(); i < count; ++i) {
+    const LinkInput input = inputs[i];  // a copy: inputs grows
+    std::vector<std::string> variables;
+    for (const Symbol &s : input.image->symbols)
+      if (s.kind == SymbolKind::Variable && !llvm::is_contained(input.interposed, s.name)) variables.emplace_back(s.name);
+    if (variables.empty() || input.image->format != ImageFormat::SpirV) continue;
+    if (!input.image->unvalidated.empty()) {  // devdl writes no kernels against a module it cannot vouch for
+      if (Debug::get().on(Debug::Statistics))
+        Debug::get().print("no copy kernels for the variables of " + input.label +
+                           ": devdl's SPIR-V validator could not vouch for it (" + std::string(input.image->unvalidated) + ")");
+      continue;
+    }
+    CallTimes times;
+    auto kernels = copyKernelsFor(*input.image, variables);
+    times.mark("made");
+    if (!kernels) {
+      const std::string why = llvm::toString(kernels.takeError());
+      if (Debug::get().on(Debug::Statistics))
+        Debug::get().print("no copy kernels for the variables of " + input.label + ": " + why);
+      continue;
+    }
+    DeviceImage &image = copying.images.emplace_back();
+    image.format = ImageFormat::SpirV;
+    const std::vector<uint32_t> &words = *copying.words.emplace_back(std::move(*kernels));
+    image.bytes = Bytes(reinterpret_cast<const uint8_t *>(words.data()), words.size() * 4);
+    inputs.push_back({&image, "devdl's copy kernels for " + input.label});
+    times.print(inputs.back().label);
+  }
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::linkByDriver(std::span<const LinkInput> inputs) const {
+  // The driver compiles every kernel when it links: a program of many is linked in parts, in as
+  // many helper processes, where its kernels can be separated and their code repays them.
+  std::string whole;
+  CallTimes times;
+  uint64_t bytes = 0;
+  for (const LinkInput &input : inputs) bytes += input.image->bytes.size();
+  std::vector<ProgramPart> parts(1);
+  if (bytes >= kSpirvForParts)
+    parts = planParts(inputs, static_cast<unsigned>(std::min<uint64_t>(jobs(), bytes / kSpirvPerPart)), &whole);
+  uint64_t code = 0;
+  for (const ProgramPart &part : parts) code += part.size;
+  if (parts.size() > 1 && code < kSpirvForParts) {
+    whole = "its kernels' code is " + std::to_string(code) + " bytes, less than helpers' start repays";
+    parts.resize(1);
+  }
+  if (parts.size() == 1) {
+    if (Debug::get().on(Debug::Statistics) && !whole.empty())
+      Debug::get().print("linked as one program on " + name_ + ": " + whole);
+    return linkObjects(inputs);
+  }
+  times.mark("planned the parts");
+  auto linked = linkParts(inputs, parts);
+  if (!linked) {
+    // In this process, as one program: what fails there fails the link, said as it is here.
+    const std::string why = llvm::toString(linked.takeError());
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print("linked as one program on " + name_ + ": its parts were not: " + why);
+    return linkObjects(inputs);
+  }
+  times.mark("built in helpers and loaded");
+  if (Debug::get().on(Debug::Statistics)) {
+    std::string each;
+    for (size_t i = 0; i < parts.size(); ++i)
+      each += "\n  part " + std::to_string(i) + ": " + std::to_string(parts[i].kernels.size()) + " kernels, " +
+              std::to_string(parts[i].variables.size()) + " variables, " + std::to_string(parts[i].size) +
+              " bytes of SPIR-V";
+    times.print("linked " + std::to_string(inputs.size()) + " images on " + name_ + " as " +
+                std::to_string(parts.size()) + " programs in as many helper processes" + each);
+  }
+  return std::unique_ptr<backend::Program>(std::move(*linked));
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::linkBySoftware(std::span<const LinkInput> inputs,
+                                                                        std::string &spirBuilt) const {
+  // The software link, then the linked module as IL where the device takes it, else as SPIR.
+  std::vector<const DeviceImage *> images;
+  std::vector<std::string> labels;
+  for (const LinkInput &input : inputs) {
+    images.push_back(input.image);
+    labels.push_back(input.label);
+    // What the translator would end the process on, refused naming the image it came from.
+    if (caps_.spirvIl) continue;
+    std::vector<uint32_t> words(input.image->bytes.size() / 4);
+    std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
+    if (llvm::Error err = checkTranslatable(words)) return inImage(std::move(err), input.label);
+  }
+  CallTimes times;  // where a cold build's time goes
+  auto linked = linkSpirv(images, labels, caps_.variablePointers);
+  if (!linked) return linked.takeError();
+  times.mark("SPIRV-Tools link");
+  // The constants set, under the SpecIds they have in the linked module.
+  SpecConstants specs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].specConstants)
+      for (const auto &[id, value] : *inputs[i].specConstants) specs[linkedSpecId(i, id)] = value;
+  if (caps_.spirvIl) {
+    // Optimized across the images where the translator can write back what LLVM made, with the
+    // constants applied; else as linked, the driver setting the constants.
+    if (lto_) {
+      auto optimized = optimizeSpirv(*linked, specConstantValues(specs));
+      if (optimized) return buildIl(*optimized, {});
+      const std::string why = llvm::toString(optimized.takeError());
+      if (Debug::get().on(Debug::Statistics)) Debug::get().print("not optimized across images for " + name_ + ": " + why);
+    }
+    return buildIl(*linked, specs);
+  }
+  return buildLinkedAsSpir(*linked, specConstantValues(specs), inputs, spirBuilt, times);
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Device::buildLinkedAsSpir(const std::vector<uint32_t> &linked,
+                                                                           const std::vector<SpecConstant> &values,
+                                                                           std::span<const LinkInput> inputs,
+                                                                           std::string &spirBuilt,
+                                                                           CallTimes &times) const {
+  // Where the device's kernels are built apart, each with its own copy of the program's
+  // variables, they move to host memory, at an address that follows from the program.
+  std::unique_ptr<HostVariables> placed;
+  auto place = [&](const VariableLayout &layout) -> llvm::Expected<uint64_t> {
+    sweepKept(api_);
+    std::string constants;
+    for (const auto &[id, value] : values) {
+      constants.append(reinterpret_cast<const char *>(&id), sizeof id);
+      constants.append(reinterpret_cast<const char *>(&value), sizeof value);
+    }
+    const std::string_view words(reinterpret_cast<const char *>(linked.data()), linked.size() * 4);
+    auto region = HostVariables::place(layout, xxh3::hash64({words, constants}));
+    if (!region) return region.takeError();
+    placed = std::move(*region);
+    return placed->address();
+  };
+  auto spir = spirvToSpir(linked, values, lto_, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
+  if (!spir) return inImage(spir.takeError(), inputs.front().label);  // the program's root
+  times.mark(lto_ ? "translation to SPIR and -O2" : "translation to SPIR");
+  auto built = buildSpir(*spir);
+  if (!built) return built.takeError();
+  (*built)->holdVariables(std::move(placed));
+  spirBuilt = std::move(*spir);
+  times.mark("clBuildProgram");
+  times.print("built " + std::to_string(inputs.size()) + " images as SPIR on " + name_);
+  return std::unique_ptr<backend::Program>(std::move(*built));
 }
 
 llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> Device::copyKernelsFor(
