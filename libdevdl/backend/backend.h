@@ -153,7 +153,6 @@ class DriverInputs {
   std::deque<std::string> edits_;
 };
 
-
 /// The device DEVDL_DEVICE names among `names` (a backend's devices, in its order): its index,
 /// or the first whose name contains the value; 0 when the variable is unset. `backend` names
 /// the backend in errors ("OpenCL").

@@ -206,15 +206,18 @@ llvm::Expected<Built> ProgramCache::build(backend::Device &device, const Program
     if (!image) return inImage(image.takeError(), input.label);
     input.image = &read.emplace_back(std::move(*image));
   }
-  // And every image checked, those of bundles that recorded their symbols too; one the SPIR-V
-  // validator could not vouch for is linked as such (DeviceImage::unvalidated).
-  std::deque<std::string> reasons;
+  // And every image checked, those of bundles that recorded their symbols too, and linked as the
+  // reader leaves it (its bytes in this host's order, laid out as SPIR-V asks); one the SPIR-V
+  // validator could not vouch for is linked as such (DeviceImage::unvalidated). The copy's
+  // other views are of the image's own storage, which the image keeps.
   for (backend::LinkInput &input : linked) {
-    auto unvalidated = checkImage(*input.image);
-    if (!unvalidated) return inImage(unvalidated.takeError(), input.label);
-    if (unvalidated->empty() || !input.image->unvalidated.empty()) continue;
+    auto checked = checkImage(*input.image);
+    if (!checked) return inImage(checked.takeError(), input.label);
+    if (!*checked) continue;
     DeviceImage &copy = read.emplace_back(*input.image);
-    copy.unvalidated = reasons.emplace_back(std::move(*unvalidated));
+    copy.bytes = (*checked)->bytes;
+    if (copy.unvalidated.empty()) copy.unvalidated = (*checked)->unvalidated;
+    copy.storage = (*checked)->storage;  // holds the bytes and the verdict read now
     input.image = &copy;
   }
   std::string binary;

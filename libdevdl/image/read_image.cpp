@@ -198,11 +198,11 @@ llvm::Expected<DeviceImage> readUnread(const DeviceImage &image, UnreadFiles &fi
   return known->second.images[unread.index];  // a copy, sharing the file's storage
 }
 
-llvm::Expected<std::string> checkImage(const DeviceImage &image) {
-  if (image.checked || image.format == ImageFormat::OpenClBinary) return std::string(image.unvalidated);
+llvm::Expected<std::optional<DeviceImage>> checkImage(const DeviceImage &image) {
+  if (image.checked || image.format == ImageFormat::OpenClBinary) return std::nullopt;
   auto read = readRawImage(image.bytes, image.format, nullptr);
   if (!read) return read.takeError();
-  return std::string(read->unvalidated);
+  return std::optional<DeviceImage>(std::move(*read));
 }
 
 llvm::Expected<std::vector<DeviceImage>> readBundleImages(Bytes bytes, std::shared_ptr<Storage> storage,

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,10 +75,12 @@ llvm::Expected<DeviceImage> readUnread(const DeviceImage &image, UnreadFiles &fi
 
 /// Reads the bytes of an image as a loose file's are read (the SPIR-V validator, the ELF, PTX,
 /// fatbin and bitcode readers), unless they were: an image is linked only once this passed, so
-/// a bundle's recorded symbols never let unchecked bytes reach a linker or translator. Gives why
-/// the SPIR-V validator could not vouch for a module read all the same (DeviceImage::unvalidated),
-/// empty where it did. Native OpenCL binaries are left to their driver, the only reader of them.
-llvm::Expected<std::string> checkImage(const DeviceImage &image);
+/// a bundle's recorded symbols never let unchecked bytes reach a linker or translator. Gives the
+/// image so read, in a storage of its own: its bytes as the reader leaves them (SPIR-V in this
+/// host's byte order, its blocks laid out as SPIR-V asks), and why the SPIR-V validator could not
+/// vouch for a module read all the same (DeviceImage::unvalidated); nullopt for one read or
+/// checked already, and for native OpenCL binaries, left to their driver, the only reader of them.
+llvm::Expected<std::optional<DeviceImage>> checkImage(const DeviceImage &image);
 
 /// The images of one bundle. Envelopes with devdl's keys keep their recorded symbols and
 /// properties; others (e.g. from clang-offload-packager) are derived from their bytes.

@@ -25,17 +25,26 @@ TEST_F(DeviceDlopen, ChainOfImages) {
 
 // Libraries whose SPIR-V is valid but for the layout of its blocks, as clang-15 -O1 and
 // llvm-spirv-15 write loops (loop_lib.cl: a block before its dominator; loop_nested_lib.cl: two
-// loops of one merge block): linked and run.
+// loops of one merge block): linked and run, as loose files and from a bundle whose recorded
+// symbols let them through unread until the link (which then takes them as the reader leaves them).
 TEST_F(DeviceDlopen, LibrariesOfBlocksOutOfOrderLinkAndRun) {
-  auto libs = openAll({"loop_lib", "loop_nested_lib"}, DEVDL_LAZY | DEVDL_GLOBAL);
-  void *app = device_dlopen(deviceImage("loop_app").c_str(), DEVDL_NOW);
-  ASSERT_NE(app, nullptr) << error();
-  void *kernel = device_dlsym(app, "LoopKernel");
-  ASSERT_NE(kernel, nullptr) << error();
-  // 100 * (3i, odd values cleared) + where i + 1 is in the grid
-  EXPECT_EQ(run(kernel, 4), (std::vector<int>{9, 3, 611, 6}));
-  device_dlclose(app);
-  closeAll(libs);
+  const std::string bundle = scratchDir() + "/loops.devdl";
+  CommandResult packed = devdl::test::run({DEVDL_PACK, "-o", bundle, deviceImage("loop_lib"), deviceImage("loop_nested_lib")});
+  ASSERT_EQ(packed.status, 0) << packed.err;
+  for (bool bundled : {false, true}) {
+    SCOPED_TRACE(bundled ? "bundled" : "loose");
+    std::vector<void *> libs = bundled ? std::vector<void *>{device_dlopen(bundle.c_str(), DEVDL_LAZY | DEVDL_GLOBAL)}
+                                       : openAll({"loop_lib", "loop_nested_lib"}, DEVDL_LAZY | DEVDL_GLOBAL);
+    ASSERT_NE(libs.front(), nullptr) << error();
+    void *app = device_dlopen(deviceImage("loop_app").c_str(), DEVDL_NOW);
+    ASSERT_NE(app, nullptr) << error();
+    void *kernel = device_dlsym(app, "LoopKernel");
+    ASSERT_NE(kernel, nullptr) << error();
+    // 100 * (3i, odd values cleared) + where i + 1 is in the grid
+    EXPECT_EQ(run(kernel, 4), (std::vector<int>{9, 3, 611, 6}));
+    device_dlclose(app);
+    closeAll(libs);
+  }
 }
 
 TEST_F(DeviceDlopen, DiamondLinksTheSharedBaseOnce) {

@@ -106,6 +106,29 @@ TEST(SpirvReader, AModuleValidButForItsBlocksLayoutIsReadLaidOutAgain) {
   }
 }
 
+// An image a bundle's recorded symbols let through unread is checked at its link, and the link
+// takes it as the reader leaves it: laid out (here), in this host's byte order (a big-endian one).
+TEST(SpirvReader, AnImageCheckedAtItsLinkIsTakenAsTheReaderLeavesIt) {
+  const std::string written = readFile(image("loop_lib.spv"));
+  std::string big = written;
+  for (size_t at = 0; at + 4 <= big.size(); at += 4) std::reverse(big.begin() + at, big.begin() + at + 4);
+  const std::string ordered(asText(readOne(image("loop_lib.spv")).bytes));
+  for (const std::string *bytes : {&written, static_cast<const std::string *>(&big)}) {
+    DeviceImage unchecked;
+    unchecked.format = ImageFormat::SpirV;
+    unchecked.bytes = asBytes(*bytes);
+    auto checked = checkImage(unchecked);
+    ASSERT_TRUE(!!checked) << errorText(checked);
+    ASSERT_TRUE(checked->has_value());
+    EXPECT_EQ(asText((*checked)->bytes), ordered);
+    EXPECT_EQ((*checked)->unvalidated, "");
+    unchecked.checked = true;
+    auto again = checkImage(unchecked);
+    ASSERT_TRUE(!!again) << errorText(again);
+    EXPECT_FALSE(again->has_value()) << "checked already: taken as it is";
+  }
+}
+
 TEST(SpirvReader, AppKernelImportsTheLibraryFunctionAndNoBuiltin) {
   DeviceImage app = readOne(image("app.spv"));
   // llvm-spirv also exports the kernel's body as a function of the same name: listed once, as K.
