@@ -7,6 +7,8 @@
 
 #include <spirv/unified1/spirv.h>
 
+#include <llvm/ADT/STLExtras.h>
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -117,6 +119,16 @@ std::optional<std::vector<uint32_t>> inLayoutOrder(std::span<const uint32_t> wor
   size_t copied = 0;  // words before this offset are in `out`
   auto copy = [&](size_t from, size_t to) { out.insert(out.end(), words.begin() + from, words.begin() + to); };
   bool changed = false;
+  // Laid out again only where each block is an OpLabel, its instructions, its merge instructions
+  // before its terminator, and that terminator: what the parser let through otherwise (a block of
+  // no instructions, a merge after the branch) is left to the validator's verdict.
+  auto wellFormed = [](const Block &b) {
+    return b.last > b.begin && b.last < b.end &&
+           llvm::all_of(b.merges, [&](const auto &merge) { return merge.first > b.begin && merge.first + merge.second <= b.last; });
+  };
+  for (const Function &function : scan.functions)
+    if (!function.blocks.empty() && function.blocks.back().end != 0 && !llvm::all_of(function.blocks, wellFormed))
+      return std::nullopt;
   for (const Function &function : scan.functions) {
     if (function.blocks.empty() || function.blocks.back().end == 0) continue;  // a declaration, or cut short
     const size_t before = out.size();

@@ -159,11 +159,12 @@ llvm::Error link(devdl::Bytes bytes, std::shared_ptr<devdl::Storage> storage) {
   std::vector<const DeviceImage *> linked;
   std::vector<std::string> labels;
   for (size_t i = 0; i < plan.images.size(); ++i) {
-    const DeviceImage &image = *images[plan.images[i]];
-    auto unvalidated = checkImage(image);
-    if (!unvalidated) return unvalidated.takeError();
-    // As the link path: devdl's own SPIR-V processing takes only what its validator vouches for.
-    if (!unvalidated->empty() || !image.unvalidated.empty()) return llvm::Error::success();
+    // As the link path: each image as its reader leaves it, and devdl's own SPIR-V processing
+    // takes only what its validator vouches for.
+    auto checked = checkImage(*images[plan.images[i]]);
+    if (!checked) return checked.takeError();
+    const DeviceImage &image = *checked ? copies.emplace_back(std::move(**checked)) : *images[plan.images[i]];
+    if (!image.unvalidated.empty() || !images[plan.images[i]]->unvalidated.empty()) return llvm::Error::success();
     linked.push_back(&image);
     labels.push_back("image " + std::to_string(plan.images[i]));
     if (plan.interposed[i].empty()) continue;
