@@ -19,14 +19,14 @@ namespace {
 struct Block {
   size_t begin = 0, end = 0;  // word offsets: its OpLabel, and where the next block or OpFunctionEnd begins
   uint32_t label = 0;
-  std::vector<uint32_t> successors;  // branch targets, then merge and continue targets
+  std::vector<uint32_t> successors;    // its branch's targets
+  std::vector<uint32_t> mergeTargets;  // its merge instructions' merge and continue targets
   std::vector<std::pair<size_t, size_t>> merges;  // its merge instructions: offset and words each
   size_t last = 0;  // its terminator (the branch): its last instruction but lines
 };
 
 struct Function {
   std::vector<Block> blocks;
-  std::vector<uint32_t> merges;  // of the block being read, added after its branch targets
 };
 
 struct Scan {
@@ -53,13 +53,8 @@ spv_result_t visit(void *user, const spv_parsed_instruction_t *inst) {
   if (!scan.inFunction) return SPV_SUCCESS;
   Function &function = scan.functions.back();
   if (opcode == SpvOpLabel || opcode == SpvOpFunctionEnd) {
-    if (!function.blocks.empty()) {
-      Block &previous = function.blocks.back();
-      previous.end = at;
-      previous.successors.insert(previous.successors.end(), function.merges.begin(), function.merges.end());
-      function.merges.clear();
-    }
-    if (opcode == SpvOpLabel) function.blocks.push_back({.begin = at, .end = 0, .label = inst->result_id, .successors = {}, .merges = {}});
+    if (!function.blocks.empty()) function.blocks.back().end = at;
+    if (opcode == SpvOpLabel) function.blocks.push_back({.begin = at, .end = 0, .label = inst->result_id});
     else scan.inFunction = false;
     return SPV_SUCCESS;
   }
@@ -69,7 +64,7 @@ spv_result_t visit(void *user, const spv_parsed_instruction_t *inst) {
   if (opcode == SpvOpBranch || opcode == SpvOpBranchConditional || opcode == SpvOpSwitch) {
     ids(block.successors);  // a condition or selector is no label: passed over below
   } else if (opcode == SpvOpLoopMerge || opcode == SpvOpSelectionMerge) {
-    ids(function.merges);
+    ids(block.mergeTargets);
     block.merges.emplace_back(at, inst->num_words);
   }
   return SPV_SUCCESS;
@@ -82,18 +77,19 @@ std::vector<size_t> dominanceOrder(const std::vector<Block> &blocks) {
   std::vector<char> seen(blocks.size(), 0);
   std::vector<size_t> postOrder;
   // Depth first without recursion (a function may have many thousands of blocks): each entry is
-  // a block and the next of its successors to follow.
+  // a block and the next of its successors to follow, its branch's targets, then its merge's.
   std::vector<std::pair<size_t, size_t>> stack = {{0, 0}};
   seen[0] = 1;
   while (!stack.empty()) {
     auto &[block, next] = stack.back();
-    const std::vector<uint32_t> &successors = blocks[block].successors;
-    if (next == successors.size()) {
+    const Block &b = blocks[block];
+    if (next == b.successors.size() + b.mergeTargets.size()) {
       postOrder.push_back(block);
       stack.pop_back();
       continue;
     }
-    auto target = index.find(successors[next++]);
+    const size_t k = next++;
+    auto target = index.find(k < b.successors.size() ? b.successors[k] : b.mergeTargets[k - b.successors.size()]);
     if (target != index.end() && !seen[target->second]) {
       seen[target->second] = 1;
       stack.push_back({target->second, 0});

@@ -149,6 +149,36 @@ std::vector<std::pair<uint32_t, std::string>> staticsOf(const SpirvFacts &facts)
   return statics;
 }
 
+// SPIRV-Tools vouches for the module, or says why not. Where it says so of a module that
+// declares extensions, its rules or its grammar are older than the module (Debian's 2023.1 knows
+// neither a bfloat16 conversion's capability nor the rules of SPV_INTEL_memory_access_aliasing):
+// the image is read, not validated, and goes only where a driver judges it (SPIR-V IL), never to
+// devdl's own SPIR-V processing. A module valid but for the layout of its blocks
+// (spirv_layout.h) becomes the image laid out as SPIR-V asks, as one of the other byte order
+// becomes the image in this host's: its merge instructions kept where that is valid, else
+// dropped. (What was read of the module points into the first bytes, which the storage keeps.)
+llvm::Error vouchFor(DeviceImage &image, std::span<const uint32_t> words, bool declaresExtensions) {
+  spirv::Context context;
+  spv_const_binary_t binary{words.data(), words.size()};
+  spirv::Diagnostic validation;
+  if (spvValidate(context.get(), &binary, validation.out()) == SPV_SUCCESS) return llvm::Error::success();
+  for (MergeInstructions merges : {MergeInstructions::Kept, MergeInstructions::Dropped}) {
+    std::optional<std::vector<uint32_t>> laidOut = inLayoutOrder(words, merges);
+    if (!laidOut) continue;
+    spv_const_binary_t again{laidOut->data(), laidOut->size()};
+    if (spirv::Diagnostic diagnostic; spvValidate(context.get(), &again, diagnostic.out()) != SPV_SUCCESS) continue;
+    auto buffer = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(laidOut->size() * 4);
+    std::memcpy(buffer->getBufferStart(), laidOut->data(), laidOut->size() * 4);
+    image.bytes = image.storage->adopt(std::move(buffer));
+    return llvm::Error::success();
+  }
+  std::string why = validation.text();
+  if (!declaresExtensions) return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + why);
+  if (size_t line = why.find("\n"); line != std::string::npos) why.resize(line);
+  image.unvalidated = image.storage->save(why);
+  return llvm::Error::success();
+}
+
 }  // namespace
 
 
@@ -174,37 +204,7 @@ llvm::Error readSpirv(DeviceImage &image) {
   SpirvFacts facts;
   if (llvm::Error err = walkSpirv(words, facts)) return err;
 
-  // SPIRV-Tools vouches for the module, or says why not. Where it says so of a module that
-  // declares extensions, its rules or its grammar are older than the module (Debian's 2023.1
-  // knows neither a bfloat16 conversion's capability nor the rules of SPV_INTEL_memory_access_aliasing):
-  // the image is read, not validated, and goes only where a driver judges it (SPIR-V IL), never
-  // to devdl's own SPIR-V processing.
-  spirv::Context context;
-  spv_const_binary_t binary{words.data(), words.size()};
-  if (spirv::Diagnostic validation; spvValidate(context.get(), &binary, validation.out()) != SPV_SUCCESS) {
-    // A module valid but for the layout of its blocks (spirv_layout.h) becomes the image laid out
-    // as SPIR-V asks, as one of the other byte order becomes the image in this host's: its merge
-    // instructions kept where that is valid, else dropped. (The facts read point into the first
-    // bytes, which the storage keeps.)
-    std::optional<std::vector<uint32_t>> laidOut;
-    for (MergeInstructions merges : {MergeInstructions::Kept, MergeInstructions::Dropped}) {
-      laidOut = inLayoutOrder(words, merges);
-      spv_const_binary_t again{laidOut ? laidOut->data() : nullptr, laidOut ? laidOut->size() : 0};
-      if (spirv::Diagnostic diagnostic; laidOut && spvValidate(context.get(), &again, diagnostic.out()) == SPV_SUCCESS)
-        break;
-      laidOut.reset();
-    }
-    if (laidOut) {
-      auto buffer = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(laidOut->size() * 4);
-      std::memcpy(buffer->getBufferStart(), laidOut->data(), laidOut->size() * 4);
-      image.bytes = image.storage->adopt(std::move(buffer));
-    } else {
-      std::string why = validation.text();
-      if (!facts.extensions) return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + why);
-      if (size_t line = why.find("\n"); line != std::string::npos) why.resize(line);
-      image.unvalidated = image.storage->save(why);
-    }
-  }
+  if (llvm::Error err = vouchFor(image, words, facts.extensions)) return err;
 
   image.triple = facts.addressing == SpvAddressingModelPhysical64   ? "spir64-unknown-unknown"
                  : facts.addressing == SpvAddressingModelPhysical32 ? "spir-unknown-unknown"

@@ -1,6 +1,7 @@
 // SPIR-V images compiled from OpenCL C by clang-15 + llvm-spirv-15: exports, imports, kernels,
 // spec constants, and refusal of invalid modules.
 #include "backend/spirv/program_part.h"
+#include "backend/spirv/words.h"
 #include "image/code_graph.h"
 #include "image/read_image.h"
 #include "image/readers.h"
@@ -67,7 +68,10 @@ TEST(SpirvReader, AModuleOfTheOtherByteOrderIsReadAsThisHostsOwn) {
 size_t loopMerges(std::string_view module) {
   size_t count = 0;
   std::span<const uint32_t> words(reinterpret_cast<const uint32_t *>(module.data()), module.size() / 4);
-  for (size_t at = 5; at < words.size() && words[at] >> 16; at += words[at] >> 16) count += (words[at] & 0xffff) == SpvOpLoopMerge;
+  backend::walkInstructions(words, [&](size_t at, size_t) {
+    count += (words[at] & 0xffff) == SpvOpLoopMerge;
+    return true;
+  });
   return count;
 }
 
