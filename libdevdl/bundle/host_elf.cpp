@@ -156,6 +156,56 @@ llvm::Error addModuleIds(const llvm::object::ObjectFile &object, std::vector<std
   return llvm::Error::success();
 }
 
+// The target of `triple` (spelled `tripleStr`), which must write ELF objects.
+llvm::Expected<const llvm::Target *> elfTarget(const llvm::Triple &triple, const std::string &tripleStr) {
+  if (!triple.isOSBinFormatELF())
+    return fail(ErrorCode::Unsupported, "target " + tripleStr + " does not use ELF objects");
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(tripleStr, error);
+  if (!target) return fail(ErrorCode::Unsupported, "target " + tripleStr + ": " + error);
+  return target;
+}
+
+// SHF_GNU_RETAIN keeps both sections under --gc-sections: nothing refers to them in code.
+constexpr unsigned kRetainedSectionFlags = llvm::ELF::SHF_ALLOC | llvm::ELF::SHF_GNU_RETAIN;
+
+// The bundle's section: the bundle under the global `symbolName`. Returns the local label at its
+// start, which the note refers to.
+llvm::MCSymbol *emitBundle(llvm::MCStreamer &out, llvm::MCContext &ctx, Bytes bundle, std::string_view symbolName) {
+  out.switchSection(
+      ctx.getELFSection(std::string(kSectionName), llvm::ELF::SHT_LLVM_OFFLOADING, kRetainedSectionFlags));
+  out.emitValueToAlignment(8);
+  // The note refers to a local label: a PC-relative reference to the global symbol would need
+  // a dynamic relocation in a shared library, since the global could be interposed.
+  llvm::MCSymbol *start = ctx.createTempSymbol("devdl_bundle_start");
+  llvm::MCSymbol *global = ctx.getOrCreateSymbol(llvm::StringRef(symbolName.data(), symbolName.size()));
+  out.emitSymbolAttribute(global, llvm::MCSA_Global);
+  out.emitSymbolAttribute(global, llvm::MCSA_ELF_TypeObject);
+  out.emitLabel(start);
+  out.emitLabel(global);
+  out.emitBytes(llvm::StringRef(asText(bundle)));
+  out.emitELFSize(global, llvm::MCConstantExpr::create(bundle.size(), ctx));
+  return start;
+}
+
+// The note that finds the bundle: its offset from the note's descriptor, and its size.
+void emitBundleNote(llvm::MCStreamer &out, llvm::MCContext &ctx, llvm::MCSymbol *start, size_t bundleSize) {
+  out.switchSection(ctx.getELFSection(std::string(kNoteSectionName), llvm::ELF::SHT_NOTE, kRetainedSectionFlags));
+  out.emitValueToAlignment(4);
+  out.emitIntValue(kNoteName.size() + 1, 4);
+  out.emitIntValue(kNoteDescSize, 4);
+  out.emitIntValue(kNoteTypeBundle, 4);
+  out.emitBytes(llvm::StringRef(kNoteName.data(), kNoteName.size()));
+  out.emitIntValue(0, 1);
+  out.emitValueToAlignment(4);
+  llvm::MCSymbol *desc = ctx.createTempSymbol("devdl_note_desc");
+  out.emitLabel(desc);
+  out.emitValue(llvm::MCBinaryExpr::createSub(llvm::MCSymbolRefExpr::create(start, ctx),
+                                              llvm::MCSymbolRefExpr::create(desc, ctx), ctx),
+                8);
+  out.emitIntValue(bundleSize, 8);
+}
+
 }  // namespace
 
 llvm::Expected<std::vector<ArchiveMember>> archiveMembers(Bytes archive) {
@@ -214,11 +264,9 @@ llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view triple
   const std::string tripleStr =
       tripleName.empty() ? llvm::sys::getDefaultTargetTriple() : std::string(tripleName);
   llvm::Triple triple(tripleStr);
-  if (!triple.isOSBinFormatELF())
-    return fail(ErrorCode::Unsupported, "target " + tripleStr + " does not use ELF objects");
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(tripleStr, error);
-  if (!target) return fail(ErrorCode::Unsupported, "target " + tripleStr + ": " + error);
+  auto found = elfTarget(triple, tripleStr);
+  if (!found) return found.takeError();
+  const llvm::Target *target = *found;
 
   llvm::MCTargetOptions options;
   std::unique_ptr<llvm::MCRegisterInfo> regInfo(target->createMCRegInfo(tripleStr));
@@ -242,38 +290,10 @@ llvm::Expected<std::string> makeHostObject(Bytes bundle, std::string_view triple
       /*RelaxAll=*/false, /*IncrementalLinkerCompatible=*/false, /*DWARFMustBeAtTheEnd=*/false));
   out->initSections(false, *subtarget);
 
-  // SHF_GNU_RETAIN keeps both sections under --gc-sections: nothing refers to them in code.
-  const unsigned flags = llvm::ELF::SHF_ALLOC | llvm::ELF::SHF_GNU_RETAIN;
-  out->switchSection(ctx.getELFSection(std::string(kSectionName), llvm::ELF::SHT_LLVM_OFFLOADING, flags));
-  out->emitValueToAlignment(8);
-  // The note refers to a local label: a PC-relative reference to the global symbol would need
-  // a dynamic relocation in a shared library, since the global could be interposed.
-  llvm::MCSymbol *start = ctx.createTempSymbol("devdl_bundle_start");
-  llvm::MCSymbol *global = ctx.getOrCreateSymbol(llvm::StringRef(symbolName.data(), symbolName.size()));
-  out->emitSymbolAttribute(global, llvm::MCSA_Global);
-  out->emitSymbolAttribute(global, llvm::MCSA_ELF_TypeObject);
-  out->emitLabel(start);
-  out->emitLabel(global);
-  out->emitBytes(llvm::StringRef(asText(bundle)));
-  out->emitELFSize(global, llvm::MCConstantExpr::create(bundle.size(), ctx));
-
+  llvm::MCSymbol *start = emitBundle(*out, ctx, bundle, symbolName);
   // Without this marker, linkers give whatever links the object an executable stack.
   out->switchSection(asmInfo->getNonexecutableStackSection(ctx));
-
-  out->switchSection(ctx.getELFSection(std::string(kNoteSectionName), llvm::ELF::SHT_NOTE, flags));
-  out->emitValueToAlignment(4);
-  out->emitIntValue(kNoteName.size() + 1, 4);
-  out->emitIntValue(kNoteDescSize, 4);
-  out->emitIntValue(kNoteTypeBundle, 4);
-  out->emitBytes(llvm::StringRef(kNoteName.data(), kNoteName.size()));
-  out->emitIntValue(0, 1);
-  out->emitValueToAlignment(4);
-  llvm::MCSymbol *desc = ctx.createTempSymbol("devdl_note_desc");
-  out->emitLabel(desc);
-  out->emitValue(llvm::MCBinaryExpr::createSub(llvm::MCSymbolRefExpr::create(start, ctx),
-                                               llvm::MCSymbolRefExpr::create(desc, ctx), ctx),
-                 8);
-  out->emitIntValue(bundle.size(), 8);
+  emitBundleNote(*out, ctx, start, bundle.size());
   out->finish();
   return std::string(buffer.str());
 }

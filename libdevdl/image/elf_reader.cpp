@@ -26,14 +26,16 @@ std::string cudaArch(const llvm::object::ELF64LEFile &elf) {
   return "sm_" + std::to_string(sm);
 }
 
-}  // namespace
+llvm::Error invalidElf(llvm::Error err) {
+  return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(std::move(err)));
+}
 
-llvm::Error readDeviceElf(DeviceImage &image) {
-  auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(asText(image.bytes)));
-  if (!file) return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(file.takeError()));
-  const auto &elf = *file;
+using ElfSections = llvm::object::ELF64LEFile::Elf_Shdr_Range;
+using ElfSymbol = llvm::object::ELF64LE::Sym;
+
+// The image's format, triple and arch, from the ELF header's machine.
+llvm::Error readTarget(DeviceImage &image, const llvm::object::ELF64LEFile &elf) {
   const uint16_t machine = elf.getHeader().e_machine;
-
   if (machine == llvm::ELF::EM_CUDA) {
     image.format = ImageFormat::Cubin;
     image.triple = "nvptx64-nvidia-cuda";
@@ -45,58 +47,81 @@ llvm::Error readDeviceElf(DeviceImage &image) {
     return fail(ErrorCode::BadFormat,
                 "not a device ELF object (machine " + llvm::Twine(machine) + ")");
   }
+  return llvm::Error::success();
+}
 
-  auto bad = [](llvm::Error err) {
-    return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(std::move(err)));
-  };
+// A CUDA object's local variable in global memory is a static (DeviceImage::statics); not
+// the compiler's own (`$str`, a string literal).
+bool isCudaLocalVariable(const ElfSymbol &s, uint16_t machine, size_t sectionCount) {
+  const uint8_t type = s.getType();
+  return s.getBinding() == llvm::ELF::STB_LOCAL && machine == llvm::ELF::EM_CUDA &&
+         (type == llvm::ELF::STT_OBJECT || type == kSttCudaObject) && s.st_shndx != llvm::ELF::SHN_UNDEF &&
+         s.st_shndx < sectionCount;
+}
+
+// A static of `s`, one isCudaLocalVariable picks (its section index checked), unless the compiler's own.
+llvm::Error readCudaStatic(DeviceImage &image, const llvm::object::ELF64LEFile &elf, ElfSections sections,
+                           llvm::StringRef strings, const ElfSymbol &s) {
+  auto section = elf.getSectionName(sections[s.st_shndx]);
+  if (!section) return invalidElf(section.takeError());
+  auto nameOrErr = s.getName(strings);
+  if (!nameOrErr) return invalidElf(nameOrErr.takeError());
+  if (section->startswith(".nv.global") && !nameOrErr->startswith("$"))
+    image.statics.emplace_back(nameOrErr->data(), nameOrErr->size());
+  return llvm::Error::success();
+}
+
+// One symbol of the table: a static, an import or an export, or none of them.
+llvm::Error readSymbol(DeviceImage &image, const llvm::object::ELF64LEFile &elf, ElfSections sections,
+                       llvm::StringRef strings, const ElfSymbol &s) {
+  const uint16_t machine = elf.getHeader().e_machine;
+  const uint8_t type = s.getType();
+  if (isCudaLocalVariable(s, machine, sections.size())) return readCudaStatic(image, elf, sections, strings, s);
+  // Section and file symbols are never exports or imports (nor is the null symbol).
+  if (s.getBinding() == llvm::ELF::STB_LOCAL || type == llvm::ELF::STT_SECTION || type == llvm::ELF::STT_FILE)
+    return llvm::Error::success();
+  // Shared memory is each block's own, placed by the link in the one module it makes: an extern
+  // __shared__ array (the kernel's dynamic shared memory) or a __shared__ variable is neither
+  // an import nor a variable with an instance.
+  if (machine == llvm::ELF::EM_CUDA && type != llvm::ELF::STT_FUNC && (s.st_other & kStoCudaShared))
+    return llvm::Error::success();
+  auto nameOrErr = s.getName(strings);
+  if (!nameOrErr) return invalidElf(nameOrErr.takeError());
+  std::string_view name(nameOrErr->data(), nameOrErr->size());
+  if (s.st_shndx == llvm::ELF::SHN_UNDEF) {
+    auto import = machine == llvm::ELF::EM_CUDA ? cudaImport(name)
+                  : isImportableName(name)       ? std::optional<Symbol>(Symbol{name, SymbolKind::Import})
+                                                 : std::nullopt;
+    if (import) image.symbols.push_back(*import);
+    return llvm::Error::success();
+  }
+  if (type == llvm::ELF::STT_FUNC)
+    image.symbols.push_back(
+        {name, machine == llvm::ELF::EM_CUDA && (s.st_other & kStoCudaEntry) ? SymbolKind::Kernel
+                                                                            : SymbolKind::Function});
+  else if (type == llvm::ELF::STT_OBJECT || (machine == llvm::ELF::EM_CUDA && type == kSttCudaObject))
+    image.symbols.push_back({name, SymbolKind::Variable});
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+llvm::Error readDeviceElf(DeviceImage &image) {
+  auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(asText(image.bytes)));
+  if (!file) return invalidElf(file.takeError());
+  const auto &elf = *file;
+  if (llvm::Error err = readTarget(image, elf)) return err;
   auto sections = elf.sections();
-  if (!sections) return bad(sections.takeError());
+  if (!sections) return invalidElf(sections.takeError());
   // The symbol table and its string table are found once, not once per symbol.
   for (const auto &section : *sections) {
     if (section.sh_type != llvm::ELF::SHT_SYMTAB) continue;
     auto symbols = elf.symbols(&section);
-    if (!symbols) return bad(symbols.takeError());
+    if (!symbols) return invalidElf(symbols.takeError());
     auto strings = elf.getStringTableForSymtab(section, *sections);
-    if (!strings) return bad(strings.takeError());
-    for (const auto &s : *symbols) {
-      const uint8_t type = s.getType();
-      // A CUDA object's local variable in global memory is a static (DeviceImage::statics); not
-      // the compiler's own (`$str`, a string literal).
-      if (s.getBinding() == llvm::ELF::STB_LOCAL && machine == llvm::ELF::EM_CUDA &&
-          (type == llvm::ELF::STT_OBJECT || type == kSttCudaObject) &&
-          s.st_shndx != llvm::ELF::SHN_UNDEF && s.st_shndx < sections->size()) {
-        auto section = elf.getSectionName((*sections)[s.st_shndx]);
-        if (!section) return bad(section.takeError());
-        auto nameOrErr = s.getName(*strings);
-        if (!nameOrErr) return bad(nameOrErr.takeError());
-        if (section->startswith(".nv.global") && !nameOrErr->startswith("$"))
-          image.statics.emplace_back(nameOrErr->data(), nameOrErr->size());
-        continue;
-      }
-      // Section and file symbols are never exports or imports (nor is the null symbol).
-      if (s.getBinding() == llvm::ELF::STB_LOCAL || type == llvm::ELF::STT_SECTION || type == llvm::ELF::STT_FILE)
-        continue;
-      // Shared memory is each block's own, placed by the link in the one module it makes: an extern
-      // __shared__ array (the kernel's dynamic shared memory) or a __shared__ variable is neither
-      // an import nor a variable with an instance.
-      if (machine == llvm::ELF::EM_CUDA && type != llvm::ELF::STT_FUNC && (s.st_other & kStoCudaShared)) continue;
-      auto nameOrErr = s.getName(*strings);
-      if (!nameOrErr) return bad(nameOrErr.takeError());
-      std::string_view name(nameOrErr->data(), nameOrErr->size());
-      if (s.st_shndx == llvm::ELF::SHN_UNDEF) {
-        auto import = machine == llvm::ELF::EM_CUDA ? cudaImport(name)
-                      : isImportableName(name)       ? std::optional<Symbol>(Symbol{name, SymbolKind::Import})
-                                                     : std::nullopt;
-        if (import) image.symbols.push_back(*import);
-        continue;
-      }
-      if (type == llvm::ELF::STT_FUNC)
-        image.symbols.push_back(
-            {name, machine == llvm::ELF::EM_CUDA && (s.st_other & kStoCudaEntry) ? SymbolKind::Kernel
-                                                                                : SymbolKind::Function});
-      else if (type == llvm::ELF::STT_OBJECT || (machine == llvm::ELF::EM_CUDA && type == kSttCudaObject))
-        image.symbols.push_back({name, SymbolKind::Variable});
-    }
+    if (!strings) return invalidElf(strings.takeError());
+    for (const auto &s : *symbols)
+      if (llvm::Error err = readSymbol(image, elf, *sections, *strings, s)) return err;
     break;  // one symbol table, as ELFObjectFile reads it
   }
   return llvm::Error::success();
@@ -104,24 +129,21 @@ llvm::Error readDeviceElf(DeviceImage &image) {
 
 llvm::Expected<std::string> elfWithLocalDefinitions(Bytes bytes, std::span<const std::string_view> names) {
   auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(asText(bytes)));
-  if (!file) return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(file.takeError()));
-  auto bad = [](llvm::Error err) {
-    return fail(ErrorCode::BadFormat, "invalid device ELF: " + llvm::toString(std::move(err)));
-  };
+  if (!file) return invalidElf(file.takeError());
   auto sections = file->sections();
-  if (!sections) return bad(sections.takeError());
+  if (!sections) return invalidElf(sections.takeError());
   std::string out(asText(bytes));
   for (const auto &section : *sections) {
     if (section.sh_type != llvm::ELF::SHT_SYMTAB) continue;
     auto symbols = file->symbols(&section);
-    if (!symbols) return bad(symbols.takeError());
+    if (!symbols) return invalidElf(symbols.takeError());
     auto strings = file->getStringTableForSymtab(section, *sections);
-    if (!strings) return bad(strings.takeError());
+    if (!strings) return invalidElf(strings.takeError());
     for (size_t i = 0; i < symbols->size(); ++i) {
       const auto &s = (*symbols)[i];
       if (s.st_shndx == llvm::ELF::SHN_UNDEF || s.getBinding() == llvm::ELF::STB_LOCAL) continue;
       auto name = s.getName(*strings);
-      if (!name) return bad(name.takeError());
+      if (!name) return invalidElf(name.takeError());
       if (!llvm::is_contained(names, std::string_view(name->data(), name->size()))) continue;
       // Its binding, in place: relocations and NVIDIA's sections refer to symbols by index, so
       // the table keeps its order.

@@ -167,7 +167,10 @@ void writeNames(Rewrite &r) {
   for (const auto &[variable, name] : r.variables) writeName(r, variable);
 }
 
-void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
+// The cells' part in an instruction of the second pass, before it is written: their names and
+// linkage decorations in the variables', their definitions after the globals, and the state at a
+// function's start. True where that replaced or dropped the instruction.
+bool replacedForCells(Rewrite &r, const spv_parsed_instruction_t *inst) {
   const uint32_t target = inst->num_words >= 2 ? inst->words[1] : 0;
   switch (inst->opcode) {
     case SpvOpName:
@@ -175,7 +178,7 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
       // link has dropped the linkage.
       if (r.variables.count(target)) {
         writeName(r, target);
-        return;
+        return true;
       }
       break;
     case SpvOpDecorateId:
@@ -183,7 +186,7 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
     case SpvOpGroupDecorate:
     case SpvOpDecorationGroup:
     case SpvOpMemberDecorate:
-      if (r.variables.count(target)) return;  // the variable's decorations are not the cell's
+      if (r.variables.count(target)) return true;  // the variable's decorations are not the cell's
       writeNames(r);
       break;
     case SpvOpDecorate:
@@ -196,9 +199,9 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
         r.out.insert(r.out.end(), name.begin(), name.end());
         r.out.push_back(r.linkage[target]);
       }
-      return;
+      return true;
     case SpvOpVariable:
-      if (r.function == 0 && r.variables.count(inst->result_id)) return;  // its cell comes after the globals
+      if (r.function == 0 && r.variables.count(inst->result_id)) return true;  // its cell comes after the globals
       break;
     case SpvOpFunction:
       if (!r.globalsWritten) writeCells(r);
@@ -211,20 +214,27 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
       break;
     default: break;
   }
-  // At the first instruction of the entry block that is not one of its variables: the loads.
+  return false;
+}
+
+// At the first instruction of the entry block that is not one of its variables: the loads.
+void writeLoads(Rewrite &r, const spv_parsed_instruction_t *inst) {
   const bool leading = inst->opcode == SpvOpLabel || inst->opcode == SpvOpVariable || inst->opcode == SpvOpLine ||
                        inst->opcode == SpvOpNoLine;
-  if (r.entryBlock && !r.loaded && !leading) {
-    r.loaded = true;
-    const uint32_t align = r.addressing == SpvAddressingModelPhysical64 ? 8 : 4;
-    for (uint32_t variable : r.functionUses[r.function - 1]) {
-      const uint32_t address = r.bound++;
-      r.inFunction[variable] = address;
-      const uint32_t load[] = {6u << 16 | SpvOpLoad, r.pointerType[variable], address, variable,
-                               SpvMemoryAccessAlignedMask, align};
-      emit(r, load, 6);
-    }
+  if (!r.entryBlock || r.loaded || leading) return;
+  r.loaded = true;
+  const uint32_t align = r.addressing == SpvAddressingModelPhysical64 ? 8 : 4;
+  for (uint32_t variable : r.functionUses[r.function - 1]) {
+    const uint32_t address = r.bound++;
+    r.inFunction[variable] = address;
+    const uint32_t load[] = {6u << 16 | SpvOpLoad, r.pointerType[variable], address, variable,
+                             SpvMemoryAccessAlignedMask, align};
+    emit(r, load, 6);
   }
+}
+
+// The instruction, each variable it names in a function replaced by the load that stands for it.
+void writeWithLoads(Rewrite &r, const spv_parsed_instruction_t *inst) {
   const size_t start = r.out.size();
   emit(r, inst->words, inst->num_words);
   if (r.inFunction.empty()) return;
@@ -233,6 +243,13 @@ void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
     uint32_t &word = r.out[start + inst->operands[i].offset];
     if (auto it = r.inFunction.find(word); it != r.inFunction.end()) word = it->second;
   }
+}
+
+// The second pass: one instruction written as the module with its cells has it.
+void rewrite(Rewrite &r, const spv_parsed_instruction_t *inst) {
+  if (replacedForCells(r, inst)) return;
+  writeLoads(r, inst);
+  writeWithLoads(r, inst);
 }
 
 // Statics exported: the module's statics as the reader names them (readers::spirvStatics); the

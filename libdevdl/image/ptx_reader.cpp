@@ -51,64 +51,91 @@ void addUses(const std::vector<std::string_view> &statement, CodeGraph::Definiti
   }
 }
 
+// The names of an initializer's braces, whose '{' was just read, into the statement.
+llvm::Error readInitializer(PtxScanner &scanner, Statement &st) {
+  for (int depth = 1; depth > 0;) {
+    std::string_view tok = scanner.next();
+    if (tok.empty()) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
+    depth += tok == "{" ? 1 : tok == "}" ? -1 : 0;
+    if (depth > 0) st.tokens.push_back(tok);
+  }
+  return llvm::Error::success();
+}
+
+// The statements of a body whose '{' was just read, each as its tokens (nested braces end one too).
+llvm::Expected<std::vector<std::vector<std::string_view>>> bodyStatements(PtxScanner &scanner) {
+  std::vector<std::vector<std::string_view>> statements(1);
+  int depth = 1;
+  while (depth > 0) {
+    std::string_view tok = scanner.next();
+    if (tok.empty()) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
+    if (tok == "{" || tok == "}" || tok == ";") {
+      depth += tok == "{" ? 1 : tok == "}" ? -1 : 0;
+      statements.emplace_back();
+    } else {
+      statements.back().push_back(tok);
+    }
+  }
+  return statements;
+}
+
+// The graph under way, and the names its last definition lists already (it lists each once).
+struct GraphUnderWay {
+  CodeGraph graph;
+  llvm::StringSet<> calls, refers;
+
+  // The definition `statement` makes, of `size` bytes of text; null where it makes none.
+  CodeGraph::Definition *define(const Statement &statement, size_t size) {
+    const std::optional<Declared> d = declarationOf(statement);
+    if (!d || d->kind == SymbolKind::Import) return nullptr;
+    calls.clear();
+    refers.clear();
+    return &graph.definitions.emplace_back(CodeGraph::Definition{std::string(d->name), d->kind, size, {}, {}});
+  }
+
+  // A kernel or function of `head`, with the names of its body's statements.
+  void addFunction(const Statement &head, const std::vector<std::vector<std::string_view>> &statements, size_t size) {
+    CodeGraph::Definition *definition = define(head, size);
+    if (!definition || definition->kind == SymbolKind::Variable) return;
+    for (const auto &statement : statements) addUses(statement, *definition, calls, refers);
+  }
+
+  // A variable, with the names of its initializer; a function without a body is a prototype.
+  void addVariable(const Statement &statement, size_t size) {
+    const std::optional<Declared> d = declarationOf(statement);
+    if (!d || d->kind != SymbolKind::Variable) return;
+    CodeGraph::Definition *definition = define(statement, size);
+    auto value = llvm::find(statement.tokens, "=");
+    if (value != statement.tokens.end())
+      addUses(std::vector<std::string_view>(value + 1, statement.tokens.end()), *definition, calls, refers);
+  }
+};
+
 }  // namespace
 
 llvm::Expected<CodeGraph> ptxCodeGraph(Bytes bytes) {
   auto text = ptxText(bytes);
   if (!text) return text.takeError();
   PtxScanner scanner(*text);
-  CodeGraph graph;
+  GraphUnderWay made;
   Statement st;
   size_t start = 0;  // of the statement
   bool initializer = false;
-  llvm::StringSet<> calls, refers;
-  auto define = [&](const Statement &statement, size_t end) -> CodeGraph::Definition * {
-    const std::optional<Declared> d = declarationOf(statement);
-    if (!d || d->kind == SymbolKind::Import) return nullptr;
-    calls.clear();
-    refers.clear();
-    return &graph.definitions.emplace_back(CodeGraph::Definition{std::string(d->name), d->kind, end - start, {}, {}});
-  };
   for (std::string_view tok = scanner.next(); !tok.empty(); tok = scanner.next()) {
     if (st.tokens.empty()) start = static_cast<size_t>(tok.data() - text->data());
     if (tok == "{" && initializer) {  // `= { f, g }`: its names belong to the statement
-      for (int depth = 1; depth > 0;) {
-        tok = scanner.next();
-        if (tok.empty()) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
-        depth += tok == "{" ? 1 : tok == "}" ? -1 : 0;
-        if (depth > 0) st.tokens.push_back(tok);
-      }
+      if (llvm::Error err = readInitializer(scanner, st)) return err;
     } else if (tok == "{") {  // a body: each of its statements' names
-      std::vector<std::vector<std::string_view>> statements(1);
-      int depth = 1;
-      while (depth > 0) {
-        tok = scanner.next();
-        if (tok.empty()) return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '{'");
-        if (tok == "{" || tok == "}" || tok == ";") {
-          depth += tok == "{" ? 1 : tok == "}" ? -1 : 0;
-          statements.emplace_back();
-        } else {
-          statements.back().push_back(tok);
-        }
-      }
-      const Statement head = st;
+      auto statements = bodyStatements(scanner);
+      if (!statements) return statements.takeError();
+      made.addFunction(st, *statements, scanner.position() - start);
       st.tokens.clear();
-      CodeGraph::Definition *definition = define(head, scanner.position());
-      if (!definition || definition->kind == SymbolKind::Variable) continue;
-      for (const auto &statement : statements) addUses(statement, *definition, calls, refers);
     } else if (tok == "}") {
       return fail(ErrorCode::BadFormat, "invalid PTX: unbalanced '}'");
     } else if (tok == ";") {
-      const Statement statement = st;
+      made.addVariable(st, scanner.position() - start);
       st.tokens.clear();
       initializer = false;
-      // A variable, with the names of its initializer; a function without a body is a prototype.
-      const std::optional<Declared> d = declarationOf(statement);
-      if (!d || d->kind != SymbolKind::Variable) continue;
-      CodeGraph::Definition *definition = define(statement, scanner.position());
-      auto value = llvm::find(statement.tokens, "=");
-      if (value != statement.tokens.end())
-        addUses(std::vector<std::string_view>(value + 1, statement.tokens.end()), *definition, calls, refers);
     } else if (st.tokens.empty() &&
                (tok == ".version" || tok == ".target" || tok == ".address_size" || tok == ".file")) {
       scanner.restOfLine();
@@ -118,7 +145,7 @@ llvm::Expected<CodeGraph> ptxCodeGraph(Bytes bytes) {
     }
   }
   if (scanner.failed()) return fail(ErrorCode::BadFormat, "invalid PTX: unterminated comment");
-  return graph;
+  return std::move(made.graph);
 }
 
 llvm::Error readPtx(DeviceImage &image) {

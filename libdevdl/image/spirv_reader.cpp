@@ -381,6 +381,50 @@ spv_result_t onGraphInstruction(void *user, const spv_parsed_instruction_t *inst
   return SPV_SUCCESS;
 }
 
+// What spirvCodeGraph calls the ids of a module's facts: definitions by their names, uses by the
+// definitions they stand for.
+class GraphNames {
+ public:
+  // `local`: what the name of an id without one ends with, apart from every other module's.
+  GraphNames(const GraphFacts &facts, std::string local) : facts_(facts), local_(std::move(local)) {
+    for (const GraphFacts::Function &function : facts.functions) functionIds_.insert(function.id);
+  }
+
+  std::string nameOf(uint32_t id) const {
+    if (auto it = facts_.entryNames.find(id); it != facts_.entryNames.end()) return std::string(it->second);
+    if (auto it = facts_.linkNames.find(id); it != facts_.linkNames.end()) return std::string(it->second);
+    return "%" + std::to_string(id) + local_;
+  }
+
+  bool isVariable(uint32_t id) const {
+    auto it = facts_.storage.find(id);
+    return it != facts_.storage.end() &&
+           (it->second == SpvStorageClassCrossWorkgroup || it->second == SpvStorageClassGeneric);
+  }
+
+  // The names `id` stands for as a use: a variable or a function (its address taken), or those a
+  // module-scope value it is names, through constants made of constants.
+  void addUses(uint32_t id, std::vector<std::string> &refers, std::unordered_set<uint32_t> &seen) const {
+    std::vector<uint32_t> stack{id};
+    while (!stack.empty()) {
+      const uint32_t next = stack.back();
+      stack.pop_back();
+      if (!seen.insert(next).second) continue;
+      if (isVariable(next) || functionIds_.count(next)) {
+        refers.push_back(nameOf(next));
+      } else if (!facts_.storage.count(next)) {
+        if (auto it = facts_.values.find(next); it != facts_.values.end())
+          stack.insert(stack.end(), it->second.begin(), it->second.end());
+      }
+    }
+  }
+
+ private:
+  const GraphFacts &facts_;
+  std::string local_;
+  std::unordered_set<uint32_t> functionIds_;
+};
+
 }  // namespace
 
 llvm::Expected<CodeGraph> spirvCodeGraph(Bytes bytes) {
@@ -397,53 +441,25 @@ llvm::Expected<CodeGraph> spirvCodeGraph(Bytes bytes) {
                                                 onGraphInstruction, parsing.out()) != SPV_SUCCESS)
     return fail(ErrorCode::BadFormat, "invalid SPIR-V: " + parsing.text());
 
-  const std::string local = "@" + llvm::utohexstr(xxh3::hash64(bytes.data(), bytes.size()));
-  std::unordered_set<uint32_t> functionIds;
-  for (const GraphFacts::Function &function : facts.functions) functionIds.insert(function.id);
-  auto nameOf = [&](uint32_t id) -> std::string {
-    if (auto it = facts.entryNames.find(id); it != facts.entryNames.end()) return std::string(it->second);
-    if (auto it = facts.linkNames.find(id); it != facts.linkNames.end()) return std::string(it->second);
-    return "%" + std::to_string(id) + local;
-  };
-  auto isVariable = [&](uint32_t id) {
-    auto it = facts.storage.find(id);
-    return it != facts.storage.end() &&
-           (it->second == SpvStorageClassCrossWorkgroup || it->second == SpvStorageClassGeneric);
-  };
-  // The names `id` stands for as a use: a variable or a function (its address taken), or those a
-  // module-scope value it is names, through constants made of constants.
-  auto addUses = [&](uint32_t id, std::vector<std::string> &refers, std::unordered_set<uint32_t> &seen) {
-    std::vector<uint32_t> stack{id};
-    while (!stack.empty()) {
-      const uint32_t next = stack.back();
-      stack.pop_back();
-      if (!seen.insert(next).second) continue;
-      if (isVariable(next) || functionIds.count(next)) {
-        refers.push_back(nameOf(next));
-      } else if (!facts.storage.count(next)) {
-        if (auto it = facts.values.find(next); it != facts.values.end())
-          stack.insert(stack.end(), it->second.begin(), it->second.end());
-      }
-    }
-  };
+  const GraphNames names(facts, "@" + llvm::utohexstr(xxh3::hash64(bytes.data(), bytes.size())));
   CodeGraph graph;
   for (const GraphFacts::Function &function : facts.functions) {
     if (facts.imports.count(function.id)) continue;  // a declaration: another module defines it
     CodeGraph::Definition &d = graph.definitions.emplace_back();
-    d.name = nameOf(function.id);
+    d.name = names.nameOf(function.id);
     d.kind = facts.entryNames.count(function.id) ? SymbolKind::Kernel : SymbolKind::Function;
     d.size = function.size;
-    for (uint32_t callee : function.calls) d.calls.push_back(nameOf(callee));
+    for (uint32_t callee : function.calls) d.calls.push_back(names.nameOf(callee));
     std::unordered_set<uint32_t> seen;
-    for (uint32_t id : function.uses) addUses(id, d.refers, seen);
+    for (uint32_t id : function.uses) names.addUses(id, d.refers, seen);
   }
   for (uint32_t id : facts.variables) {
-    if (!isVariable(id) || facts.imports.count(id)) continue;
+    if (!names.isVariable(id) || facts.imports.count(id)) continue;
     CodeGraph::Definition &d = graph.definitions.emplace_back();
-    d.name = nameOf(id);
+    d.name = names.nameOf(id);
     d.kind = SymbolKind::Variable;
     std::unordered_set<uint32_t> seen{id};
-    for (uint32_t value : facts.values[id]) addUses(value, d.refers, seen);
+    for (uint32_t value : facts.values[id]) names.addUses(value, d.refers, seen);
   }
   return graph;
 }
