@@ -33,15 +33,18 @@ struct Components {
   }
 };
 
-}  // namespace
-
-std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, size_t parts,
-                                          std::span<const std::pair<std::string_view, std::string_view>> together,
-                                          std::string *why) {
-  llvm::StringMap<uint32_t> index;
+// The program's names, each a node, and the kernels among them.
+struct NameGraph {
+  llvm::StringMap<uint32_t> index;  // name -> its node
   std::vector<Node> nodes;
-  for (const CodeGraph &graph : graphs)
-    for (const CodeGraph::Definition &d : graph.definitions) {
+  std::vector<uint32_t> kernels;  // node indices, in definition order
+};
+
+NameGraph buildNameGraph(std::span<const CodeGraph> graphs) {
+  NameGraph graph;
+  auto &[index, nodes, kernels] = graph;
+  for (const CodeGraph &code : graphs)
+    for (const CodeGraph::Definition &d : code.definitions) {
       auto [it, added] = index.try_emplace(d.name, static_cast<uint32_t>(nodes.size()));
       if (added) nodes.push_back(Node{it->first(), d.kind, 0, {}, false});
       Node &node = nodes[it->second];
@@ -49,8 +52,8 @@ std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, siz
       if (d.kind == SymbolKind::Variable) node.kind = SymbolKind::Variable, node.shared = true;
       else if (d.kind == SymbolKind::Kernel && node.kind == SymbolKind::Function) node.kind = SymbolKind::Kernel;
     }
-  for (const CodeGraph &graph : graphs)
-    for (const CodeGraph::Definition &d : graph.definitions) {
+  for (const CodeGraph &code : graphs)
+    for (const CodeGraph::Definition &d : code.definitions) {
       Node &node = nodes[index.find(d.name)->second];
       for (const std::string &name : d.calls)
         if (auto it = index.find(name); it != index.end()) node.uses.push_back(it->second);
@@ -60,29 +63,38 @@ std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, siz
           nodes[it->second].shared = true;  // a variable already; code: its address is taken
         }
     }
-  std::vector<uint32_t> kernels;  // node indices, in definition order
   for (uint32_t n = 0; n < nodes.size(); ++n)
     if (nodes[n].kind == SymbolKind::Kernel) kernels.push_back(n);
+  return graph;
+}
 
-  auto onePart = [&] {
-    if (why && parts > 1)
-      *why = kernels.size() <= 1 ? "one kernel"
-                                 : "its kernels reach variables, or functions whose address is taken, in common";
-    ProgramPart part;
-    for (const Node &node : nodes) {
-      if (node.kind == SymbolKind::Kernel) part.kernels.emplace_back(node.name);
-      if (node.kind == SymbolKind::Variable) part.variables.emplace_back(node.name);
-      part.size += node.size;
-    }
-    return std::vector<ProgramPart>{std::move(part)};
-  };
-  if (parts <= 1 || kernels.size() <= 1) return onePart();
+// Every kernel and variable in one part; with `why` where more were asked, why.
+std::vector<ProgramPart> onePart(const NameGraph &graph, size_t parts, std::string *why) {
+  if (why && parts > 1)
+    *why = graph.kernels.size() <= 1 ? "one kernel"
+                                     : "its kernels reach variables, or functions whose address is taken, in common";
+  ProgramPart part;
+  for (const Node &node : graph.nodes) {
+    if (node.kind == SymbolKind::Kernel) part.kernels.emplace_back(node.name);
+    if (node.kind == SymbolKind::Variable) part.variables.emplace_back(node.name);
+    part.size += node.size;
+  }
+  return std::vector<ProgramPart>{std::move(part)};
+}
 
-  // What each kernel reaches: its code's size, and the shared names, each joining the kernels
-  // that reach it. `owner`: the first kernel (by position in `kernels`) to reach a shared name.
-  Components components(kernels.size());
-  std::vector<uint64_t> weight(kernels.size());
-  std::vector<int64_t> owner(nodes.size(), -1);
+// What each kernel reaches: its code's size, and the shared names, each joining the kernels
+// that reach it. `owner`: the first kernel (by position in `kernels`) to reach a shared name.
+struct Reach {
+  Components components;
+  std::vector<uint64_t> weight;  // by kernel
+  std::vector<int64_t> owner;    // by node
+};
+
+Reach reachFromKernels(const NameGraph &graph) {
+  const std::vector<uint32_t> &kernels = graph.kernels;
+  const std::vector<Node> &nodes = graph.nodes;
+  Reach reach{Components(kernels.size()), std::vector<uint64_t>(kernels.size()),
+              std::vector<int64_t>(nodes.size(), -1)};
   std::vector<uint32_t> seen(nodes.size(), 0), stack;
   for (uint32_t k = 0; k < kernels.size(); ++k) {
     stack.assign(1, kernels[k]);
@@ -90,58 +102,86 @@ std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, siz
     while (!stack.empty()) {
       const uint32_t n = stack.back();
       stack.pop_back();
-      weight[k] += nodes[n].size;
+      reach.weight[k] += nodes[n].size;
       if (nodes[n].shared) {
-        if (owner[n] < 0) owner[n] = k;
-        else components.join(k, static_cast<uint32_t>(owner[n]));
+        if (reach.owner[n] < 0) reach.owner[n] = k;
+        else reach.components.join(k, static_cast<uint32_t>(reach.owner[n]));
       }
       for (uint32_t use : nodes[n].uses)
         if (seen[use] != k + 1) seen[use] = k + 1, stack.push_back(use);
     }
   }
-  std::vector<int64_t> position(nodes.size(), -1);  // a kernel's node -> its position in `kernels`
-  for (uint32_t k = 0; k < kernels.size(); ++k) position[kernels[k]] = k;
+  return reach;
+}
+
+// Joins each pair of kernels `together` names, by their positions in `kernels`.
+void joinTogether(const NameGraph &graph, std::span<const std::pair<std::string_view, std::string_view>> together,
+                  Components &components) {
+  std::vector<int64_t> position(graph.nodes.size(), -1);  // a kernel's node -> its position in `kernels`
+  for (uint32_t k = 0; k < graph.kernels.size(); ++k) position[graph.kernels[k]] = k;
   for (const auto &[a, b] : together) {
-    auto ia = index.find(a), ib = index.find(b);
-    if (ia != index.end() && ib != index.end() && position[ia->second] >= 0 && position[ib->second] >= 0)
+    auto ia = graph.index.find(a), ib = graph.index.find(b);
+    if (ia != graph.index.end() && ib != graph.index.end() && position[ia->second] >= 0 && position[ib->second] >= 0)
       components.join(static_cast<uint32_t>(position[ia->second]), static_cast<uint32_t>(position[ib->second]));
   }
+}
 
-  // The components, heaviest first, each to the lightest part so far (ties: the earlier).
+// The components, heaviest first, each to the lightest part so far (ties: the earlier): the bin of
+// each component's root, by kernel. Empty where the kernels are one component.
+std::vector<uint32_t> binComponents(Reach &reach, size_t parts) {
+  const size_t kernels = reach.weight.size();
   std::vector<uint32_t> roots;
-  std::vector<uint64_t> componentWeight(kernels.size(), 0);
-  for (uint32_t k = 0; k < kernels.size(); ++k) {
-    const uint32_t root = components.find(k);
+  std::vector<uint64_t> componentWeight(kernels, 0);
+  for (uint32_t k = 0; k < kernels; ++k) {
+    const uint32_t root = reach.components.find(k);
     if (root == k) roots.push_back(k);
-    componentWeight[root] += weight[k];
+    componentWeight[root] += reach.weight[k];
   }
-  if (roots.size() == 1) return onePart();
+  if (roots.size() == 1) return {};
   std::stable_sort(roots.begin(), roots.end(),
                    [&](uint32_t a, uint32_t b) { return componentWeight[a] > componentWeight[b]; });
-  const size_t count = std::min(parts, roots.size());
-  std::vector<uint64_t> load(count, 0);
-  std::vector<uint32_t> binOf(kernels.size(), 0);  // of a component's root
+  std::vector<uint64_t> load(std::min(parts, roots.size()), 0);
+  std::vector<uint32_t> binOf(kernels, 0);  // of a component's root
   for (uint32_t root : roots) {
     const size_t bin = std::min_element(load.begin(), load.end()) - load.begin();
     load[bin] += componentWeight[root];
     binOf[root] = static_cast<uint32_t>(bin);
   }
-  // Parts in the order of their first kernels: the same plan gives the same parts.
-  std::vector<int64_t> partOfBin(count, -1);
+  return binOf;
+}
+
+// Parts in the order of their first kernels: the same plan gives the same parts.
+std::vector<ProgramPart> collectParts(const NameGraph &graph, Reach &reach, std::span<const uint32_t> binOf) {
+  const std::vector<uint32_t> &kernels = graph.kernels;
+  std::vector<int64_t> partOfBin(kernels.size(), -1);  // by bin: no more bins than kernels
   std::vector<ProgramPart> result;
   std::vector<uint32_t> partOfKernel(kernels.size());
   for (uint32_t k = 0; k < kernels.size(); ++k) {
-    const uint32_t bin = binOf[components.find(k)];
+    const uint32_t bin = binOf[reach.components.find(k)];
     if (partOfBin[bin] < 0) partOfBin[bin] = static_cast<int64_t>(result.size()), result.emplace_back();
     partOfKernel[k] = static_cast<uint32_t>(partOfBin[bin]);
     ProgramPart &part = result[partOfKernel[k]];
-    part.kernels.emplace_back(nodes[kernels[k]].name);
-    part.size += weight[k];
+    part.kernels.emplace_back(graph.nodes[kernels[k]].name);
+    part.size += reach.weight[k];
   }
-  for (uint32_t n = 0; n < nodes.size(); ++n)
-    if (nodes[n].kind == SymbolKind::Variable)
-      result[owner[n] < 0 ? 0 : partOfKernel[owner[n]]].variables.emplace_back(nodes[n].name);
+  for (uint32_t n = 0; n < graph.nodes.size(); ++n)
+    if (graph.nodes[n].kind == SymbolKind::Variable)
+      result[reach.owner[n] < 0 ? 0 : partOfKernel[reach.owner[n]]].variables.emplace_back(graph.nodes[n].name);
   return result;
+}
+
+}  // namespace
+
+std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, size_t parts,
+                                          std::span<const std::pair<std::string_view, std::string_view>> together,
+                                          std::string *why) {
+  const NameGraph graph = buildNameGraph(graphs);
+  if (parts <= 1 || graph.kernels.size() <= 1) return onePart(graph, parts, why);
+  Reach reach = reachFromKernels(graph);
+  joinTogether(graph, together, reach.components);
+  const std::vector<uint32_t> binOf = binComponents(reach, parts);
+  if (binOf.empty()) return onePart(graph, parts, why);
+  return collectParts(graph, reach, binOf);
 }
 
 }  // namespace devdl

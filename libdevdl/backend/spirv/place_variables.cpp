@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <span>
+#include <vector>
 
 namespace devdl::backend {
 
@@ -73,17 +75,19 @@ bool writeConstant(const llvm::Constant &value, const llvm::DataLayout &layout, 
          relocate(*target, offset.getSExtValue(), at);
 }
 
-}  // namespace
+constexpr uint64_t kPage = 4096;  // the region's alignment
 
-llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
-  constexpr uint64_t kPage = 4096;  // the region's alignment
-  const llvm::DataLayout &layout = module.getDataLayout();
-  if (layout.getPointerSizeInBits(1) != 64) return llvm::Error::success();  // addresses of 32 bits: SPIR, not SPIR64
+// Where each variable that moves lies in the region (0 until laid out).
+using Offsets = std::map<const llvm::GlobalValue *, uint64_t>;
+
+// The module's variables in the global address space that the region can take; none where they
+// are more than a region takes.
+Offsets placeableVariables(llvm::Module &module, const llvm::DataLayout &layout) {
   // What llvm.used names must stay a global to be named there.
   llvm::SmallVector<llvm::GlobalValue *> used;
   llvm::collectUsedGlobalVariables(module, used, /*CompilerUsed=*/false);
   llvm::collectUsedGlobalVariables(module, used, /*CompilerUsed=*/true);
-  std::map<const llvm::GlobalValue *, uint64_t> offsets;  // of those placed, once laid out
+  Offsets offsets;
   uint64_t total = 0;
   for (llvm::GlobalVariable &variable : module.globals()) {
     const uint64_t size = variable.isDeclaration() ? 0 : layout.getTypeAllocSize(variable.getValueType());
@@ -91,10 +95,14 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
         llvm::is_contained(used, &variable))
       continue;
     total += std::min(size, kMaxRegion + 1);
-    if (total > kMaxRegion) return llvm::Error::success();  // more than a region takes: none moves
+    if (total > kMaxRegion) return {};  // more than a region takes: none moves
     offsets[&variable] = 0;
   }
-  // Until none is dropped: a variable whose initializer holds an address outside the region.
+  return offsets;
+}
+
+// Until none is dropped: a variable whose initializer holds an address outside the region.
+void dropAddressingOutside(Offsets &offsets, const llvm::DataLayout &layout) {
   std::string scratch;
   for (bool dropped = true; dropped;) {
     dropped = false;
@@ -113,8 +121,13 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
       it = stays ? offsets.erase(it) : std::next(it);
     }
   }
-  if (offsets.empty()) return llvm::Error::success();
-  VariableLayout region;
+}
+
+// The variables that move, in the module's order, each given its offset in `region`, which gets
+// its size, its named variables and room for its first bytes; none where they are more than a
+// region takes.
+std::vector<llvm::GlobalVariable *> layOutRegion(llvm::Module &module, const llvm::DataLayout &layout,
+                                                 Offsets &offsets, VariableLayout &region) {
   std::vector<llvm::GlobalVariable *> moved;
   uint64_t initialized = 0;  // where the last variable that does not start as zero ends
   for (llvm::GlobalVariable &variable : module.globals()) {  // in the module's order
@@ -122,7 +135,7 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
     const llvm::Align align = std::max(variable.getAlign().valueOrOne(), layout.getPrefTypeAlign(variable.getValueType()));
     const uint64_t offset = llvm::alignTo(region.size, std::min(align.value(), kPage));
     const uint64_t size = layout.getTypeAllocSize(variable.getValueType());
-    if (offset + size > kMaxRegion) return llvm::Error::success();  // more than a region takes: none moves
+    if (offset + size > kMaxRegion) return {};  // more than a region takes: none moves
     offsets[&variable] = offset;
     region.size = offset + size;
     if (!variable.getInitializer()->isNullValue()) initialized = region.size;
@@ -131,6 +144,12 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
     moved.push_back(&variable);
   }
   region.initial.assign(initialized, '\0');
+  return moved;
+}
+
+// The region's first bytes from the initializers of the variables that move, and its relocations.
+void writeInitialBytes(std::span<llvm::GlobalVariable *const> moved, Offsets &offsets, const llvm::DataLayout &layout,
+                       VariableLayout &region) {
   for (llvm::GlobalVariable *variable : moved) {
     if (variable->getInitializer()->isNullValue()) continue;  // within `initial`: zero already
     const uint64_t offset = offsets[variable];
@@ -141,14 +160,34 @@ llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
                   });
   }
   region.initial.erase(region.initial.find_last_not_of('\0') + 1);
-  auto address = place(region);
-  if (!address) return address.takeError();
+}
+
+// Points each use of a variable that moved at its place in the region at `address`; the variable goes.
+void pointUsesAtRegion(llvm::Module &module, std::span<llvm::GlobalVariable *const> moved, Offsets &offsets,
+                   uint64_t address) {
   llvm::Type *i64 = llvm::Type::getInt64Ty(module.getContext());
   for (llvm::GlobalVariable *variable : moved) {
     variable->replaceAllUsesWith(
-        llvm::ConstantExpr::getIntToPtr(llvm::ConstantInt::get(i64, *address + offsets[variable]), variable->getType()));
+        llvm::ConstantExpr::getIntToPtr(llvm::ConstantInt::get(i64, address + offsets[variable]), variable->getType()));
     variable->eraseFromParent();
   }
+}
+
+}  // namespace
+
+llvm::Error placeVariables(llvm::Module &module, PlaceVariables place) {
+  const llvm::DataLayout &layout = module.getDataLayout();
+  if (layout.getPointerSizeInBits(1) != 64) return llvm::Error::success();  // addresses of 32 bits: SPIR, not SPIR64
+  Offsets offsets = placeableVariables(module, layout);
+  dropAddressingOutside(offsets, layout);
+  if (offsets.empty()) return llvm::Error::success();
+  VariableLayout region;
+  const std::vector<llvm::GlobalVariable *> moved = layOutRegion(module, layout, offsets, region);
+  if (moved.empty()) return llvm::Error::success();
+  writeInitialBytes(moved, offsets, layout, region);
+  auto address = place(region);
+  if (!address) return address.takeError();
+  pointUsesAtRegion(module, moved, offsets, *address);
   return llvm::Error::success();
 }
 
