@@ -34,7 +34,7 @@ llvm::Expected<Directory> openListing(const std::string &path) {
 }  // namespace
 
 llvm::Expected<std::vector<EntryFile>> DiskCache::list() const {
-  auto dir = openListing(directory_);
+  auto dir = openListing(directory_.path());
   if (!dir) return dir.takeError();
   std::vector<EntryFile> files;
   if (!*dir) return files;
@@ -44,7 +44,7 @@ llvm::Expected<std::vector<EntryFile>> DiskCache::list() const {
     if (!key) continue;
     EntryFile file;
     file.key = *key;
-    file.path = pathOf(d->d_name);
+    file.path = directory_.pathOf(d->d_name);
     Fd fd(openat(dirfd(dir->get()), d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     struct stat st;
     if (fd.fd < 0 || fstat(fd.fd, &st) != 0) {
@@ -63,7 +63,7 @@ llvm::Expected<std::vector<EntryFile>> DiskCache::list() const {
 }
 
 llvm::Expected<size_t> DiskCache::clear() const {
-  auto dir = openListing(directory_);
+  auto dir = openListing(directory_.path());
   if (!dir) return dir.takeError();
   if (!*dir) return 0;
   size_t deleted = 0, kept = 0;
@@ -78,7 +78,7 @@ llvm::Expected<size_t> DiskCache::clear() const {
     if (unlinkat(dirfd(dir->get()), d->d_name, 0) == 0 || errno == ENOENT) {
       ++deleted;
     } else if (kept++ == 0) {
-      firstKept = pathOf(d->d_name) + ": " + errnoText();
+      firstKept = directory_.pathOf(d->d_name) + ": " + errnoText();
     }
   }
   // The tally goes with them (not counted: bookkeeping); the next store counts what is left.

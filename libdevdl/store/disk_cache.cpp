@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -22,9 +21,6 @@ namespace {
 
 constexpr size_t kHeaderSize = Entry::kHeaderSize;
 constexpr int64_t kLastUseResolutionSeconds = 60;
-// Names of temporary files tried before a store gives up (each taken one was left by a killed
-// writer that had this process ID).
-constexpr int kTemporaryNameAttempts = 16;
 
 }  // namespace
 
@@ -38,36 +34,26 @@ std::string bytesText(uint64_t bytes) {
 }
 
 DiskCache::DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait, unsigned sweepEvery)
-    : enabled_(!directory.empty()),
-      directory_(std::move(directory)),
-      maxSize_(maxSize),
-      buildWait_(buildWait),
-      sweepEvery_(std::max(sweepEvery, 1u)) {}
+    : directory_(std::move(directory), maxSize, sweepEvery), buildWait_(buildWait) {}
 
 DiskCache::~DiskCache() {
-  if (holdsDirectory()) close(directoryFd_);
   if (!Debug::get().on(Debug::Statistics)) return;
   const Statistics &summaries = summaryStats_;
   if (summaries.hits + summaries.misses != 0)
-    report("image summaries: " + std::to_string(summaries.hits) + " used, " + std::to_string(summaries.misses) +
-           " missing, " + std::to_string(summaries.stores) + " stored, " + std::to_string(summaries.rejected) +
-           " bad deleted; read " + bytesText(summaries.bytesRead) + ", wrote " + bytesText(summaries.bytesWritten));
+    reportCache("image summaries: " + std::to_string(summaries.hits) + " used, " +
+                std::to_string(summaries.misses) + " missing, " + std::to_string(summaries.stores) + " stored, " +
+                std::to_string(summaries.rejected) + " bad deleted; read " + bytesText(summaries.bytesRead) +
+                ", wrote " + bytesText(summaries.bytesWritten));
   if (stats_.hits + stats_.misses == 0) return;
   char saved[32], waited[32];
   std::snprintf(saved, sizeof saved, "%.1f ms", static_cast<double>(stats_.nanosecondsSaved) / 1e6);
   std::snprintf(waited, sizeof waited, "%.1f ms", static_cast<double>(stats_.waitNanoseconds) / 1e6);
-  report(std::to_string(stats_.hits) + " hits, " + std::to_string(stats_.misses) + " misses, " +
-         std::to_string(stats_.stores) + " stored, " + std::to_string(stats_.rejected) + " bad entries deleted, " +
-         std::to_string(stats_.evicted) + " evicted; read " + bytesText(stats_.bytesRead) + ", wrote " +
-         bytesText(stats_.bytesWritten) + "; build time saved " + saved + "; waited for other processes' builds " +
-         std::to_string(stats_.waits) + " times, " + waited);
+  reportCache(std::to_string(stats_.hits) + " hits, " + std::to_string(stats_.misses) + " misses, " +
+              std::to_string(stats_.stores) + " stored, " + std::to_string(stats_.rejected) + " bad entries deleted, " +
+              std::to_string(stats_.evicted) + " evicted; read " + bytesText(stats_.bytesRead) + ", wrote " +
+              bytesText(stats_.bytesWritten) + "; build time saved " + saved + "; waited for other processes' builds " +
+              std::to_string(stats_.waits) + " times, " + waited);
 }
-
-void DiskCache::report(const std::string &text) const {
-  if (Debug::get().on(Debug::Statistics)) Debug::get().print("cache: " + text);
-}
-
-std::string DiskCache::pathOf(const std::string &name) const { return directory_ + "/" + name; }
 
 std::optional<Entry> DiskCache::load(const Key &key) {
   std::lock_guard lock(mutex_);
@@ -80,31 +66,31 @@ std::optional<Entry> DiskCache::loadSummary(const Key &key) {
 }
 
 std::optional<Entry> DiskCache::read(const Key &key, Statistics &counts, std::string_view instead) {
-  if (!prepare()) return std::nullopt;
+  if (!directory_.prepare()) return std::nullopt;
   const std::string name = entryName(key);
   // O_NONBLOCK: a FIFO put in an entry's place must not hang the load before fstat shows it is
   // no regular file (regular files ignore the flag).
-  Fd file(openat(directoryFd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  Fd file(openat(directory_.fd(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   struct stat st;
   if (file.fd < 0 || fstat(file.fd, &st) != 0) {
-    if (errno != ENOENT) report("cannot read " + pathOf(name) + ": " + errnoText());
+    if (errno != ENOENT) reportCache("cannot read " + directory_.pathOf(name) + ": " + errnoText());
     ++counts.misses;
     return std::nullopt;
   }
   Entry entry;
-  if (std::string why = readEntry(file.fd, st, user_, key, entry); !why.empty()) {
+  if (std::string why = readEntry(file.fd, st, directory_.user(), key, entry); !why.empty()) {
     ++counts.misses;
-    if (untrustedEntry(st, user_).empty()) {
+    if (untrustedEntry(st, directory_.user()).empty()) {
       // Delete it only if it is still the file read: another process may have put a good
       // entry in its place meanwhile.
       struct stat now;
-      if (fstatat(directoryFd_, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+      if (fstatat(directory_.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
           now.st_dev == st.st_dev)
-        unlinkat(directoryFd_, name.c_str(), 0);
+        unlinkat(directory_.fd(), name.c_str(), 0);
       ++counts.rejected;
-      report(pathOf(name) + ": " + why + "; deleted, " + std::string(instead));
+      reportCache(directory_.pathOf(name) + ": " + why + "; deleted, " + std::string(instead));
     } else {
-      report(pathOf(name) + ": not trusted, " + why + "; " + std::string(instead));
+      reportCache(directory_.pathOf(name) + ": not trusted, " + why + "; " + std::string(instead));
     }
     return std::nullopt;
   }
@@ -134,79 +120,42 @@ void DiskCache::storeSummary(const Key &key, std::string_view description, std::
 void DiskCache::write(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds,
                       bool sync, Statistics &counts) {
   std::lock_guard lock(mutex_);
-  if (!enabled() || !storing_) return;
+  if (!enabled() || !directory_.writable()) return;
   description = description.substr(0, Entry::kMaxDescription);
   const uint64_t size = kHeaderSize + description.size() + binary.size();
-  if (size > maxSize_) {
-    report("an entry of " + bytesText(size) + " is over the bound of " + bytesText(maxSize_) + ": not stored");
+  if (size > directory_.maxSize()) {
+    reportCache("an entry of " + bytesText(size) + " is over the bound of " + bytesText(directory_.maxSize()) +
+                ": not stored");
     return;
   }
-  if (!prepare()) return;
+  if (!directory_.prepare()) return;
   const std::string header = entryHeader(key, description, binary, buildNanoseconds);
-
-  // Written whole under a name no reader looks for, synced (where asked), then renamed into
-  // place: readers see the old entry, or none, or the new one, never a part; a writer killed on
-  // the way leaves only a temporary file, which a sweep removes later. A name that exists
-  // already was left by a killed writer that had this process ID (before a reboot, or in another
-  // PID namespace sharing the directory), or is being written by another cache object of this
-  // process: the next is taken.
-  const std::string name = entryName(key);
-  std::string temporary, failure;
-  bool created = false, lostThisOne = false;
-  {
-    Fd file(-1);
-    for (int attempt = 0; file.fd < 0 && attempt < kTemporaryNameAttempts; ++attempt) {
-      temporary = kTemporaryPrefix + key.hex() + "-" + std::to_string(getpid()) + "-" + std::to_string(temporaries_++);
-      file.fd = openat(directoryFd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (file.fd < 0 && errno != EEXIST) break;
-    }
-    created = file.fd >= 0;
-    if (!created) failure = "cannot create " + pathOf(temporary) + ": " + errnoText();
-    else if (!writeAll(file.fd, header.data(), header.size()) ||
-             !writeAll(file.fd, binary.data(), binary.size()) ||
-             !writeAll(file.fd, description.data(), description.size()))
-      failure = "cannot write " + pathOf(temporary) + ": " + errnoText();
-    else if (sync && fsync(file.fd) != 0) failure = "cannot sync " + pathOf(temporary) + ": " + errnoText();
-  }
-  if (failure.empty() && renameat(directoryFd_, temporary.c_str(), directoryFd_, name.c_str()) != 0) {
-    // ENOENT: the temporary file was deleted meanwhile (devdl-cache clear); only this entry is lost.
-    lostThisOne = errno == ENOENT;
-    failure = "cannot rename " + pathOf(temporary) + " to " + pathOf(name) + ": " + errnoText();
-  }
-  if (!failure.empty()) {
-    if (created) unlinkat(directoryFd_, temporary.c_str(), 0);
-    if (lostThisOne) {
-      report(failure + "; not stored");
-      return;
-    }
-    storing_ = false;
-    report(failure + "; nothing more is stored by this process");
+  if (std::string failure = directory_.putEntry(key, {header, binary, description}, sync); !failure.empty()) {
+    reportCache(failure + (directory_.writable() ? "; not stored" : "; nothing more is stored by this process"));
     return;
   }
-  // The rename itself survives a crash once the directory is synced.
-  if (sync) fsync(directoryFd_);
   ++counts.stores;
   counts.bytesWritten += size;
-  tally(size);
+  stats_.evicted += directory_.tally(size);
 }
 
 void DiskCache::discard(const Key &key, std::string_view why) {
   std::lock_guard lock(mutex_);
-  if (!prepare()) return;
+  if (!directory_.prepare()) return;
   const std::string name = entryName(key);
-  unlinkat(directoryFd_, name.c_str(), 0);
+  unlinkat(directory_.fd(), name.c_str(), 0);
   // load() counted it as a hit; the program is built after all.
   if (stats_.hits) --stats_.hits;
   ++stats_.misses;
   ++stats_.rejected;
-  report(pathOf(name) + ": " + std::string(why) + "; deleted, the program is built again");
+  reportCache(directory_.pathOf(name) + ": " + std::string(why) + "; deleted, the program is built again");
 }
 
 void DiskCache::unusable(const Key &key, std::string_view why) {
   std::lock_guard lock(mutex_);
   if (stats_.hits) --stats_.hits;  // as discard()
   ++stats_.misses;
-  report(pathOf(entryName(key)) + ": " + std::string(why) + "; kept, the program is built here");
+  reportCache(directory_.pathOf(entryName(key)) + ": " + std::string(why) + "; kept, the program is built here");
 }
 
 void DiskCache::saved(uint64_t buildNanoseconds, uint64_t loadNanoseconds) {

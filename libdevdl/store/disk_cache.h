@@ -9,18 +9,17 @@
 // lock file in the directory: one builds and stores, the others wait for its entry.
 //
 // Its parts: disk_cache.cpp (entries read, verified and written; statistics), cache_settings.cpp
-// (the environment), cache_directory.cpp (the directory, and trusting it and its files),
-// build_lock.cpp (one build per key across processes), eviction.cpp (the bound), cache_listing.cpp
-// (devdl-cache's list and clear), cache_files.h (the files' names, and what the parts share).
+// (the environment), cache_directory.h (the directory: trusting it and its files, entry files put
+// in it whole, and its bound, which eviction.cpp keeps), build_lock.cpp (one build per key across
+// processes), cache_listing.cpp (devdl-cache's list and clear), cache_files.h (the files' names,
+// and what the parts share).
 #pragma once
 
 #include "store/binary_store.h"
+#include "store/cache_directory.h"
 
 #include <llvm/Support/Error.h>
 
-#include <sys/types.h>
-
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -74,19 +73,14 @@ class DiskCache final : public BinaryStore {
   /// statistics are printed at exit under DEVDL_DEBUG=statistics.
   static DiskCache &process();
 
-  /// A store sweeps the directory (evicts over the bound, removes what killed writers and
-  /// builders left) when the tally says the cache is over its bound, and after this many stores.
-  static constexpr unsigned kDefaultSweepEvery = 256;
-
   DiskCache(std::string directory, uint64_t maxSize, std::chrono::milliseconds buildWait = kDefaultBuildWait,
-            unsigned sweepEvery = kDefaultSweepEvery);
+            unsigned sweepEvery = CacheDirectory::kDefaultSweepEvery);
   ~DiskCache();
   DiskCache(const DiskCache &) = delete;
   DiskCache &operator=(const DiskCache &) = delete;
 
   /// Whether entries are looked up and stored at all.
-  bool enabled() const override { return enabled_.load(std::memory_order_relaxed); }
-  const std::string &directory() const { return directory_; }
+  bool enabled() const override { return directory_.usable(); }
 
   /// The entry for `key`, verified; nullopt on a miss or a bad entry (which is deleted).
   std::optional<Entry> load(const Key &key) override;
@@ -132,42 +126,18 @@ class DiskCache final : public BinaryStore {
 
  private:
   class FileLock;
+  class TurnWait;  // awaitTurn()'s phases
   /// load() and loadSummary() with mutex_ held: counted in `counts`; a bad entry's report ends
   /// with what happens `instead`.
   std::optional<Entry> read(const Key &key, Statistics &counts, std::string_view instead);
-  std::string pathOf(const std::string &name) const;
-  /// Whether the cache can be used now: its directory open (and made, where missing). When it
-  /// cannot be, says why under DEVDL_DEBUG=statistics and turns the cache off.
-  bool prepare();
-  /// Creates the directory (0700) where missing and opens it; "" when it is a directory of this
-  /// user's that others cannot write to, else why not.
-  std::string openDirectoryChecked();
-  /// Whether directoryFd_ is still the directory openDirectoryChecked() opened and checked.
-  bool holdsDirectory() const;
   /// store(), storeCopy() and storeSummary(): with `sync`, the entry is on disk before its name is.
   void write(const Key &key, std::string_view description, std::string_view binary, uint64_t buildNanoseconds,
              bool sync, Statistics &counts);
-  /// Adds a stored entry's `bytes` to the tally (.size), sweeping where it asks for a sweep.
-  void tally(uint64_t bytes);
-  /// Reads the whole directory: evicts the least recently used entries over the bound and removes
-  /// what killed writers and builders left. The entries' total after it; nullopt where the
-  /// directory could not be read.
-  std::optional<uint64_t> sweep();
-  void report(const std::string &text) const;
 
   std::mutex mutex_;  // of everything below once the cache is in use
-  std::atomic<bool> enabled_;
-  std::string directory_;
-  uint64_t maxSize_;
+  CacheDirectory directory_;
   std::chrono::milliseconds buildWait_;
-  unsigned sweepEvery_;
   std::vector<Key> lockedHere_;  // keys whose lock file this process holds
-  int directoryFd_ = -1;  // open once prepared: entries are opened, written and renamed in it
-  dev_t directoryDevice_ = 0;  // what directoryFd_ was opened on
-  ino_t directoryInode_ = 0;
-  uid_t user_ = 0;  // this user, as the directory was checked to be its: entries must be too
-  bool storing_ = true;
-  unsigned temporaries_ = 0;  // numbers this object's temporary files
   Statistics stats_;
   Statistics summaryStats_;
 };

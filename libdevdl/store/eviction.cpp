@@ -3,6 +3,7 @@
 // bound, and removes what killed writers and builders left. docs/cache-format.md ("Bound").
 #include "store/eviction.h"
 
+#include "store/cache_directory.h"
 #include "store/cache_files.h"
 #include "store/disk_cache.h"
 
@@ -37,23 +38,24 @@ uint64_t evictLeastRecentlyUsed(std::vector<SweptEntry> entries, uint64_t total,
   return total;
 }
 
-void DiskCache::tally(uint64_t bytes) {
+uint64_t CacheDirectory::tally(uint64_t bytes) {
   // Under the tally's lock, so that processes storing at once count each other's entries and
   // sweep one at a time. A tally that cannot be kept means a sweep at each store, as without one;
   // one held for long (the sweep of a large directory, a stopped process) leaves this entry to
   // be counted by the next sweep rather than hold the store up.
-  Fd file(openat(directoryFd_, kTallyName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  uint64_t evicted = 0;
+  Fd file(openat(fd_, kTallyName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
   struct stat st;
   if (file.fd < 0 || fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    sweep();
-    return;
+    sweep(evicted);
+    return evicted;
   }
   for (int look = 0; flock(file.fd, LOCK_EX | LOCK_NB) != 0; ++look) {
     if (errno != EWOULDBLOCK) {
-      sweep();
-      return;
+      sweep(evicted);
+      return evicted;
     }
-    if (look == kTallyLooks) return;
+    if (look == kTallyLooks) return evicted;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   char text[64] = {};
@@ -64,18 +66,19 @@ void DiskCache::tally(uint64_t bytes) {
                      std::sscanf(text, "%" SCNu64 " %u", &total, &stores) == 2;
   total += bytes;
   if (!known || total > maxSize_ || ++stores >= sweepEvery_) {
-    const std::optional<uint64_t> swept = sweep();
-    if (!swept) return;  // left as it was: the next store sweeps again where it must
+    const std::optional<uint64_t> swept = sweep(evicted);
+    if (!swept) return evicted;  // left as it was: the next store sweeps again where it must
     total = *swept;
     stores = 0;
   }
   char line[64];
   writeOver(file.fd, line, std::snprintf(line, sizeof line, "%20" PRIu64 " %10u\n", total, stores));
+  return evicted;
 }
 
-std::optional<uint64_t> DiskCache::sweep() {
+std::optional<uint64_t> CacheDirectory::sweep(uint64_t &evicted) {
   // An open file description of its own: readdir moves its offset, which a dup would share.
-  Directory dir(fdopendir(openat(directoryFd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
+  Directory dir(fdopendir(openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
   if (!dir) return std::nullopt;
   std::vector<SweptEntry> entries;
   uint64_t total = 0;
@@ -83,11 +86,11 @@ std::optional<uint64_t> DiskCache::sweep() {
   while (const dirent *d = readdir(dir.get())) {
     const std::string_view name = d->d_name;
     struct stat st;
-    if (fstatat(directoryFd_, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (fstatat(fd_, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
     if (isTemporaryName(name)) {
-      if (now - st.st_mtime > kStaleTemporarySeconds) unlinkat(directoryFd_, d->d_name, 0);
+      if (now - st.st_mtime > kStaleTemporarySeconds) unlinkat(fd_, d->d_name, 0);
     } else if (isLockName(name)) {
-      removeUnheldLock(directoryFd_, d->d_name);  // left by a killed builder
+      removeUnheldLock(fd_, d->d_name);  // left by a killed builder
     } else if (keyFromName(name)) {
       entries.push_back({std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
       total += static_cast<uint64_t>(st.st_size);
@@ -96,11 +99,12 @@ std::optional<uint64_t> DiskCache::sweep() {
   if (total <= maxSize_) return total;
   total = evictLeastRecentlyUsed(std::move(entries), total, maxSize_, [&](const SweptEntry &entry) {
     // Another process may evict the same file: it is gone either way.
-    if (unlinkat(directoryFd_, entry.name.c_str(), 0) != 0 && errno != ENOENT) return false;
-    ++stats_.evicted;
+    if (unlinkat(fd_, entry.name.c_str(), 0) != 0 && errno != ENOENT) return false;
+    ++evicted;
     return true;
   });
-  report("evicted the least recently used entries down to " + bytesText(total) + " (bound " + bytesText(maxSize_) + ")");
+  reportCache("evicted the least recently used entries down to " + bytesText(total) + " (bound " +
+              bytesText(maxSize_) + ")");
   return total;
 }
 
