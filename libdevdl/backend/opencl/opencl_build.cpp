@@ -1,6 +1,6 @@
-// Programs built on an OpenCL device: from one SPIR-V module as IL, from SPIR, from a binary
-// (a native object, a stored program); and the binary a linked program is stored as, and loaded
-// from, in the disk cache.
+// Programs built on an OpenCL device (ProgramBuilder): from one SPIR-V module as IL, from SPIR,
+// from a binary (a native object, a stored program); and the binary a linked program is stored
+// as, and loaded from, in the disk cache.
 #include "backend/opencl/kept_regions.h"
 #include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
@@ -45,27 +45,27 @@ llvm::Expected<std::string> programBinary(const Api &api, cl_program program, cl
 
 }  // namespace
 
-llvm::Expected<std::string> Device::driverBinary(const Program &program) const {
-  if (binaryKernelNameBound_ != SIZE_MAX) {
+llvm::Expected<std::string> ProgramBuilder::driverBinary(const Program &program) const {
+  if (device_.binaryKernelNameBound != SIZE_MAX) {
     size_t size = 0;
     std::string names;
-    if (api_.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size) == CL_SUCCESS) {
+    if (device_.api.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size) == CL_SUCCESS) {
       names.resize(size);
-      api_.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, size, names.data(), nullptr);
+      device_.api.clGetProgramInfo(program.get(), CL_PROGRAM_KERNEL_NAMES, size, names.data(), nullptr);
     }
     for (llvm::StringRef name : llvm::split(llvm::StringRef(names.c_str()), ';'))
-      if (name.size() > binaryKernelNameBound_)
+      if (name.size() > device_.binaryKernelNameBound)
         return fail(ErrorCode::Unsupported,
                     "the driver makes a program's binary in a directory named after each kernel, and kernel `" +
                         name.str() + "` is " + std::to_string(name.size()) +
                         " bytes, longer than a file name may be");
   }
-  return programBinary(api_, program.get(), device_);
+  return programBinary(device_.api, program.get(), device_.id);
 }
 
-std::string Device::binaryOf(const backend::Program &program, std::string_view spir) const {
+std::string ProgramBuilder::binaryOf(const backend::Program &program, std::string_view spir) const {
   auto notStored = [&](const std::string &why) {
-    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program not stored on " + name_ + ": " + why);
+    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program not stored on " + device_.name + ": " + why);
     return std::string();
   };
   if (const auto *parted = dynamic_cast<const ProgramOfParts *>(&program)) {
@@ -80,14 +80,16 @@ std::string Device::binaryOf(const backend::Program &program, std::string_view s
   const auto &one = static_cast<const Program &>(program);
   // A device that compiles each kernel at its first launch compiles them all for its binary: a
   // program of many is stored as the SPIR it was built from, as is one the driver has no binary of.
-  const bool spirStored = !spir.empty() && placesVariables();
+  const bool spirStored = !spir.empty() && device_.placesVariables();
   auto asSpir = [&](const std::string &why) {
-    if (Debug::get().on(Debug::Statistics)) Debug::get().print("program stored on " + name_ + " as SPIR: " + why);
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print("program stored on " + device_.name + " as SPIR: " + why);
     return storedProgram(one.hostVariables(), std::string(kStoredSpir) + std::string(spir));
   };
   size_t kernels = 0;
   if (spirStored &&
-      api_.clGetProgramInfo(one.get(), CL_PROGRAM_NUM_KERNELS, sizeof kernels, &kernels, nullptr) == CL_SUCCESS &&
+      device_.api.clGetProgramInfo(one.get(), CL_PROGRAM_NUM_KERNELS, sizeof kernels, &kernels, nullptr) ==
+          CL_SUCCESS &&
       kernels > kKernelsForDriverBinary)
     return asSpir(std::to_string(kernels) + " kernels, which the driver would compile every one of for its binary");
   auto bytes = driverBinary(one);
@@ -95,7 +97,7 @@ std::string Device::binaryOf(const backend::Program &program, std::string_view s
   return storedProgram(one.hostVariables(), *bytes);
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view binary) {
+llvm::Expected<std::unique_ptr<backend::Program>> ProgramBuilder::load(std::string_view binary) const {
   auto stored = readStoredProgram(binary);
   if (!stored) return stored.takeError();
   // Its variables where its kernels were built to find them, mapped before the driver builds it.
@@ -103,7 +105,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   // has not let go, another context's), this process cannot take the entry now (ErrorCode::Busy).
   std::unique_ptr<HostVariables> variables;
   if (stored->variables) {
-    sweepKept(api_);
+    sweepKept(device_.api);
     auto &[address, layout] = *stored->variables;
     auto region = HostVariables::at(std::move(layout), address);
     if (!region) return region.takeError();
@@ -112,83 +114,91 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::load(std::string_view 
   if (isPackedParts(kPackedPrograms, stored->driverBinary)) return loadParts(stored->driverBinary);
   auto program = stored->driverBinary.starts_with(kStoredSpir)
                      ? buildSpir(stored->driverBinary.substr(kStoredSpir.size()))
-                     : buildBinary(stored->driverBinary, options_, "a cached program");
+                     : buildBinary(stored->driverBinary, device_.options, "a cached program");
   if (!program) return program.takeError();
   (*program)->holdVariables(std::move(variables));
   return std::unique_ptr<backend::Program>(std::move(*program));
 }
 
-std::unique_ptr<Program> Device::own(cl_program program) const {
-  return std::make_unique<Program>(api_, program, name_, device_, pointers_);
+std::unique_ptr<Program> ProgramBuilder::own(cl_program program) const {
+  return std::make_unique<Program>(device_.api, program, device_.name, device_.id, device_.pointers);
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::fromBinary(Bytes binary) const {
+llvm::Expected<std::unique_ptr<Program>> ProgramBuilder::fromBinary(Bytes binary) const {
   const auto *bytes = binary.data();
   const size_t size = binary.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-  cl_program program = api_.clCreateProgramWithBinary(context_, 1, &device_, &size, &bytes, &status, &err);
+  cl_program program =
+      device_.api.clCreateProgramWithBinary(device_.context, 1, &device_.id, &size, &bytes, &status, &err);
   if (err == CL_SUCCESS && status != CL_SUCCESS) err = status;
   if (err != CL_SUCCESS) {
-    if (program) api_.clReleaseProgram(program);
+    if (program) device_.api.clReleaseProgram(program);
     return clFailure("clCreateProgramWithBinary", err);
   }
   return own(program);
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::nativeObject(Bytes binary) const {
+llvm::Expected<std::unique_ptr<Program>> ProgramBuilder::nativeObject(Bytes binary) const {
   // Whether a binary is this device's is the driver's to say.
-  std::string refused = !caps_.linker ? "it has no linker (CL_DEVICE_LINKER_AVAILABLE)" : "";
+  std::string refused = !device_.caps.linker ? "it has no linker (CL_DEVICE_LINKER_AVAILABLE)" : "";
   if (refused.empty()) {
     auto object = fromBinary(binary);
     if (object) return object;
     refused = llvm::toString(object.takeError());
   }
-  return fail(ErrorCode::Unsupported, "OpenCL device " + name_ + " does not take this native binary: " + refused);
+  return fail(ErrorCode::Unsupported,
+              "OpenCL device " + device_.name + " does not take this native binary: " + refused);
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::buildBinary(std::string_view binary, const std::string &options,
-                                                             std::string_view what) const {
+llvm::Expected<std::unique_ptr<Program>> ProgramBuilder::buildBinary(std::string_view binary,
+                                                                     const std::string &options,
+                                                                     std::string_view what) const {
   auto owned = fromBinary(asBytes(binary));
   if (!owned) return fail(ErrorCode::Unsupported, llvm::toString(owned.takeError()) + " (" + std::string(what) + ")");
   cl_program program = (*owned)->get();
   cl_int err = CL_SUCCESS;
-  if ((err = api_.clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr)) != CL_SUCCESS) {
-    const std::string log = buildLog(api_, program, device_);
-    return fail(ErrorCode::Unsupported, "clBuildProgram on " + name_ + " failed: " + errorName(err) + " (" +
+  if ((err = device_.api.clBuildProgram(program, 1, &device_.id, options.c_str(), nullptr, nullptr)) != CL_SUCCESS) {
+    const std::string log = buildLog(device_.api, program, device_.id);
+    return fail(ErrorCode::Unsupported, "clBuildProgram on " + device_.name + " failed: " + errorName(err) + " (" +
                                             std::string(what) + ")" + (log.empty() ? "" : "\n" + log));
   }
   return std::move(*owned);
 }
 
-llvm::Error Device::specialize(cl_program program, const SpecConstants &specs) const {
+llvm::Error ProgramBuilder::specialize(cl_program program, const SpecConstants &specs) const {
   if (specs.empty()) return llvm::Error::success();
-  if (!api_.clSetProgramSpecializationConstant)
+  if (!device_.api.clSetProgramSpecializationConstant)
     return fail(ErrorCode::Unsupported, "the OpenCL ICD loader has no clSetProgramSpecializationConstant (OpenCL 2.2)");
   for (const auto &[id, value] : specs)
-    if (cl_int err = api_.clSetProgramSpecializationConstant(program, id, value.size(), value.data()); err != CL_SUCCESS)
+    if (cl_int err = device_.api.clSetProgramSpecializationConstant(program, id, value.size(), value.data());
+        err != CL_SUCCESS)
       return clFailure(("clSetProgramSpecializationConstant (SpecId " + std::to_string(id) + ")").c_str(), err);
   return llvm::Error::success();
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::buildIl(std::span<const uint32_t> words, const SpecConstants &specs) const {
+llvm::Expected<std::unique_ptr<Program>> ProgramBuilder::buildIl(std::span<const uint32_t> words,
+                                                                 const SpecConstants &specs) const {
   cl_int err = CL_SUCCESS;
-  cl_program program = api_.clCreateProgramWithIL(context_, words.data(), words.size() * sizeof(uint32_t), &err);
+  cl_program program =
+      device_.api.clCreateProgramWithIL(device_.context, words.data(), words.size() * sizeof(uint32_t), &err);
   if (err != CL_SUCCESS) return clFailure("clCreateProgramWithIL", err);
   auto owned = own(program);
   if (llvm::Error e = specialize(program, specs)) return e;
-  err = api_.clBuildProgram(program, 1, &device_, options_.c_str(), nullptr, nullptr);
+  err = device_.api.clBuildProgram(program, 1, &device_.id, device_.options.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
-    std::string log = buildLog(api_, program, device_);
-    return fail(ErrorCode::Unsupported, "clBuildProgram (SPIR-V) on " + name_ + " failed: " + errorName(err) +
+    std::string log = buildLog(device_.api, program, device_.id);
+    return fail(ErrorCode::Unsupported, "clBuildProgram (SPIR-V) on " + device_.name + " failed: " + errorName(err) +
                                             (log.empty() ? "" : "\n" + log));
   }
   return owned;
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::buildSpir(std::string_view bitcode, std::string_view options) const {
-  if (!caps_.spir) return fail(ErrorCode::Unsupported, "device " + name_ + " does not take SPIR (no cl_khr_spir)");
+llvm::Expected<std::unique_ptr<Program>> ProgramBuilder::buildSpir(std::string_view bitcode,
+                                                                   std::string_view options) const {
+  if (!device_.caps.spir)
+    return fail(ErrorCode::Unsupported, "device " + device_.name + " does not take SPIR (no cl_khr_spir)");
   std::string buildOptions = "-x spir -spir-std=1.2";
-  for (std::string_view more : {std::string_view(options_), options})
+  for (std::string_view more : {std::string_view(device_.options), options})
     // Appended in two steps: " " + std::string(more) here made GCC 12 warn of an overlapping
     // copy that cannot happen (-Wrestrict, at -O3).
     if (!more.empty()) buildOptions.append(" ").append(more);

@@ -1,7 +1,8 @@
 // An OpenCL device: opened (the default, or the program's own), what it can take read from its
-// info queries, the identity its programs are cached under, and which images it accepts. The
-// rest of the backend: opencl_link.cpp (link strategies), opencl_build.cpp (programs built and
-// stored), opencl_program.cpp (kernels and variables), kept_regions.cpp, host_variables.cpp.
+// info queries (DeviceInfo), the identity its programs are cached under, and which images it
+// accepts. The rest of the backend: opencl_link.cpp (link strategies), opencl_build.cpp (programs
+// built and stored), opencl_program.cpp (kernels and variables), kept_regions.cpp,
+// host_variables.cpp.
 #include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
 #include "backend/spirv/translation.h"
@@ -25,119 +26,142 @@
 
 namespace devdl::backend::opencl {
 
-Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context)
-    : api_(api), platform_(platform), device_(device), context_(context) {
-  name_ = deviceString(api, device, CL_DEVICE_NAME);
-  if (platformString(api, platform, CL_PLATFORM_NAME) == "Portable Computing Language") binaryKernelNameBound_ = NAME_MAX;
-  const std::string extensions = deviceString(api, device, CL_DEVICE_EXTENSIONS);
-  caps_.spirvIl = deviceString(api, device, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
-  if (caps_.spirvIl) spirvExtensions_ = spirvExtensionsTaken(api, platform, device);
-  caps_.spir = hasWord(extensions, "cl_khr_spir");
-  caps_.linker = deviceValue<cl_bool>(api, device, CL_DEVICE_LINKER_AVAILABLE);
-  const auto type = deviceValue<cl_device_type>(api, device, CL_DEVICE_TYPE);
-  caps_.hostMemory = (type & CL_DEVICE_TYPE_CPU) && deviceValue<cl_bool>(api, device, CL_DEVICE_HOST_UNIFIED_MEMORY);
+namespace {
+
+// The aspects as SYCL's OpenCL backend derives them from the device's answers.
+AspectSet aspectsOf(const Api &api, cl_device_id device, const std::string &extensions, cl_device_type type,
+                    const Capabilities &caps) {
+  AspectSet aspects;
+  aspects[aspect::cpu] = type & CL_DEVICE_TYPE_CPU;
+  aspects[aspect::gpu] = type & CL_DEVICE_TYPE_GPU;
+  aspects[aspect::accelerator] = type & CL_DEVICE_TYPE_ACCELERATOR;
+  aspects[aspect::custom] = type & CL_DEVICE_TYPE_CUSTOM;
+  aspects[aspect::fp16] = hasWord(extensions, "cl_khr_fp16");
+  aspects[aspect::fp64] = deviceValue<cl_device_fp_config>(api, device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+  aspects[aspect::int64_base_atomics] = hasWord(extensions, "cl_khr_int64_base_atomics");
+  aspects[aspect::int64_extended_atomics] = hasWord(extensions, "cl_khr_int64_extended_atomics");
+  aspects[aspect::atomic64] = aspects[aspect::int64_base_atomics] && aspects[aspect::int64_extended_atomics];
+  aspects[aspect::image] = deviceValue<cl_bool>(api, device, CL_DEVICE_IMAGE_SUPPORT);
+  aspects[aspect::online_compiler] = deviceValue<cl_bool>(api, device, CL_DEVICE_COMPILER_AVAILABLE);
+  aspects[aspect::online_linker] = caps.linker;
+  aspects[aspect::queue_profiling] = true;  // every OpenCL device profiles its queues
+  const bool usm = hasWord(extensions, "cl_intel_unified_shared_memory");
+  aspects[aspect::usm_device_allocations] = usm;
+  aspects[aspect::usm_host_allocations] = usm;
+  aspects[aspect::usm_shared_allocations] = usm;
+  return aspects;
+}
+
+}  // namespace
+
+DeviceInfo::DeviceInfo(const Api &api, cl_platform_id platform, cl_device_id id, cl_context context)
+    : api(api), platform(platform), id(id), context(context) {
+  name = deviceString(api, id, CL_DEVICE_NAME);
+  if (platformString(api, platform, CL_PLATFORM_NAME) == "Portable Computing Language")
+    binaryKernelNameBound = NAME_MAX;
+  const std::string extensions = deviceString(api, id, CL_DEVICE_EXTENSIONS);
+  caps.spirvIl = deviceString(api, id, CL_DEVICE_IL_VERSION).find("SPIR-V") != std::string::npos;
+  if (caps.spirvIl) spirvExtensions = spirvExtensionsTaken(api, platform, id);
+  caps.spir = hasWord(extensions, "cl_khr_spir");
+  caps.linker = deviceValue<cl_bool>(api, id, CL_DEVICE_LINKER_AVAILABLE);
+  const auto type = deviceValue<cl_device_type>(api, id, CL_DEVICE_TYPE);
+  caps.hostMemory = (type & CL_DEVICE_TYPE_CPU) && deviceValue<cl_bool>(api, id, CL_DEVICE_HOST_UNIFIED_MEMORY);
   // Variables at the driver's addresses where the device has USM and its platform gives
   // clGetDeviceGlobalVariablePointerINTEL, whether or not the device names
   // cl_intel_global_variable_pointers: Intel's CPU runtime gives it without naming it, and
   // DPC++'s OpenCL adapter asks for the entry point alone.
   if (hasWord(extensions, "cl_intel_unified_shared_memory")) {
     auto entry = [&](const char *name) { return api.clGetExtensionFunctionAddressForPlatform(platform, name); };
-    pointers_.clGetDeviceGlobalVariablePointerINTEL =
+    pointers.clGetDeviceGlobalVariablePointerINTEL =
         reinterpret_cast<VariablePointers::GetPointer>(entry("clGetDeviceGlobalVariablePointerINTEL"));
-    pointers_.clEnqueueMemcpyINTEL = reinterpret_cast<VariablePointers::Memcpy>(entry("clEnqueueMemcpyINTEL"));
-    caps_.variablePointers = pointers_.clGetDeviceGlobalVariablePointerINTEL && pointers_.clEnqueueMemcpyINTEL;
-    if (!caps_.variablePointers) pointers_ = {};  // both, or neither
+    pointers.clEnqueueMemcpyINTEL = reinterpret_cast<VariablePointers::Memcpy>(entry("clEnqueueMemcpyINTEL"));
+    caps.variablePointers = pointers.clGetDeviceGlobalVariablePointerINTEL && pointers.clEnqueueMemcpyINTEL;
+    if (!caps.variablePointers) pointers = {};  // both, or neither
   }
-  // The aspects as SYCL's OpenCL backend derives them from the device's answers.
-  aspects_[aspect::cpu] = type & CL_DEVICE_TYPE_CPU;
-  aspects_[aspect::gpu] = type & CL_DEVICE_TYPE_GPU;
-  aspects_[aspect::accelerator] = type & CL_DEVICE_TYPE_ACCELERATOR;
-  aspects_[aspect::custom] = type & CL_DEVICE_TYPE_CUSTOM;
-  aspects_[aspect::fp16] = hasWord(extensions, "cl_khr_fp16");
-  aspects_[aspect::fp64] = deviceValue<cl_device_fp_config>(api, device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
-  aspects_[aspect::int64_base_atomics] = hasWord(extensions, "cl_khr_int64_base_atomics");
-  aspects_[aspect::int64_extended_atomics] = hasWord(extensions, "cl_khr_int64_extended_atomics");
-  aspects_[aspect::atomic64] = aspects_[aspect::int64_base_atomics] && aspects_[aspect::int64_extended_atomics];
-  aspects_[aspect::image] = deviceValue<cl_bool>(api, device, CL_DEVICE_IMAGE_SUPPORT);
-  aspects_[aspect::online_compiler] = deviceValue<cl_bool>(api, device, CL_DEVICE_COMPILER_AVAILABLE);
-  aspects_[aspect::online_linker] = caps_.linker;
-  aspects_[aspect::queue_profiling] = true;  // every OpenCL device profiles its queues
-  const bool usm = hasWord(extensions, "cl_intel_unified_shared_memory");
-  aspects_[aspect::usm_device_allocations] = usm;
-  aspects_[aspect::usm_host_allocations] = usm;
-  aspects_[aspect::usm_shared_allocations] = usm;
-  if (const char *options = devdlVariable("DEVDL_BUILD_OPTIONS")) options_ = options;
+  aspects = aspectsOf(api, id, extensions, type, caps);
+  if (const char *given = devdlVariable("DEVDL_BUILD_OPTIONS")) options = given;
   // Asked for alone (DEVDL_LTO=1): the driver compiles the one linked module it is given, and
   // inlines across what were images itself (PoCL: the same kernel times with and without, and
   // LLVM's -O2 here cost 5% of the seed's first kernel; bench/README.md).
-  const char *lto = devdlVariable("DEVDL_LTO");
-  lto_ = lto && std::string_view(lto) == "1" && hasTranslatorHelper();  // LLVM does it, through the translator
-  identity_ = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
-              platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name_ + "\n" +
-              deviceString(api, device, CL_DEVICE_VERSION) + "\n" + deviceString(api, device, CL_DRIVER_VERSION) +
-              "\n" + std::string(linkMethod()) + "\noptions " + options_ + "\nvariables " +
-              (placesVariables()         ? "in host memory"
-               : caps_.variablePointers ? "at the driver's addresses"
-                                        : "copied by devdl's kernels") + "\nstored program format " +
-              std::to_string(kStoredProgramVersion) + "\n" + devdlBuild();
+  const char *ltoAsked = devdlVariable("DEVDL_LTO");
+  lto = ltoAsked && std::string_view(ltoAsked) == "1" && hasTranslatorHelper();  // LLVM does it, through the translator
+  identity = "OpenCL\n" + platformString(api, platform, CL_PLATFORM_NAME) + "\n" +
+             platformString(api, platform, CL_PLATFORM_VERSION) + "\n" + name + "\n" +
+             deviceString(api, id, CL_DEVICE_VERSION) + "\n" + deviceString(api, id, CL_DRIVER_VERSION) + "\n" +
+             std::string(linkMethod()) + "\noptions " + options + "\nvariables " +
+             (placesVariables()        ? "in host memory"
+              : caps.variablePointers ? "at the driver's addresses"
+                                      : "copied by devdl's kernels") + "\nstored program format " +
+             std::to_string(kStoredProgramVersion) + "\n" + devdlBuild();
 }
 
-Device::~Device() { api_.clReleaseContext(context_); }
-
-int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
-
-std::string_view Device::linkMethod() const {
+std::string_view DeviceInfo::linkMethod() const {
   // A large program is linked in parts, each in a helper, where the build has the helper.
-  if (caps_.spirvIl && caps_.linker && hasTranslatorHelper())
+  if (caps.spirvIl && caps.linker && hasTranslatorHelper())
     return "SPIR-V IL, clCompileProgram, clLinkProgram; a large program in parts, in helper processes";
-  if (caps_.spirvIl) return caps_.linker ? "SPIR-V IL, clCompileProgram, clLinkProgram"
-                                         : lto_ ? "SPIRV-Tools link, LLVM -O2 across images, SPIR-V IL, clBuildProgram"
-                                                : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";
+  if (caps.spirvIl) return caps.linker ? "SPIR-V IL, clCompileProgram, clLinkProgram"
+                                       : lto ? "SPIRV-Tools link, LLVM -O2 across images, SPIR-V IL, clBuildProgram"
+                                             : "SPIRV-Tools link, SPIR-V IL, clBuildProgram";
   if (!hasTranslatorHelper() && translatorCommand()) {  // the identity names the translator that makes the SPIR
     static const std::string byCommand = "SPIRV-Tools link, SPIR 1.2 by " + *translatorCommand() + ", clBuildProgram";
     return byCommand;
   }
-  return lto_ ? "SPIRV-Tools link, SPIR 1.2, LLVM -O2 across images, clBuildProgram"
-              : "SPIRV-Tools link, SPIR 1.2, clBuildProgram";
+  return lto ? "SPIRV-Tools link, SPIR 1.2, LLVM -O2 across images, clBuildProgram"
+             : "SPIRV-Tools link, SPIR 1.2, clBuildProgram";
 }
+
+bool DeviceInfo::translates() const {
+  return caps.spirvIl ? !caps.linker && lto : caps.spir && canTranslateToSpir();
+}
+
+Device::Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context)
+    : info_(api, platform, device, context), builder_(info_), linker_(info_, builder_) {
+  aspects_ = info_.aspects;
+}
+
+Device::~Device() { info_.api.clReleaseContext(info_.context); }
+
+int Device::backend() const { return DEVDL_BACKEND_OPENCL; }
 
 void Device::native(devdl_native &out) const {
   out.backend = DEVDL_BACKEND_OPENCL;
-  out.platform = platform_;
-  out.device = device_;
-  out.context = context_;
+  out.platform = info_.platform;
+  out.device = info_.id;
+  out.context = info_.context;
 }
 
 llvm::Error Device::accepts(const DeviceImage &image) const {
+  const Capabilities &caps = info_.caps;
+  const std::string &name = info_.name;
   // A module devdl's validator could not vouch for goes only to a driver that compiles and links
   // SPIR-V itself; elsewhere devdl links and translates it, which it does not do unvouched.
-  if (image.format == ImageFormat::SpirV && !image.unvalidated.empty() && !(caps_.spirvIl && caps_.linker))
+  if (image.format == ImageFormat::SpirV && !image.unvalidated.empty() && !(caps.spirvIl && caps.linker))
     return fail(ErrorCode::Unsupported, "devdl's SPIR-V validator could not vouch for it (" +
-                                            std::string(image.unvalidated) + "), and OpenCL device " + name_ +
+                                            std::string(image.unvalidated) + "), and OpenCL device " + name +
                                             " takes SPIR-V only through devdl's own link and translation, "
                                             "which it runs on modules it vouches for");
   // The reader left a SPIR-V image's bytes as aligned words in this host's byte order.
-  if (image.format == ImageFormat::SpirV && caps_.spirvIl && spirvExtensions_)
+  if (image.format == ImageFormat::SpirV && caps.spirvIl && info_.spirvExtensions)
     for (std::string_view extension : declaredExtensions(std::span<const uint32_t>(
              reinterpret_cast<const uint32_t *>(image.bytes.data()), image.bytes.size() / 4)))
-      if (!llvm::is_contained(*spirvExtensions_, extension))
+      if (!llvm::is_contained(*info_.spirvExtensions, extension))
         return fail(ErrorCode::Unsupported, "SPIR-V extension `" + std::string(extension) + "`, which OpenCL device " +
-                                                name_ + " does not take (neither its driver's answer nor what devdl "
+                                                name + " does not take (neither its driver's answer nor what devdl "
                                                 "knows of its driver names it)");
-  if (image.format == ImageFormat::SpirV && (caps_.spirvIl || (caps_.spir && canTranslateToSpir())))
+  if (image.format == ImageFormat::SpirV && (caps.spirvIl || (caps.spir && canTranslateToSpir())))
     return llvm::Error::success();
   if (image.format == ImageFormat::OpenClBinary) {
-    auto object = nativeObject(image.bytes);
+    auto object = builder_.nativeObject(image.bytes);
     if (object) return llvm::Error::success();
     return fail(ErrorCode::Unsupported, llvm::toString(object.takeError()));
   }
   return fail(ErrorCode::Unsupported,
               image.format == ImageFormat::SpirV
-                  ? "OpenCL device " + name_ + " takes neither SPIR-V nor SPIR" +
-                        (caps_.spir ? " (it takes SPIR, but this build of devdl cannot translate to it: it has no "
-                                      "SPIRV-LLVM-Translator, as the portable library and the wheel have none, and "
-                                      "found no llvm-spirv-15 on PATH; Debian: apt-get install llvm-spirv-15)" : "")
-                  : "OpenCL device " + name_ + " does not link " + std::string(formatName(image.format)) + " images");
+                  ? "OpenCL device " + name + " takes neither SPIR-V nor SPIR" +
+                        (caps.spir ? " (it takes SPIR, but this build of devdl cannot translate to it: it has no "
+                                     "SPIRV-LLVM-Translator, as the portable library and the wheel have none, and "
+                                     "found no llvm-spirv-15 on PATH; Debian: apt-get install llvm-spirv-15)" : "")
+                  : "OpenCL device " + name + " does not link " + std::string(formatName(image.format)) + " images");
 }
 
 namespace {
@@ -166,10 +190,6 @@ llvm::Expected<std::vector<std::pair<cl_platform_id, cl_device_id>>> listedDevic
 
 }  // namespace
 
-bool Device::translates() const {
-  return caps_.spirvIl ? !caps_.linker && lto_ : caps_.spir && canTranslateToSpir();
-}
-
 llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   auto loaded = opencl::api();
   if (!loaded) return loaded.takeError();
@@ -178,7 +198,7 @@ llvm::Expected<std::unique_ptr<Device>> Device::openDefault() {
   // helper starts now, for the first link, and goes where the device chosen does not translate.
   if (hasTranslatorHelper()) startTranslatorAhead();
   auto device = openChosen(cl);
-  if (!device || !(*device)->translates()) stopTranslatorsAhead();
+  if (!device || !(*device)->info_.translates()) stopTranslatorsAhead();
   return device;
 }
 
@@ -226,7 +246,7 @@ llvm::Expected<std::unique_ptr<Device>> Device::attach(cl_device_id device, cl_c
     return clFailure("clRetainContext", err);
   }
   auto attached = std::unique_ptr<Device>(new Device(cl, platform, device, context));
-  if (attached->translates()) startTranslatorAhead();
+  if (attached->info_.translates()) startTranslatorAhead();
   return attached;
 }
 

@@ -1,6 +1,7 @@
-// An OpenCL device devdl links for: what it can consume (capability detection, never vendor
-// names; two driver defects that end the process are known by the driver's name) and building
-// programs on it.
+// An OpenCL device devdl links for: what it is and takes (DeviceInfo: capability detection,
+// never vendor names; two driver defects that end the process are known by the driver's name),
+// the programs built on it (ProgramBuilder) and how it links (Linker), joined as the loader's
+// backend::Device (Device).
 #pragma once
 
 #include "backend/backend.h"
@@ -21,10 +22,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace devdl::backend::opencl {
 
@@ -38,6 +41,40 @@ struct Capabilities {
   // cl_intel_global_variable_pointers given by the platform: the driver gives the addresses of
   // program variables
   bool variablePointers = false;
+};
+
+/// An OpenCL device as devdl opened it: its handles, what it takes, read from its info queries when
+/// it is opened (the driver's answers do not change), and what devdl chose for it from those.
+struct DeviceInfo {
+  DeviceInfo(const Api &api, cl_platform_id platform, cl_device_id id, cl_context context);
+
+  /// Whether link() moves a program's variables to host memory (HostVariables): on a CPU device
+  /// sharing the host's memory, where devdl translates to SPIR (PoCL builds each kernel apart).
+  /// Not where the driver gives their addresses itself.
+  bool placesVariables() const { return caps.hostMemory && !caps.spirvIl && !caps.variablePointers; }
+  /// Whether its links run the SPIR-V translator (linkMethod): a helper process's work.
+  bool translates() const;
+  /// Whether link() adds devdl's copy kernels: where the host has no other way to a variable.
+  bool copiesThroughKernels() const { return !placesVariables() && !caps.variablePointers; }
+  /// How link() links on this device, for DEVDL_DEBUG and the identity.
+  std::string_view linkMethod() const;
+
+  const Api &api;
+  cl_platform_id platform;
+  cl_device_id id;
+  cl_context context;  // released by the Device that opened it
+  std::string name;
+  Capabilities caps;
+  AspectSet aspects;  // as SYCL's OpenCL backend derives them from the device's answers
+  std::optional<std::vector<std::string>> spirvExtensions;  // spirvExtensionsTaken, where caps.spirvIl
+  VariablePointers pointers;  // where caps.variablePointers
+  std::string options;  // DEVDL_BUILD_OPTIONS, given to every compile and build
+  bool lto = false;     // the optimization across images of the software link, DEVDL_LTO=1
+  // PoCL (3.1) makes a program's binary by compiling each kernel into a directory named after it,
+  // and ends the process where that name is longer than a file name may be (NAME_MAX; DPC++'s
+  // mangled kernel names often are): such a program's binary is not asked for there.
+  size_t binaryKernelNameBound = SIZE_MAX;
+  std::string identity;  // backend::Device::identity
 };
 
 /// A built program, and the kernels made from it; released with this object.
@@ -78,6 +115,10 @@ class Program final : public backend::Program {
   /// A command queue of the program's context (`context`) on its device, for a copy; the caller
   /// releases it.
   llvm::Expected<cl_command_queue> copyQueue(cl_context &context) const;
+  /// copyVariable's ways to a variable the program does not hold in host memory: at the driver's
+  /// address, copied as USM; through devdl's copy kernel linked into the program.
+  llvm::Error copyAtDriverAddress(std::string_view name, size_t offset, void *host, size_t size, bool toDevice);
+  llvm::Error copyThroughKernel(std::string_view name, size_t offset, void *host, size_t size, bool toDevice);
 
   const Api &api_;
   cl_program program_;
@@ -89,7 +130,7 @@ class Program final : public backend::Program {
 };
 
 /// A program linked in parts (backend/partition.h), each built as a program of its own in a helper
-/// process of its own (Device::linkParts): each kernel and variable is the one of the part that
+/// process of its own (Linker::linkParts): each kernel and variable is the one of the part that
 /// holds it, which is the one its kernels use. A name no part holds is asked of the first part.
 class ProgramOfParts final : public backend::Program {
  public:
@@ -125,59 +166,65 @@ inline constexpr uint64_t kSpirvPerPart = 32 * 1024;
 /// 40 ms each here, 40 s for 1,000), so past this the SPIR is stored (kStoredSpir).
 inline constexpr size_t kKernelsForDriverBinary = 16;
 
-class Device final : public backend::Device {
+/// Programs built on an OpenCL device: from one SPIR-V module as IL, from SPIR, from a binary (a
+/// native object, a stored program); and the binary a linked program is stored as, and loaded
+/// from, in the disk cache.
+class ProgramBuilder {
  public:
-  /// The first device, over all platforms, that has a compiler, or the one DEVDL_DEVICE names
-  /// (its index among those devices, or a part of its name); its own new context.
-  static llvm::Expected<std::unique_ptr<Device>> openDefault();
-  /// The program's own device and context (retained while this object lives); context null: its
-  /// own new one on that device.
-  static llvm::Expected<std::unique_ptr<Device>> attach(cl_device_id device, cl_context context);
-  ~Device() override;
-
-  const Api &api() const { return api_; }
-  cl_platform_id platform() const { return platform_; }
-  cl_device_id id() const { return device_; }
-  cl_context context() const { return context_; }
-  const Capabilities &capabilities() const { return caps_; }
-  /// Whether link() moves a program's variables to host memory (HostVariables): on a CPU device
-  /// sharing the host's memory, where devdl translates to SPIR (PoCL builds each kernel apart).
-  /// Not where the driver gives their addresses itself.
-  bool placesVariables() const { return caps_.hostMemory && !caps_.spirvIl && !caps_.variablePointers; }
-  /// Whether its links run the SPIR-V translator (linkMethod): a helper process's work.
-  bool translates() const;
-  /// Not with the program's variables placed in host memory: its binary holds their address.
-  bool binaryLoadsOnAnotherDevice() const override { return !placesVariables(); }
-  /// Whether link() adds devdl's copy kernels: where the host has no other way to a variable.
-  bool copiesThroughKernels() const { return !placesVariables() && !caps_.variablePointers; }
-
-  int backend() const override;
-  const std::string &name() const override { return name_; }
-  std::string description() const override { return "OpenCL device " + name_; }
-  /// SPIR-V, on a device that takes it as IL (each extension it declares one the device takes,
-  /// where that is known: spirvExtensionsTaken) or through SPIR; a native binary the driver
-  /// takes, on a device with a linker.
-  llvm::Error accepts(const DeviceImage &image) const override;
-  /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
-  /// built as IL where the device takes it, else translated to SPIR; with DEVDL_LTO=1,
-  /// optimized across the images (optimizeSpirv, spirvToSpir).
-  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
-                                                        std::string *binary) override;
-  /// clCreateProgramWithBinary and clBuildProgram of a binary link() gave.
-  llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override;
-  const std::string &identity() const override { return identity_; }
-  std::string_view linkMethod() const override;
-  void native(devdl_native &out) const override;
+  explicit ProgramBuilder(const DeviceInfo &device) : device_(device) {}
 
   /// Builds SPIR 1.2 bitcode; a failed build's error carries the build log.
   llvm::Expected<std::unique_ptr<Program>> buildSpir(std::string_view bitcode, std::string_view options = {}) const;
   /// Builds one (linked) SPIR-V module as IL, its specialization constants set.
   llvm::Expected<std::unique_ptr<Program>> buildIl(std::span<const uint32_t> words, const SpecConstants &specs = {}) const;
+  /// clCreateProgramWithBinary and clBuildProgram with `options`; `what` the binary is, for
+  /// errors ("SPIR", "a cached program"), which carry the build log.
+  llvm::Expected<std::unique_ptr<Program>> buildBinary(std::string_view binary, const std::string &options,
+                                                       std::string_view what) const;
+  /// A native binary as this device's compiled object, or why the device does not take it (no
+  /// linker, or the driver refuses the binary).
+  llvm::Expected<std::unique_ptr<Program>> nativeObject(Bytes binary) const;
+  /// Sets specialization constants of an IL program (clSetProgramSpecializationConstant).
+  llvm::Error specialize(cl_program program, const SpecConstants &specs) const;
+  /// `program`, owned, with what this device gives its variables.
+  std::unique_ptr<Program> own(cl_program program) const;
+
+  /// The driver's binary of one program, or why there is none.
+  llvm::Expected<std::string> driverBinary(const Program &program) const;
+  /// The linked program's binary, for the disk cache; empty, saying why under
+  /// DEVDL_DEBUG=statistics, where the driver cannot give it (or cannot without ending the process).
+  /// `spir`: the bitcode it was built from, on the SPIR path; on a device that compiles each kernel
+  /// at its first launch, that is stored instead where the driver's binary would compile more than
+  /// kKernelsForDriverBinary kernels, or cannot be made.
+  std::string binaryOf(const backend::Program &program, std::string_view spir = {}) const;
+  /// clCreateProgramWithBinary and clBuildProgram of a binary binaryOf gave.
+  llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) const;
+
+ private:
+  /// The programs of a stored program of parts, built.
+  llvm::Expected<std::unique_ptr<backend::Program>> loadParts(std::string_view packed) const;
+  /// clCreateProgramWithBinary, checked (the binary's status too).
+  llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
+
+  const DeviceInfo &device_;
+};
+
+/// How an OpenCL device links a plan's images, past the first phases every backend shares
+/// (DriverInputs): devdl's copy kernels added, then the driver's link (IL compiled and linked by
+/// the driver, a large program in parts) or devdl's (the software link, built as IL or translated
+/// to SPIR).
+class Linker {
+ public:
+  Linker(const DeviceInfo &device, const ProgramBuilder &builder) : device_(device), builder_(builder) {}
+
+  /// Links `inputs`, the plan's as DriverInputs prepared them (devdl's copy kernels join them):
+  /// IL + clCompileProgram/clLinkProgram where the device has both; else the software link,
+  /// built as IL where the device takes it, else translated to SPIR; with DEVDL_LTO=1, optimized
+  /// across the images (optimizeSpirv, spirvToSpir). With `binary`, the program's (binaryOf).
+  llvm::Expected<std::unique_ptr<backend::Program>> link(std::vector<LinkInput> &inputs, std::string *binary) const;
   /// Compiles each SPIR-V image as IL, takes each native binary as the compiled object it is,
   /// and links the objects with the device's own linker.
   llvm::Expected<std::unique_ptr<Program>> linkObjects(std::span<const LinkInput> inputs) const;
-  /// The driver's binary of one program, or why there is none.
-  llvm::Expected<std::string> driverBinary(const Program &program) const;
   /// The parts `inputs` may be linked in for `jobs` processes (linkParts): one, with why in `why`,
   /// where an input is a native binary or has specialization constants set, the build has no
   /// helper, or the kernels cannot be separated.
@@ -189,12 +236,6 @@ class Device final : public backend::Device {
                                                             std::span<const ProgramPart> parts) const;
 
  private:
-  // openDefault's choice among the platforms' devices.
-  static llvm::Expected<std::unique_ptr<Device>> openChosen(const Api &cl);
-
-  // link()'s phases past the inputs' (DriverInputs): devdl's copy kernels added, then the
-  // driver's link (IL compiled and linked by the driver) or devdl's (the software link, built as
-  // IL or translated to SPIR).
   /// devdl's copy kernels of a link, one module for each image: they live for the link.
   struct CopyKernels {
     std::deque<std::shared_ptr<const std::vector<uint32_t>>> words;
@@ -216,52 +257,79 @@ class Device final : public backend::Device {
                                                                       const std::vector<SpecConstant> &values,
                                                                       std::span<const LinkInput> inputs,
                                                                       std::string &spirBuilt, CallTimes &times) const;
-  Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
-  /// Sets specialization constants of an IL program (clSetProgramSpecializationConstant).
-  llvm::Error specialize(cl_program program, const SpecConstants &specs) const;
-  /// `program`, owned, with what this device gives its variables.
-  std::unique_ptr<Program> own(cl_program program) const;
   /// devdl's copy kernels for `variables` of SPIR-V `image` (copyKernels), made once for each
   /// image and names: a library linked into many programs has them made once (the translator
   /// takes milliseconds). The last kCopyKernelsKept are kept.
   llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> copyKernelsFor(const DeviceImage &image,
                                                                            std::span<const std::string> variables) const;
   static constexpr size_t kCopyKernelsKept = 256;
-  /// The linked program's binary, for the disk cache; empty, saying why under
-  /// DEVDL_DEBUG=statistics, where the driver cannot give it (or cannot without ending the process).
-  /// `spir`: the bitcode it was built from, on the SPIR path; on a device that compiles each kernel
-  /// at its first launch, that is stored instead where the driver's binary would compile more than
-  /// kKernelsForDriverBinary kernels, or cannot be made.
-  std::string binaryOf(const backend::Program &program, std::string_view spir = {}) const;
-  /// The programs of a stored program of parts, built.
-  llvm::Expected<std::unique_ptr<backend::Program>> loadParts(std::string_view packed) const;
-  /// clCreateProgramWithBinary, checked (the binary's status too).
-  llvm::Expected<std::unique_ptr<Program>> fromBinary(Bytes binary) const;
-  /// A native binary as this device's compiled object, or why the device does not take it (no
-  /// linker, or the driver refuses the binary).
-  llvm::Expected<std::unique_ptr<Program>> nativeObject(Bytes binary) const;
-  /// clCreateProgramWithBinary and clBuildProgram with `options`; `what` the binary is, for
-  /// errors ("SPIR", "a cached program"), which carry the build log.
-  llvm::Expected<std::unique_ptr<Program>> buildBinary(std::string_view binary, const std::string &options,
-                                                       std::string_view what) const;
 
-  const Api &api_;
-  cl_platform_id platform_;
-  cl_device_id device_;
-  cl_context context_;
-  std::string name_;
-  std::string identity_;  // made when the device is opened: the driver's answers do not change
-  Capabilities caps_;
-  std::optional<std::vector<std::string>> spirvExtensions_;  // spirvExtensionsTaken, where caps_.spirvIl
-  VariablePointers pointers_;  // where caps_.variablePointers
-  std::string options_;  // DEVDL_BUILD_OPTIONS, given to every compile and build
-  bool lto_ = false;     // the optimization across images of the software link, DEVDL_LTO=1
-  // PoCL (3.1) makes a program's binary by compiling each kernel into a directory named after it,
-  // and ends the process where that name is longer than a file name may be (NAME_MAX; DPC++'s
-  // mangled kernel names often are): such a program's binary is not asked for there.
-  size_t binaryKernelNameBound_ = SIZE_MAX;
+  const DeviceInfo &device_;
+  const ProgramBuilder &builder_;
   mutable std::mutex copyKernelsMutex_;  // builds run on many threads
   mutable std::map<std::array<uint64_t, 3>, std::shared_ptr<const std::vector<uint32_t>>> copyKernels_;
+};
+
+/// The loader's OpenCL device (backend::Device): what it is and takes (DeviceInfo), the programs
+/// built on it (ProgramBuilder) and how it links (Linker).
+class Device final : public backend::Device {
+ public:
+  /// The first device, over all platforms, that has a compiler, or the one DEVDL_DEVICE names
+  /// (its index among those devices, or a part of its name); its own new context.
+  static llvm::Expected<std::unique_ptr<Device>> openDefault();
+  /// The program's own device and context (retained while this object lives); context null: its
+  /// own new one on that device.
+  static llvm::Expected<std::unique_ptr<Device>> attach(cl_device_id device, cl_context context);
+  ~Device() override;
+
+  cl_device_id id() const { return info_.id; }
+  cl_context context() const { return info_.context; }
+  const Capabilities &capabilities() const { return info_.caps; }
+
+  int backend() const override;
+  const std::string &name() const override { return info_.name; }
+  std::string description() const override { return "OpenCL device " + info_.name; }
+  /// SPIR-V, on a device that takes it as IL (each extension it declares one the device takes,
+  /// where that is known: spirvExtensionsTaken) or through SPIR; a native binary the driver
+  /// takes, on a device with a linker.
+  llvm::Error accepts(const DeviceImage &image) const override;
+  /// The inputs prepared (DriverInputs), then linked (Linker::link).
+  llvm::Expected<std::unique_ptr<backend::Program>> link(std::span<const LinkInput> inputs,
+                                                        std::string *binary) override;
+  /// ProgramBuilder::load.
+  llvm::Expected<std::unique_ptr<backend::Program>> load(std::string_view binary) override {
+    return builder_.load(binary);
+  }
+  const std::string &identity() const override { return info_.identity; }
+  std::string_view linkMethod() const override { return info_.linkMethod(); }
+  void native(devdl_native &out) const override;
+  /// Not with the program's variables placed in host memory: its binary holds their address.
+  bool binaryLoadsOnAnotherDevice() const override { return !info_.placesVariables(); }
+
+  // The steps of its builds and links that devdl-translate and the tests take one at a time.
+  llvm::Expected<std::unique_ptr<Program>> buildSpir(std::string_view bitcode, std::string_view options = {}) const {
+    return builder_.buildSpir(bitcode, options);
+  }
+  llvm::Expected<std::string> driverBinary(const Program &program) const { return builder_.driverBinary(program); }
+  llvm::Expected<std::unique_ptr<Program>> linkObjects(std::span<const LinkInput> inputs) const {
+    return linker_.linkObjects(inputs);
+  }
+  std::vector<ProgramPart> planParts(std::span<const LinkInput> inputs, unsigned jobs, std::string *why) const {
+    return linker_.planParts(inputs, jobs, why);
+  }
+  llvm::Expected<std::unique_ptr<ProgramOfParts>> linkParts(std::span<const LinkInput> inputs,
+                                                            std::span<const ProgramPart> parts) const {
+    return linker_.linkParts(inputs, parts);
+  }
+
+ private:
+  // openDefault's choice among the platforms' devices.
+  static llvm::Expected<std::unique_ptr<Device>> openChosen(const Api &cl);
+  Device(const Api &api, cl_platform_id platform, cl_device_id device, cl_context context);
+
+  DeviceInfo info_;
+  ProgramBuilder builder_;  // over info_
+  Linker linker_;           // over info_ and builder_
 };
 
 }  // namespace devdl::backend::opencl

@@ -1,8 +1,9 @@
-// How an OpenCL device links a plan's images, by what it can take: each image compiled as IL and
-// the objects joined by the driver's linker (with native binaries, the compiled objects they are)
-// where it has both; else devdl's software link, built as IL where the device takes it, else
-// translated to SPIR (the program's variables moved to host memory where the device builds each
-// kernel apart). devdl's copy kernels join a program whose variables the host has no other way to.
+// How an OpenCL device links a plan's images (Linker), by what it can take: each image compiled
+// as IL and the objects joined by the driver's linker (with native binaries, the compiled objects
+// they are) where it has both; else devdl's software link, built as IL where the device takes it,
+// else translated to SPIR (the program's variables moved to host memory where the device builds
+// each kernel apart). devdl's copy kernels join a program whose variables the host has no other
+// way to.
 #include "backend/opencl/kept_regions.h"
 #include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
@@ -46,25 +47,30 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const L
   // program: once.
   DriverInputs prepared;
   if (llvm::Error err = prepared.prepare(*this, given, ImageFormat::OpenClBinary)) return err;
-  std::vector<LinkInput> &inputs = prepared.inputs;
+  return linker_.link(prepared.inputs, binary);
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> Linker::link(std::vector<LinkInput> &inputs,
+                                                              std::string *binary) const {
   const LinkInput *native = nullptr, *spirv = nullptr;
   for (const LinkInput &input : inputs) (input.image->format == ImageFormat::OpenClBinary ? native : spirv) = &input;
   // Native binaries are compiled objects: only the device's linker joins them, to each other
   // and to SPIR-V compiled as IL (the software link and SPIR have no place for them).
-  if (native && spirv && !caps_.spirvIl)
-    return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + name_ +
+  if (native && spirv && !device_.caps.spirvIl)
+    return fail(ErrorCode::Unsupported, native->label + ": OpenCL device " + device_.name +
                                             " takes no SPIR-V IL, so its native binaries link only with each other, "
                                             "not with " + spirv->label);
   CopyKernels copying;
-  if (copiesThroughKernels()) addCopyKernels(inputs, copying);
+  if (device_.copiesThroughKernels()) addCopyKernels(inputs, copying);
   std::string spirBuilt;  // the bitcode, where the program was built from SPIR
-  auto program = native || (caps_.spirvIl && caps_.linker) ? linkByDriver(inputs) : linkBySoftware(inputs, spirBuilt);
+  const bool byDriver = native || (device_.caps.spirvIl && device_.caps.linker);
+  auto program = byDriver ? linkByDriver(inputs) : linkBySoftware(inputs, spirBuilt);
   if (!program) return program.takeError();
-  if (binary) *binary = binaryOf(**program, spirBuilt);
+  if (binary) *binary = builder_.binaryOf(**program, spirBuilt);
   return std::move(*program);
 }
 
-void Device::addCopyKernels(std::vector<LinkInput> &inputs, CopyKernels &copying) const {
+void Linker::addCopyKernels(std::vector<LinkInput> &inputs, CopyKernels &copying) const {
   // Where devdl does not move the program's variables to host memory and the driver gives no
   // addresses of them, the host reads and writes them through kernels of devdl's: a module of
   // them for each SPIR-V image exporting variables (those the link sees), linked with the
@@ -99,7 +105,7 @@ void Device::addCopyKernels(std::vector<LinkInput> &inputs, CopyKernels &copying
   }
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::linkByDriver(std::span<const LinkInput> inputs) const {
+llvm::Expected<std::unique_ptr<backend::Program>> Linker::linkByDriver(std::span<const LinkInput> inputs) const {
   // The driver compiles every kernel when it links: a program of many is linked in parts, in as
   // many helper processes, where its kernels can be separated and their code repays them.
   std::string whole;
@@ -117,7 +123,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::linkByDriver(std::span
   }
   if (parts.size() == 1) {
     if (Debug::get().on(Debug::Statistics) && !whole.empty())
-      Debug::get().print("linked as one program on " + name_ + ": " + whole);
+      Debug::get().print("linked as one program on " + device_.name + ": " + whole);
     return linkObjects(inputs);
   }
   times.mark("planned the parts");
@@ -126,7 +132,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::linkByDriver(std::span
     // In this process, as one program: what fails there fails the link, said as it is here.
     const std::string why = llvm::toString(linked.takeError());
     if (Debug::get().on(Debug::Statistics))
-      Debug::get().print("linked as one program on " + name_ + ": its parts were not: " + why);
+      Debug::get().print("linked as one program on " + device_.name + ": its parts were not: " + why);
     return linkObjects(inputs);
   }
   times.mark("built in helpers and loaded");
@@ -136,13 +142,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::linkByDriver(std::span
       each += "\n  part " + std::to_string(i) + ": " + std::to_string(parts[i].kernels.size()) + " kernels, " +
               std::to_string(parts[i].variables.size()) + " variables, " + std::to_string(parts[i].size) +
               " bytes of SPIR-V";
-    times.print("linked " + std::to_string(inputs.size()) + " images on " + name_ + " as " +
+    times.print("linked " + std::to_string(inputs.size()) + " images on " + device_.name + " as " +
                 std::to_string(parts.size()) + " programs in as many helper processes" + each);
   }
   return std::unique_ptr<backend::Program>(std::move(*linked));
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::linkBySoftware(std::span<const LinkInput> inputs,
+llvm::Expected<std::unique_ptr<backend::Program>> Linker::linkBySoftware(std::span<const LinkInput> inputs,
                                                                         std::string &spirBuilt) const {
   // The software link, then the linked module as IL where the device takes it, else as SPIR.
   std::vector<const DeviceImage *> images;
@@ -151,13 +157,13 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::linkBySoftware(std::sp
     images.push_back(input.image);
     labels.push_back(input.label);
     // What the translator would end the process on, refused naming the image it came from.
-    if (caps_.spirvIl) continue;
+    if (device_.caps.spirvIl) continue;
     std::vector<uint32_t> words(input.image->bytes.size() / 4);
     std::memcpy(words.data(), input.image->bytes.data(), words.size() * 4);
     if (llvm::Error err = checkTranslatable(words)) return inImage(std::move(err), input.label);
   }
   CallTimes times;  // where a cold build's time goes
-  auto linked = linkSpirv(images, labels, caps_.variablePointers);
+  auto linked = linkSpirv(images, labels, device_.caps.variablePointers);
   if (!linked) return linked.takeError();
   times.mark("SPIRV-Tools link");
   // The constants set, under the SpecIds they have in the linked module.
@@ -165,21 +171,22 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::linkBySoftware(std::sp
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i].specConstants)
       for (const auto &[id, value] : *inputs[i].specConstants) specs[linkedSpecId(i, id)] = value;
-  if (caps_.spirvIl) {
+  if (device_.caps.spirvIl) {
     // Optimized across the images where the translator can write back what LLVM made, with the
     // constants applied; else as linked, the driver setting the constants.
-    if (lto_) {
+    if (device_.lto) {
       auto optimized = optimizeSpirv(*linked, specConstantValues(specs));
-      if (optimized) return buildIl(*optimized, {});
+      if (optimized) return builder_.buildIl(*optimized, {});
       const std::string why = llvm::toString(optimized.takeError());
-      if (Debug::get().on(Debug::Statistics)) Debug::get().print("not optimized across images for " + name_ + ": " + why);
+      if (Debug::get().on(Debug::Statistics))
+        Debug::get().print("not optimized across images for " + device_.name + ": " + why);
     }
-    return buildIl(*linked, specs);
+    return builder_.buildIl(*linked, specs);
   }
   return buildLinkedAsSpir(*linked, specConstantValues(specs), inputs, spirBuilt, times);
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::buildLinkedAsSpir(const std::vector<uint32_t> &linked,
+llvm::Expected<std::unique_ptr<backend::Program>> Linker::buildLinkedAsSpir(const std::vector<uint32_t> &linked,
                                                                            const std::vector<SpecConstant> &values,
                                                                            std::span<const LinkInput> inputs,
                                                                            std::string &spirBuilt,
@@ -188,7 +195,7 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::buildLinkedAsSpir(cons
   // variables, they move to host memory, at an address that follows from the program.
   std::unique_ptr<HostVariables> placed;
   auto place = [&](const VariableLayout &layout) -> llvm::Expected<uint64_t> {
-    sweepKept(api_);
+    sweepKept(device_.api);
     std::string constants;
     for (const auto &[id, value] : values) {
       constants.append(reinterpret_cast<const char *>(&id), sizeof id);
@@ -200,19 +207,20 @@ llvm::Expected<std::unique_ptr<backend::Program>> Device::buildLinkedAsSpir(cons
     placed = std::move(*region);
     return placed->address();
   };
-  auto spir = spirvToSpir(linked, values, lto_, placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
+  auto spir = spirvToSpir(linked, values, device_.lto,
+                          device_.placesVariables() ? PlaceVariables(place) : PlaceVariables(nullptr));
   if (!spir) return inImage(spir.takeError(), inputs.front().label);  // the program's root
-  times.mark(lto_ ? "translation to SPIR and -O2" : "translation to SPIR");
-  auto built = buildSpir(*spir);
+  times.mark(device_.lto ? "translation to SPIR and -O2" : "translation to SPIR");
+  auto built = builder_.buildSpir(*spir);
   if (!built) return built.takeError();
   (*built)->holdVariables(std::move(placed));
   spirBuilt = std::move(*spir);
   times.mark("clBuildProgram");
-  times.print("built " + std::to_string(inputs.size()) + " images as SPIR on " + name_);
+  times.print("built " + std::to_string(inputs.size()) + " images as SPIR on " + device_.name);
   return std::unique_ptr<backend::Program>(std::move(*built));
 }
 
-llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> Device::copyKernelsFor(
+llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> Linker::copyKernelsFor(
     const DeviceImage &image, std::span<const std::string> variables) const {
   const xxh3::Hash128 bytes = xxh3::hash128(image.bytes.data(), image.bytes.size());
   std::string names;
@@ -232,7 +240,7 @@ llvm::Expected<std::shared_ptr<const std::vector<uint32_t>>> Device::copyKernels
   return copyKernels_.try_emplace(key, std::move(kept)).first->second;
 }
 
-llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const LinkInput> inputs) const {
+llvm::Expected<std::unique_ptr<Program>> Linker::linkObjects(std::span<const LinkInput> inputs) const {
   // Each image is compiled on its own, imports left open (a native binary is compiled
   // already); the device's linker resolves them, as the plan bound them, since the plan holds
   // one definition of each import.
@@ -241,7 +249,7 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
   CallTimes times;
   for (const LinkInput &input : inputs) {
     if (input.image->format == ImageFormat::OpenClBinary) {
-      auto object = nativeObject(input.image->bytes);
+      auto object = builder_.nativeObject(input.image->bytes);
       if (!object) return fail(ErrorCode::Unsupported, input.label + ": " + llvm::toString(object.takeError()));
       handles.push_back((*object)->get());
       objects.push_back(std::move(*object));
@@ -249,35 +257,38 @@ llvm::Expected<std::unique_ptr<Program>> Device::linkObjects(std::span<const Lin
       continue;
     }
     cl_int err = CL_SUCCESS;
-    cl_program program = api_.clCreateProgramWithIL(context_, input.image->bytes.data(), input.image->bytes.size(), &err);
+    cl_program program = device_.api.clCreateProgramWithIL(device_.context, input.image->bytes.data(),
+                                                           input.image->bytes.size(), &err);
     if (err != CL_SUCCESS) return inImage(clFailure("clCreateProgramWithIL", err), input.label);
-    objects.push_back(own(program));
+    objects.push_back(builder_.own(program));
     if (input.specConstants)
-      if (llvm::Error e = specialize(program, *input.specConstants)) return inImage(std::move(e), input.label);
-    err = api_.clCompileProgram(program, 1, &device_, options_.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
+      if (llvm::Error e = builder_.specialize(program, *input.specConstants)) return inImage(std::move(e), input.label);
+    err = device_.api.clCompileProgram(program, 1, &device_.id, device_.options.c_str(), 0, nullptr, nullptr, nullptr,
+                                       nullptr);
     if (err != CL_SUCCESS) {
-      const std::string log = buildLog(api_, program, device_);
-      return fail(ErrorCode::Unsupported, input.label + ": clCompileProgram on " + name_ + " failed: " +
+      const std::string log = buildLog(device_.api, program, device_.id);
+      return fail(ErrorCode::Unsupported, input.label + ": clCompileProgram on " + device_.name + " failed: " +
                                               errorName(err) + (log.empty() ? "" : "\n" + log));
     }
     handles.push_back(program);
     times.mark("clCompileProgram");
   }
   cl_int err = CL_SUCCESS;
-  cl_program linked = api_.clLinkProgram(context_, 1, &device_, "", static_cast<cl_uint>(handles.size()),
-                                         handles.data(), nullptr, nullptr, &err);
+  cl_program linked = device_.api.clLinkProgram(device_.context, 1, &device_.id, "",
+                                                static_cast<cl_uint>(handles.size()), handles.data(), nullptr, nullptr,
+                                                &err);
   if (err != CL_SUCCESS || !linked) {
     // A program object may come back with the log even when linking failed.
-    const std::string log = linked ? buildLog(api_, linked, device_) : std::string();
-    if (linked) api_.clReleaseProgram(linked);
+    const std::string log = linked ? buildLog(device_.api, linked, device_.id) : std::string();
+    if (linked) device_.api.clReleaseProgram(linked);
     std::string images;
     for (const LinkInput &input : inputs) images += (images.empty() ? "" : ", ") + input.label;
-    return fail(ErrorCode::Unsupported, "clLinkProgram on " + name_ + " of " + images + " failed: " + errorName(err) +
-                                            (log.empty() ? "" : "\n" + log));
+    return fail(ErrorCode::Unsupported, "clLinkProgram on " + device_.name + " of " + images +
+                                            " failed: " + errorName(err) + (log.empty() ? "" : "\n" + log));
   }
   times.mark("clLinkProgram");
-  times.print("linked " + std::to_string(inputs.size()) + " images on " + name_);
-  return own(linked);
+  times.print("linked " + std::to_string(inputs.size()) + " images on " + device_.name);
+  return builder_.own(linked);
 }
 
 }  // namespace devdl::backend::opencl

@@ -30,7 +30,7 @@ Program &ProgramOfParts::partOf(std::string_view name) const {
   return *parts_[it == owner_.end() ? 0 : it->second];
 }
 
-std::vector<ProgramPart> Device::planParts(std::span<const LinkInput> inputs, unsigned jobs, std::string *why) const {
+std::vector<ProgramPart> Linker::planParts(std::span<const LinkInput> inputs, unsigned jobs, std::string *why) const {
   auto onePart = [&](std::string reason) {
     if (why) *why = std::move(reason);
     return std::vector<ProgramPart>(1);
@@ -52,7 +52,7 @@ std::vector<ProgramPart> Device::planParts(std::span<const LinkInput> inputs, un
   return partitionKernels(graphs, jobs, {}, why);
 }
 
-llvm::Expected<std::unique_ptr<ProgramOfParts>> Device::linkParts(std::span<const LinkInput> inputs,
+llvm::Expected<std::unique_ptr<ProgramOfParts>> Linker::linkParts(std::span<const LinkInput> inputs,
                                                                   std::span<const ProgramPart> parts) const {
   // A kernel's body another image calls keeps its export in every part.
   llvm::StringSet<> imported;
@@ -71,7 +71,7 @@ llvm::Expected<std::unique_ptr<ProgramOfParts>> Device::linkParts(std::span<cons
       threads.emplace_back([&, p] {
         translator::Request request;
         request.operation = translator::Operation::BuildOpenCl;
-        request.device = identity_;
+        request.device = device_.identity;
         for (size_t i = 0; i < inputs.size(); ++i) {
           auto module = spirvForPart(words[i], parts, p, imported);
           if (!module) {
@@ -86,7 +86,8 @@ llvm::Expected<std::unique_ptr<ProgramOfParts>> Device::linkParts(std::span<cons
           return;
         }
         // This process's build of the binary: Intel's runtime loads it in milliseconds.
-        linked[p].emplace(buildBinary(*binary, options_, "part " + std::to_string(p) + ", built in a helper"));
+        linked[p].emplace(
+            builder_.buildBinary(*binary, device_.options, "part " + std::to_string(p) + ", built in a helper"));
       });
   }
   std::vector<std::unique_ptr<Program>> programs;
@@ -107,13 +108,14 @@ llvm::Expected<std::unique_ptr<ProgramOfParts>> Device::linkParts(std::span<cons
   return std::make_unique<ProgramOfParts>(std::move(programs), std::move(names));
 }
 
-llvm::Expected<std::unique_ptr<backend::Program>> Device::loadParts(std::string_view packed) const {
+llvm::Expected<std::unique_ptr<backend::Program>> ProgramBuilder::loadParts(std::string_view packed) const {
   auto parts = unpackParts(kPackedPrograms, packed, "OpenCL programs");
   if (!parts) return parts.takeError();
   std::vector<std::unique_ptr<Program>> programs;
   std::vector<std::vector<std::string>> names;
   for (PartBinary &part : *parts) {
-    auto program = buildBinary(part.binary, options_, "a cached program's part " + std::to_string(programs.size()));
+    auto program =
+        buildBinary(part.binary, device_.options, "a cached program's part " + std::to_string(programs.size()));
     if (!program) return program.takeError();
     programs.push_back(std::move(*program));
     names.push_back(std::move(part.names));

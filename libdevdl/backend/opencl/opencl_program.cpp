@@ -77,22 +77,29 @@ llvm::Error Program::copyVariable(std::string_view name, size_t offset, void *ho
     std::memcpy(toDevice ? there : host, toDevice ? host : there, size);
     return llvm::Error::success();
   }
-  if (pointers_.clGetDeviceGlobalVariablePointerINTEL) {  // at the driver's address, copied as USM
-    auto address = driverAddress(name);
-    if (!address) return address.takeError();
-    if (llvm::Error err = checkInsideVariable(name, address->second, offset, size)) return err;
-    cl_context context = nullptr;
-    auto queue = copyQueue(context);
-    if (!queue) return queue.takeError();
-    char *there = static_cast<char *>(address->first) + offset;
-    const cl_int err = pointers_.clEnqueueMemcpyINTEL(*queue, CL_TRUE, toDevice ? there : host, toDevice ? host : there,
-                                                       size, 0, nullptr, nullptr);
-    api_.clReleaseCommandQueue(*queue);
-    if (err != CL_SUCCESS)
-      return fail(ErrorCode::Unsupported, "variable `" + llvm::Twine(name) + "` on OpenCL device " + device_ +
-                                              ": clEnqueueMemcpyINTEL failed: " + errorName(err));
-    return llvm::Error::success();
-  }
+  if (pointers_.clGetDeviceGlobalVariablePointerINTEL) return copyAtDriverAddress(name, offset, host, size, toDevice);
+  return copyThroughKernel(name, offset, host, size, toDevice);
+}
+
+llvm::Error Program::copyAtDriverAddress(std::string_view name, size_t offset, void *host, size_t size,
+                                         bool toDevice) {
+  auto address = driverAddress(name);
+  if (!address) return address.takeError();
+  if (llvm::Error err = checkInsideVariable(name, address->second, offset, size)) return err;
+  cl_context context = nullptr;
+  auto queue = copyQueue(context);
+  if (!queue) return queue.takeError();
+  char *there = static_cast<char *>(address->first) + offset;
+  const cl_int err = pointers_.clEnqueueMemcpyINTEL(*queue, CL_TRUE, toDevice ? there : host, toDevice ? host : there,
+                                                     size, 0, nullptr, nullptr);
+  api_.clReleaseCommandQueue(*queue);
+  if (err != CL_SUCCESS)
+    return fail(ErrorCode::Unsupported, "variable `" + llvm::Twine(name) + "` on OpenCL device " + device_ +
+                                            ": clEnqueueMemcpyINTEL failed: " + errorName(err));
+  return llvm::Error::success();
+}
+
+llvm::Error Program::copyThroughKernel(std::string_view name, size_t offset, void *host, size_t size, bool toDevice) {
   // Through the copy kernel devdl linked into the program (copyKernels): an object of its own
   // each time, since the arguments of a kernel object are shared by whoever sets them.
   cl_int err = CL_SUCCESS;
