@@ -20,9 +20,9 @@ llvm::Error Loader::registerCuda(devdl_cuda_objects &objects, bool &withProgram)
   // link; the runtime, to load), before the lock is taken: their constructors may call devdl.
   host::initializePreloadedTools();
   host::InConstructor constructor;
-  LoaderLock lock(mutex_);
-  scan_.scan(lock);
-  std::optional<ProcessScan::CudaObjects> found = scan_.cudaObjectsAt(objects.within);
+  LoaderLock lock(parts_.mutex);
+  parts_.scan.scan(lock);
+  std::optional<ProcessScan::CudaObjects> found = parts_.scan.cudaObjectsAt(objects.within);
   if (!found) return fail(ErrorCode::NotFound, "no loaded object holds the CUDA objects registering");
   const std::string object = found->object.empty() ? "the executable" : found->object;
   withProgram = found->withProgram;
@@ -38,7 +38,7 @@ llvm::Error Loader::registerCuda(devdl_cuda_objects &objects, bool &withProgram)
   // Without a driver or device there is nothing to link for: said so, rather than as the symbols
   // other libraries' programs then lack (and not as a lookup error, which would end the program).
   lock.letGo();
-  auto device = devices_.device(DEVDL_BACKEND_CUDA);
+  auto device = parts_.devices.device(DEVDL_BACKEND_CUDA);
   lock.takeAgain();
   if (!device) return inFile(device.takeError(), object);
   if (Debug::get().on(Debug::Libs))
@@ -49,17 +49,17 @@ llvm::Error Loader::registerCuda(devdl_cuda_objects &objects, bool &withProgram)
     return fail(ErrorCode::Unsupported, object + ": the CUDA runtime did not load the linked device code (kernel `" +
                                             llvm::Twine(anchor) + "` not found in what it registered)");
   }};
-  auto program = programs_.programForRuntime(lock, found->images, object, runtime);
+  auto program = parts_.programs.programForRuntime(lock, found->images, object, runtime);
   if (!program) return program.takeError();
   cudaRegistered_.emplace_back(&objects, *program);
   return llvm::Error::success();
 }
 
 void Loader::unregisterCuda(const devdl_cuda_objects &objects) {
-  LoaderLock lock(mutex_);
+  LoaderLock lock(parts_.mutex);
   auto it = llvm::find_if(cudaRegistered_, [&](const auto &entry) { return entry.first == &objects; });
   if (it == cudaRegistered_.end()) return;
-  programs_.release(it->second);
+  parts_.programs.release(it->second);
   cudaRegistered_.erase(it);
 }
 

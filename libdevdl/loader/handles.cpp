@@ -1,8 +1,6 @@
 // Handles made, referenced, made global, reverted and unloaded, as ld.so keeps its link maps.
 #include "loader/handles.h"
 
-#include "support/debug.h"
-
 #include "devdl.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -94,7 +92,7 @@ void Handles::makeGlobal(Handle &handle, OpenRecord &record) {
   for (Handle *each : handles)
     if (!each->global) {
       each->global = true;
-      joinGlobalScope(each->images);
+      globalScope_.join(each->images);
       record.promoted.push_back(each);
     }
 }
@@ -106,7 +104,7 @@ void Handles::revert(const OpenRecord &record) {
   for (Handle *handle : record.promoted)
     if (find(handle) && handle->global && !llvm::is_contained(record.added, handle)) {
       handle->global = false;
-      leaveGlobalScope(handle->images);
+      globalScope_.leave(handle->images);
     }
   for (Handle *handle : record.added) handle->nodelete = false;
   if (record.referenced && find(record.referenced)) dropReference(*record.referenced);
@@ -172,21 +170,6 @@ std::optional<uint32_t> Handles::findModule(std::string_view module, const Handl
   return std::nullopt;
 }
 
-void Handles::joinGlobalScope(std::span<const uint32_t> ids) {
-  // Programs linked before stay as they were linked, as the host loader's bindings do.
-  for (uint32_t id : ids)
-    if (scopes_.join(id, images_[id].image) && Debug::get().on(Debug::Libs))
-      Debug::get().print("global scope += " + images_[id].label);
-  Generation::move();
-  // The process's first scope is reported once DEVDL_PRELOAD has taken its place in it.
-  if (reportJoins_) reportDuplicates(ids);
-}
-
-void Handles::leaveGlobalScope(std::span<const uint32_t> ids) {
-  scopes_.leave(ids, images_.pointers());
-  Generation::move();
-}
-
 void Handles::dropImages(std::span<const uint32_t> ids) {
   scopes_.leave(ids, images_.pointers());
   // A host object's images may be another handle's recorded dependencies.
@@ -194,34 +177,6 @@ void Handles::dropImages(std::span<const uint32_t> ids) {
   for (uint32_t id : ids) images_.unload(id);
   programs_.dropPlans(ids);
   Generation::move();
-}
-
-void Handles::reportDuplicates(std::span<const uint32_t> ids) {
-  if (!Debug::get().on(Debug::Symbols)) return;
-  const Planner planner = programs_.planner();
-  for (uint32_t id : ids) {
-    if (!images_.contains(id) || !images_[id].loaded) continue;
-    if (candidacies_.undecided(id)) {
-      unreported_.push_back(id);
-      continue;
-    }
-    for (const Symbol &s : images_[id].image.symbols) {
-      if (s.kind == SymbolKind::Import || !planner.isCandidate(id)) continue;
-      const Definition *first =
-          firstCandidate(scopes_.global().definitions(s.name), [&](uint32_t image) { return planner.isCandidate(image); },
-                         linkFamily(images_[id].image.format));
-      if (first && first->image != id)
-        Debug::get().print("duplicate definition of `" + std::string(s.name) + "` in " + images_[id].label +
-                           " (the one in " + images_[first->image].label + " is used)");
-    }
-  }
-}
-
-void Handles::reportWaiting() {
-  if (unreported_.empty()) return;
-  const std::vector<uint32_t> ids = std::move(unreported_);
-  unreported_.clear();
-  reportDuplicates(ids);
 }
 
 }  // namespace devdl

@@ -1,11 +1,13 @@
 // The handles device_dlopen returns, as ld.so keeps its link maps: each opened file's (or
 // memory's) images, its references and flags, its local scope (its images, then the images they
 // need, breadth first), the handles of what it needs, held while it is open; the global scope they
-// join (DEVDL_GLOBAL); the views of handles on other devices (device_dlview). What an open adds is
-// recorded, so that a failed open takes back exactly that (Handles::Open).
+// join (DEVDL_GLOBAL, through loader/global_scope.h); the views of handles on other devices
+// (device_dlview). What an open adds is recorded, so that a failed open takes back exactly that
+// (Handles::Open).
 #pragma once
 
 #include "loader/candidacies.h"
+#include "loader/global_scope.h"
 #include "loader/image_table.h"
 #include "loader/programs.h"
 #include "loader/reading.h"
@@ -57,8 +59,8 @@ struct OpenRecord {
 
 class Handles {
  public:
-  Handles(ImageTable &images, Scopes &scopes, Candidacies &candidacies, Programs &programs)
-      : images_(images), scopes_(scopes), candidacies_(candidacies), programs_(programs) {}
+  Handles(ImageTable &images, Scopes &scopes, GlobalScope &globalScope, Candidacies &candidacies, Programs &programs)
+      : images_(images), scopes_(scopes), globalScope_(globalScope), candidacies_(candidacies), programs_(programs) {}
 
   /// The handle of device_dlopen(NULL): the global scope's.
   Handle *global() { return reinterpret_cast<Handle *>(&globalScopeTag_); }
@@ -110,20 +112,9 @@ class Handles {
   /// handles it holds.
   void dropReference(Handle &handle);
 
-  /// Image ids join the global scope, in search order, or leave it; unloaded: out of every scope at once,
-  /// their plans dropped, and the programs left with none released, with the images only they
-  /// held.
-  void joinGlobalScope(std::span<const uint32_t> ids);
-  void leaveGlobalScope(std::span<const uint32_t> ids);
+  /// Image ids unloaded: out of every scope at once, their plans dropped, and the programs left
+  /// with none released, with the images only they held.
   void dropImages(std::span<const uint32_t> ids);
-  /// DEVDL_DEBUG=symbols: the definitions in `ids` that an earlier one in the global scope hides
-  /// (those of undecided images once decided); from the first call of reportJoins on, those of
-  /// each image that joins.
-  void reportDuplicates(std::span<const uint32_t> ids);
-  void reportJoins() { reportJoins_ = true; }
-  /// Reports `ids` once their candidacies are decided (reportWaiting), and then what waited.
-  void reportLater(std::span<const uint32_t> ids) { unreported_.insert(unreported_.end(), ids.begin(), ids.end()); }
-  void reportWaiting();
 
  private:
   /// Adds what the handle's images need to its local scope, breadth first: the images of the
@@ -141,13 +132,12 @@ class Handles {
 
   ImageTable &images_;
   Scopes &scopes_;
+  GlobalScope &globalScope_;
   Candidacies &candidacies_;
   Programs &programs_;
   std::vector<std::unique_ptr<Handle>> handles_;
   std::vector<std::unique_ptr<View>> views_;  // removed with their handles
   char globalScopeTag_ = 0;                   // its address is the handle of device_dlopen(NULL)
-  bool reportJoins_ = false;
-  std::vector<uint32_t> unreported_;  // joined the global scope undecided: DEVDL_DEBUG=symbols waits
 };
 
 }  // namespace devdl

@@ -2,6 +2,8 @@
 // which variables a plan links, and its program's key by them; which of them a program reaches in
 // the programs that hold their instances, and which it will hold; and an image whose interposed
 // variable no program holds yet, whose own program is linked first to hold it.
+#include "loader/instances.h"
+
 #include "image/instance_cells.h"
 #include "loader/build_job.h"
 
@@ -11,7 +13,7 @@
 
 namespace devdl {
 
-std::vector<std::string_view> Programs::variablesOf(uint32_t id) const {
+std::vector<std::string_view> Instances::variablesOf(uint32_t id) const {
   std::vector<std::string_view> variables;
   for (const Symbol &s : images_[id].image.symbols)
     if (s.kind == SymbolKind::Variable) variables.push_back(s.name);
@@ -19,17 +21,17 @@ std::vector<std::string_view> Programs::variablesOf(uint32_t id) const {
   return variables;
 }
 
-std::string_view Programs::variableShown(uint32_t id, std::string_view name) const {
+std::string_view Instances::variableShown(uint32_t id, std::string_view name) const {
   const LoadedImage &image = images_[id];
   auto it = llvm::find(image.statics, name);
   return it == image.statics.end() ? name : image.image.statics[static_cast<size_t>(it - image.statics.begin())];
 }
 
-std::string_view Programs::labelOf(const cache::LinkedProgram &program) const {
+std::string_view Instances::labelOf(const cache::LinkedProgram &program) const {
   return images_[program.uses.empty() ? program.images.front() : program.uses.front().root].label;
 }
 
-cache::ProgramKey Programs::keyOf(const LinkPlan &plan) const {
+cache::ProgramKey Instances::keyOf(const LinkPlan &plan) const {
   cache::ProgramKey key = cache::ProgramKey::of(plan, [&](uint32_t id) { return images_[id].hash; });
   for (uint32_t id : plan.images)
     if (!variablesOf(id).empty()) key.instances.push_back(id);
@@ -37,7 +39,7 @@ cache::ProgramKey Programs::keyOf(const LinkPlan &plan) const {
   return key;
 }
 
-void Programs::reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const {
+void Instances::reach(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const {
   // Like a host library's data, a loaded image's variables have one instance on a device: in the
   // first program linked with them, which every later program reaches through cells (the
   // definition's, and each importer's in the plan).
@@ -80,7 +82,7 @@ void Programs::reachInstances(const LinkPlan &plan, const backend::Device *devic
   llvm::sort(into.key.elsewhere);
 }
 
-std::string Programs::whyStaticsStay(uint32_t id) const {
+std::string Instances::whyStaticsStay(uint32_t id) const {
   // Statics devdl cannot export stay the image's own (withStaticsExported): no program has their
   // address.
   const DeviceImage &image = images_[id].image;
@@ -98,18 +100,18 @@ std::string Programs::whyStaticsStay(uint32_t id) const {
          " stay its own: devdl exports SPIR-V's and PTX's so that other programs reach them";
 }
 
-std::optional<uint32_t> Programs::interposedWithoutInstance(const Request &request, const Planned &planned) const {
-  for (size_t i = 0; i < planned.plan.images.size(); ++i) {
-    const uint32_t id = planned.plan.images[i];
+std::optional<uint32_t> Instances::unheldInterposed(const LinkPlan &plan, const backend::Device *device,
+                                                    llvm::function_ref<bool(uint32_t)> passOver) const {
+  for (size_t i = 0; i < plan.images.size(); ++i) {
+    const uint32_t id = plan.images[i];
     const ImageFormat format = images_[id].image.format;
     // Where devdl can edit the image to reach it (a cubin's symbol cannot be renamed), and no
     // program on the way is making it already.
-    if (id == request.root || llvm::is_contained(request.ownsTried, id) || llvm::is_contained(owning_, id) ||
-        (format != ImageFormat::SpirV && format != ImageFormat::Ptx && format != ImageFormat::Fatbin))
+    if (passOver(id) || (format != ImageFormat::SpirV && format != ImageFormat::Ptx && format != ImageFormat::Fatbin))
       continue;
     const std::vector<std::string_view> variables = variablesOf(id);
-    for (std::string_view name : planned.plan.interposed[i])
-      if (llvm::is_contained(variables, name) && !cache_.defining(id, name, planned.device)) return id;
+    for (std::string_view name : plan.interposed[i])
+      if (llvm::is_contained(variables, name) && !cache_.defining(id, name, device)) return id;
   }
   return std::nullopt;
 }

@@ -1,14 +1,7 @@
-// The loader: the entry points of the C API over its parts (docs/architecture.md draws them):
+// The loader: the entry points of the C API over its parts (loader/loader_parts.h lists them).
 //
-//   loader/handles        handles, references and flags, scopes joined, views; an open's record
-//   loader/reading        what an open reads: a file and the files its images need
-//   loader/process_scan   the host's objects and DEVDL_PRELOAD applied
-//   loader/candidacies    whether each image's device takes it
-//   loader/programs       a kernel's program: planned, found in memory or built, kept, dropped
-//   loader/lookups        what a name is bound to in a handle's scope, and its program
-//   loader/places         the devices a lookup links for (views' devices)
-//
-// Here: loader.cpp (opening, DEVDL_NOW, closing, views, attaching, specializing), symbol.cpp
+// Here: loader.cpp (the parts made; opening, with loader/opener.h; closing, views, attaching,
+// specializing), symbol.cpp
 // (device_dlsym and each thread's answers), queries.cpp (variables, registered objects, plans,
 // the image list), cuda_objects.cpp (a host object's nvcc -rdc=true objects linked for the CUDA
 // runtime).
@@ -20,24 +13,12 @@
 // breadth first, each once.
 //
 // One mutex guards the parts' data; how it is let go for work outside, and why, is told once, in
-// docs/architecture.md ("Threads"). Every private member but those taking a LoaderLock is called
-// with it held and calls neither the host loader nor a backend.
+// docs/architecture.md ("Threads"). Every member of the parts but those taking a LoaderLock is
+// called with it held and calls neither the host loader nor a backend.
 #pragma once
 
-#include "backend/registry.h"
-#include "store/disk_cache.h"
-#include "loader/candidacies.h"
-#include "loader/handles.h"
-#include "loader/image_table.h"
-#include "loader/loader_lock.h"
-#include "loader/lookups.h"
-#include "loader/places.h"
-#include "loader/process_scan.h"
-#include "loader/programs.h"
-#include "loader/reading.h"
-#include "resolve/scopes.h"
+#include "loader/loader_parts.h"
 
-#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/StringSet.h>
 #include <llvm/Support/Error.h>
 
@@ -58,19 +39,7 @@ namespace devdl {
 
 class Loader {
  public:
-  /// What a loader links with: its backends, the binary store behind its programs (asked for at
-  /// the first build), and DEVDL_BACKEND's value ("" for every backend).
-  struct Options {
-    std::span<const backend::BackendEntry> backends;
-    store::BinaryStore &(*store)();
-    std::string backendChoice;
-    /// How long a thread that may hold the host loader's lock waits for another's work it needs
-    /// (a device opened, a program built) before it does that work itself: the other thread may
-    /// wait for that lock (support/waiting.h). One shown not to hold it waits as long as it takes.
-    std::chrono::milliseconds hostLockWait{1000};
-    /// The disk cache that keeps image files' summaries (store/image_summary.h); none where null.
-    store::DiskCache &(*summaries)() = nullptr;
-  };
+  using Options = LoaderOptions;
   explicit Loader(Options options);
   ~Loader();
   Loader(const Loader &) = delete;
@@ -127,42 +96,8 @@ class Loader {
   void unregisterCuda(const devdl_cuda_objects &objects);
 
  private:
-  // loader.cpp: opening.
-  /// The handle for `identity` (named `name` in errors): the one open, or a new one from what
-  /// `read` reads with the mutex let go, with the files its images need (`file`, where it is one:
-  /// $ORIGIN is its directory, and its handle keeps it open). A failed open leaves nothing.
-  llvm::Expected<Handle *> openIdentified(LoaderLock &lock, const FileIdentity &identity, int flags,
-                                          const std::string &name, std::shared_ptr<const RegularFile> file,
-                                          llvm::function_ref<llvm::Expected<ImageFile>()> read);
-  /// An open handle, referenced once more (linked now with DEVDL_NOW), or as it was.
-  llvm::Expected<Handle *> reopen(LoaderLock &lock, Handle &handle, int flags);
-  /// Links the programs of the handle's kernels and resolves its other images (DEVDL_NOW), on the
-  /// devices of `place`; resolves the images of the handles it holds, which are linked as used.
-  llvm::Error linkNow(LoaderLock &lock, Handle &handle, unsigned place = 0);
-  /// Success where every import image `id` reaches resolves at `place` (nothing is linked).
-  llvm::Error resolvesNow(uint32_t id, unsigned place);
-
-  // queries.cpp.
-  /// The registered object at `object` of `kind`, and the first image of the handle's scope
-  /// (its images, then the global scope) that `has` it: its unique id and the image's id.
-  llvm::Expected<std::pair<std::string, uint32_t>> objectIn(LoaderLock &lock, void *handle, const void *object,
-                                                            std::string_view kind, std::string_view what,
-                                                            llvm::function_ref<bool(const DeviceImage &,
-                                                                                    std::string_view)> has);
-
-  // The parts, in the order each is made from those before it.
-  LoaderMutex mutex_;
+  LoaderParts parts_;
   std::atomic<uint64_t> lookupsUnderLock_{0};
-  ImageTable images_;
-  Scopes scopes_;
-  backend::Devices devices_;
-  Places places_;
-  Candidacies candidacies_;
-  Programs programs_;
-  Handles handles_;
-  FileReader reader_;
-  ProcessScan scan_;
-  Lookups lookups_;
   llvm::StringSet<> addressNames_;  // the strings device_dladdr handed out: kept for the process
   /// The programs registerCuda made, by the objects the runtime loaded them for.
   std::vector<std::pair<const devdl_cuda_objects *, cache::LinkedProgram *>> cudaRegistered_;

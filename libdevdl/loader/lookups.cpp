@@ -1,14 +1,17 @@
 // What a name is bound to in a handle's scope, as dlsym(handle) binds it: its images, then the
 // images its images depend on, breadth first; in the global scope, the host's objects and the
 // handles opened DEVDL_GLOBAL in search order. And the program a name is taken from, linked if
-// need be: device_dlsym's, device_dlsyminfo's, device_dlread's and device_dlplan's way in.
+// need be: device_dlsym's, device_dlsyminfo's, device_dlread's and device_dlplan's way in. And
+// which image of a handle's scope defines a registered object.
 #include "loader/lookups.h"
 
+#include "host/object_registry.h"
 #include "support/error.h"
 
 #include <llvm/ADT/STLExtras.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace devdl {
 
@@ -118,6 +121,33 @@ llvm::Expected<Lookups::Located> Lookups::locate(LoaderLock &lock, void *handleP
     located.hostAddress = images_[definition.image].host->bytes.data();
   lock.letGo();
   return located;
+}
+
+llvm::Expected<std::pair<std::string, uint32_t>> Lookups::objectIn(
+    LoaderLock &lock, void *handlePtr, const void *object, std::string_view kind, std::string_view what,
+    llvm::function_ref<bool(const DeviceImage &, std::string_view)> has) {
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", object);
+  const std::optional<host::ObjectRegistry::Entry> entry = host::ObjectRegistry::instance().find(object);
+  if (!entry)
+    return fail(ErrorCode::NotFound, std::string(what) + ": no host object is registered at " + address +
+                                         " (__register_uniquely_identifiable_object, device_dlregister)");
+  if (entry->kind != kind)
+    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the object at " + address + ", `" + entry->uniqueId +
+                                                "`, is a " + entry->kind + ", not a " + std::string(kind));
+  const std::optional<Handles::Target> target = parts_.handles.targetOf(handlePtr);
+  if (!target) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
+  const Handle *handle = target->handle == parts_.handles.global() ? nullptr : parts_.handles.find(target->handle);
+  parts_.scan.scan(lock);
+  std::vector<uint32_t> scope;
+  if (handle) scope = handle->local.images;
+  for (uint32_t id : parts_.scopes.globalOrder()) scope.push_back(id);
+  for (uint32_t id : scope)
+    if (images_.contains(id) && images_[id].loaded && has(images_[id].image, entry->uniqueId))
+      return std::pair{entry->uniqueId, id};
+  return fail(ErrorCode::NotFound, std::string(what) + ": the " + std::string(kind) + " `" + entry->uniqueId +
+                                       "` registered at " + address + " is defined by no image in the scope of " +
+                                       (handle ? handle->path : std::string("the global scope")));
 }
 
 }  // namespace devdl

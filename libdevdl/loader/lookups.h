@@ -1,6 +1,8 @@
 // What a name is bound to in a handle's scope, and the program it is taken from (linked if need
 // be): the way into device_dlsym, device_dlsyminfo, device_dlread and device_dlwrite, and
-// device_dlplan. The scopes' order: loader/loader.h.
+// device_dlplan; and the image of a handle's scope that defines a registered object, the way into
+// device_dlread_object, device_dlwrite_object and device_dlspecialize_object. The scopes' order:
+// loader/loader.h.
 #pragma once
 
 #include "loader/candidacies.h"
@@ -12,12 +14,14 @@
 #include "loader/programs.h"
 #include "resolve/scopes.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/Support/Error.h>
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace devdl {
 
@@ -52,6 +56,13 @@ class Lookups {
     const void *hostAddress;  // in the host object whose image it is, for the global scope's lookups
   };
   llvm::Expected<Located> locate(LoaderLock &lock, void *handle, std::string_view name);
+  /// The registered object at `object` of `kind`, and the first image of the handle's scope
+  /// (its images, then the global scope) that `has` it: its unique id and the image's id. `what`
+  /// names the entry point in errors.
+  llvm::Expected<std::pair<std::string, uint32_t>> objectIn(LoaderLock &lock, void *handle, const void *object,
+                                                            std::string_view kind, std::string_view what,
+                                                            llvm::function_ref<bool(const DeviceImage &,
+                                                                                    std::string_view)> has);
 
  private:
   /// The first definition of `name` among the images the handle's images depend on, with the

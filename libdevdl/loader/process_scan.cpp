@@ -23,7 +23,7 @@ void ProcessScan::scan(LoaderLock &lock) {
   View view = observe(lock);
   apply(std::move(view));
   candidacies_.decide(lock);
-  handles_.reportWaiting();
+  globalScope_.reportWaiting();
 }
 
 ProcessScan::View ProcessScan::observe(LoaderLock &lock) {
@@ -147,7 +147,7 @@ void ProcessScan::followGlobal(Bundle &bundle, const host::ProcessView::Object &
   bundle.told = object.told;
   if (!bundle.global && object.global) {
     bundle.global = true;
-    handles_.joinGlobalScope(bundle.images);
+    globalScope_.join(bundle.images);
     // Its needed files with it (the process's images resolve in the global scope alone). They
     // stay there if it leaves: another may have come to rely on them, as with RTLD_GLOBAL.
     Handles::Open promotion(handles_);
@@ -156,7 +156,7 @@ void ProcessScan::followGlobal(Bundle &bundle, const host::ProcessView::Object &
     promotion.keep();  // the host's, which devdl follows
   } else if (bundle.global && !object.global) {
     bundle.global = false;
-    handles_.leaveGlobalScope(bundle.images);
+    globalScope_.leave(bundle.images);
   }
 }
 
@@ -180,10 +180,10 @@ void ProcessScan::applyPreloads(std::vector<View::Preload> &preloads) {
     if (Debug::get().on(Debug::Libs)) Debug::get().print("preloaded " + handle->path);
   }
   preloaded_ = true;
-  handles_.reportJoins();
+  globalScope_.reportJoins();
   Generation::move();
   // The process's first scope is reported once its images' candidacies are decided (scan).
-  handles_.reportLater(scopes_.globalOrder());
+  globalScope_.reportLater(scopes_.globalOrder());
 }
 
 Handle *ProcessScan::handleFor(std::vector<OpenedFile> &batch, int flags, const std::string &what) {

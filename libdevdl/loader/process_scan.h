@@ -20,8 +20,10 @@ namespace devdl {
 
 class ProcessScan {
  public:
-  ProcessScan(ImageTable &images, Scopes &scopes, Handles &handles, Candidacies &candidacies, FileReader &reader)
-      : images_(images), scopes_(scopes), handles_(handles), candidacies_(candidacies), reader_(reader) {}
+  ProcessScan(ImageTable &images, Scopes &scopes, GlobalScope &globalScope, Handles &handles, Candidacies &candidacies,
+              FileReader &reader)
+      : images_(images), scopes_(scopes), globalScope_(globalScope), handles_(handles), candidacies_(candidacies),
+        reader_(reader) {}
 
   /// Brings the loader up to what the host loader has loaded now: asked with the mutex let go,
   /// applied under it, and the new images' candidacy decided.
@@ -94,6 +96,7 @@ class ProcessScan {
 
   ImageTable &images_;
   Scopes &scopes_;
+  GlobalScope &globalScope_;
   Handles &handles_;
   Candidacies &candidacies_;
   FileReader &reader_;

@@ -46,13 +46,19 @@ llvm::Expected<cache::LinkedProgram *> Programs::programFor(LoaderLock &lock, ui
       if (llvm::Error err = linkOwnProgram(lock, request, *owner, place)) return err;
       continue;
     }
-    auto program = found ? use(lock, request, *planned, found) : build(lock, request, *planned);
+    auto program = found ? use(lock, request, *planned, found) : Build(*this, request, *planned).run(lock);
     if (!program) return program.takeError();
     if (program->settled()) {
       images_[root].setProgram(request.place, **program);
       return **program;
     }
   }
+}
+
+std::optional<uint32_t> Programs::interposedWithoutInstance(const Request &request, const Planned &planned) const {
+  return instances_.unheldInterposed(planned.plan, planned.device, [&](uint32_t id) {
+    return id == request.root || llvm::is_contained(request.ownsTried, id) || llvm::is_contained(owning_, id);
+  });
 }
 
 llvm::Error Programs::linkOwnProgram(LoaderLock &lock, Request &request, uint32_t owner, unsigned place) {
@@ -85,11 +91,11 @@ llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &l
     // The runtime finds the objects' variables by name in what it loads: their instances must be
     // this program's, not one linked before (for a library whose constructors ran first).
     for (uint32_t root : roots)
-      for (std::string_view name : variablesOf(root))
+      for (std::string_view name : instances_.variablesOf(root))
         if (const cache::LinkedProgram *holder = cache_.defining(root, name, planned->device))
           return fail(ErrorCode::Unsupported,
-                      request.label + ": the instance of `" + std::string(variableShown(root, name)) +
-                          "` is in the program of " + std::string(labelOf(*holder)) +
+                      request.label + ": the instance of `" + std::string(instances_.variableShown(root, name)) +
+                          "` is in the program of " + std::string(instances_.labelOf(*holder)) +
                           ", linked before this object's constructors ran, which the CUDA runtime does not reach "
                           "by the variable's name");
     // As programFor: an image's variable another image interposes gets its own program first.
@@ -97,7 +103,7 @@ llvm::Expected<cache::LinkedProgram *> Programs::programForRuntime(LoaderLock &l
       if (llvm::Error err = linkOwnProgram(lock, request, *owner, 0)) return err;
       continue;
     }
-    auto program = build(lock, request, *planned);
+    auto program = Build(*this, request, *planned).run(lock);
     if (!program) return program.takeError();
     if (program->settled()) {
       for (uint32_t root : roots) images_[root].setProgram(request.place, **program);
@@ -129,7 +135,7 @@ llvm::Expected<Programs::Planned> Programs::plan(const Request &request) {
   // Opened when the image came, or the view's.
   auto device = parts_.places.deviceAt(images_[request.root].image, request.place);
   if (!device) return inImage(device.takeError(), request.label);
-  cache::ProgramKey key = keyOf(plan);
+  cache::ProgramKey key = instances_.keyOf(plan);
   key.forRuntime = request.runtime != nullptr;
   return Planned{std::move(plan), *device, std::move(key)};
 }
@@ -159,22 +165,6 @@ llvm::Expected<Outcome<cache::LinkedProgram *>> Programs::use(LoaderLock &lock, 
     Debug::get().print("program for " + request.label + ": in memory (" + std::to_string(planned.plan.images.size()) +
                        " of its " + std::to_string(program->key.hashes.size()) + " images)");
   return Outcome(program);
-}
-
-cache::LinkedProgram *Programs::keep(BuildJob &job, cache::Built &made, std::vector<cache::LinkedProgram::Use> uses) {
-  const BuildInputs &linked = job.linked;
-  for (uint32_t id : linked.images) images_.hold(id);
-  cache::LinkedProgram *kept = cache_.add(linked.key, linked.images, linked.interposed, std::move(uses), job.device,
-                                          std::move(made.program), std::move(made.binary));
-  for (const auto &[image, name] : linked.instances)
-    if (!llvm::is_contained(kept->instances, image)) kept->instances.push_back(image);
-  kept->copies = linked.copies;
-  for (const BuildInputs::Reached &reached : linked.reached)
-    if (!llvm::is_contained(kept->lenders, reached.lender)) {
-      kept->lenders.push_back(reached.lender);
-      ++reached.lender->borrowers;
-    }
-  return kept;
 }
 
 void Programs::dropPlans(std::span<const uint32_t> roots) {

@@ -1,13 +1,15 @@
 // A kernel's program: its root image's imports resolved into a link plan (the planner), the plan's
 // program from the program cache (in memory, else built once: the binary store's, else linked),
 // linked with the loaded images that import from it so that a library's code is built once, and
-// one instance of each loaded image's variables on a device. Builds run with the loader's mutex
-// let go (docs/architecture.md, "Threads").
+// one instance of each loaded image's variables on a device (loader/instances.h). Builds run with
+// the loader's mutex let go (docs/architecture.md, "Threads"), one Programs::Build each
+// (loader/build_job.h); those that failed are remembered (FailedBuilds).
 #pragma once
 
 #include "backend/registry.h"
 #include "cache/program_cache.h"
 #include "loader/image_table.h"
+#include "loader/instances.h"
 #include "loader/loader_lock.h"
 #include "loader/places.h"
 #include "resolve/link_plan.h"
@@ -24,6 +26,25 @@
 
 namespace devdl {
 
+/// Builds that failed, by device and key: given again, not built again, until the loader changes
+/// (Generation), as the images or their scopes may then make another program.
+class FailedBuilds {
+ public:
+  struct FailedBuild {
+    const backend::Device *device;
+    cache::ProgramKey key;
+    uint64_t generation;
+    KeptError error;
+  };
+  /// The failed build of `key` on `device` since the loader last changed (those of before let go).
+  const FailedBuild *find(const backend::Device *device, const cache::ProgramKey &key);
+  void remember(const backend::Device *device, const cache::ProgramKey &key, uint64_t generation,
+                llvm::Error &err);  // `err` of a build prepared at `generation`, copied
+
+ private:
+  std::vector<FailedBuild> failed_;
+};
+
 class Programs {
  public:
   /// What it links with and for: the loader's images, scopes and devices, its mutex, and how the
@@ -37,7 +58,7 @@ class Programs {
     std::function<void(LoaderLock &)> scanProcess;
   };
   Programs(Parts parts, store::BinaryStore &(*store)(), std::chrono::milliseconds hostLockWait)
-      : parts_(std::move(parts)), images_(parts_.images), cache_(store, hostLockWait) {}
+      : parts_(std::move(parts)), images_(parts_.images), cache_(store, hostLockWait), instances_(images_, cache_) {}
 
   Planner planner(unsigned place = 0) const { return Planner(images_, parts_.scopes, place); }
   /// The program a root image's kernels are looked up in at `place`: in memory, else built with
@@ -70,8 +91,9 @@ class Programs {
   cache::ProgramCache &cache() { return cache_; }
 
  private:
-  struct BuildInputs;
   struct BuildJob;
+  struct Made;
+  class Build;
   /// One programFor call's progress.
   struct Request {
     uint32_t root;
@@ -97,6 +119,10 @@ class Programs {
   };
 
   // programs.cpp: the phases of programFor.
+  /// An image of the plan whose variable another image interposes, with no program holding the
+  /// instance its own code is to reach, that devdl can edit so and has not linked alone for the
+  /// request yet (Instances::unheldInterposed); nullopt for none.
+  std::optional<uint32_t> interposedWithoutInstance(const Request &request, const Planned &planned) const;
   /// Links image `owner`'s own program first, alone, to hold the instance of its variable another
   /// image interposes (interposedWithoutInstance); the request's label on an error.
   llvm::Error linkOwnProgram(LoaderLock &lock, Request &request, uint32_t owner, unsigned place);
@@ -107,77 +133,12 @@ class Programs {
   /// host objects.
   llvm::Expected<Outcome<cache::LinkedProgram *>> use(LoaderLock &lock, Request &request, Planned &planned,
                                                       cache::LinkedProgram *program);
-  /// Keeps a program made for `uses`, holding `images` while it lives (and its binary, where it
-  /// was kept for another device of the model).
-  cache::LinkedProgram *keep(BuildJob &job, cache::Built &made, std::vector<cache::LinkedProgram::Use> uses);
-
-  // program_build.cpp: the plan's program built once, with the loaded images that import from
-  // it, and kept for the uses it serves.
-  llvm::Expected<Outcome<cache::LinkedProgram *>> build(LoaderLock &lock, Request &request, Planned &planned);
-  /// Phase 1: what a build needs once the mutex is let go, its images held.
-  BuildJob prepare(const Request &request, Planned &planned);
-  /// The plan with the loaded images that import from it, their uses into `job`; nullopt where it
-  /// is linked alone.
-  std::optional<LinkPlan> withImporters(const Request &request, const Planned &planned, BuildJob &job) const;
-  /// What the device links for `plan`, copied into the job (`into`: its linked or alone inputs).
-  void inputsOf(const LinkPlan &plan, const cache::ProgramKey &key, BuildJob &job, BuildInputs &into) const;
-  /// DEVDL_DEBUG=bindings: each import's definition, each definition made local, each instance reached.
-  void sayBindings(const LinkPlan &linked, const BuildJob &job) const;
-  /// Phase 2: why the job is not built (a second copy of a variable; a build that failed since
-  /// the loader last changed, given again): an error, or none.
-  std::optional<llvm::Error> refuse(BuildJob &job, const Request &request, const Planned &planned);
-  /// Phase 3, with the mutex let go: the job built (with its importers, else alone).
-  struct Made;
-  Made buildUnlocked(BuildJob &job, const Request &request, const Planned &planned);
-  /// The program of `inputs`, its cells set to where the instances it reaches lie.
-  llvm::Expected<cache::Built> buildInputs(const BuildJob &job, const BuildInputs &inputs, const cache::SameModel &same,
-                                           const Request &request, const Planned &planned);
-  /// Phase 4: a failed build's error, said as well as devdl knows why, and remembered.
-  llvm::Error explainFailure(BuildJob &job, const Request &request, const Planned &planned, llvm::Error err);
-  /// Phase 5: the built program kept for the uses whose roots are still loaded; null where another
-  /// serves instead or it would hold a second instance of a variable.
-  cache::LinkedProgram *keepBuilt(BuildJob &job, const Planned &planned, Made &made);
-  /// Releases the job's holds: its images, the programs it reaches, programs no longer needed.
-  void releaseJob(BuildJob &job);
-
-  // instances.cpp: one instance of a loaded image's variables on each device.
-  /// Which variables of `plan` a program linked for `device` reaches in the programs that hold
-  /// their instances, and which it will hold: into `into` (its inputs' `elsewhere`, its key's).
-  void reachInstances(const LinkPlan &plan, const backend::Device *device, BuildInputs &into) const;
-  /// An image of the plan whose variable another image interposes, with no program holding the
-  /// instance its own code is to reach, that devdl can edit so and has not linked alone for the
-  /// request yet; nullopt for none.
-  std::optional<uint32_t> interposedWithoutInstance(const Request &request, const Planned &planned) const;
-  /// The key of the program linked from `plan`, by its images' hashes, and the images whose
-  /// variables it links (each has one instance on a device).
-  cache::ProgramKey keyOf(const LinkPlan &plan) const;
-  /// The variables of image `id` that have one instance on a device: those it exports, and its
-  /// statics by the names they are exported under (LoadedImage::statics).
-  std::vector<std::string_view> variablesOf(uint32_t id) const;
-  /// Why image `id`'s statics stay its own, which no other program reaches; "" where devdl exports them.
-  std::string whyStaticsStay(uint32_t id) const;
-  /// How messages name image `id`'s variable `name` (of variablesOf): a static by its own name.
-  std::string_view variableShown(uint32_t id, std::string_view name) const;
-  /// How messages name a program: by its first use's root, else its first image.
-  std::string_view labelOf(const cache::LinkedProgram &program) const;
-
-  // Builds that failed, by device and key: given again, not built again, until the loader
-  // changes (Generation), as the images or their scopes may then make another program.
-  struct FailedBuild {
-    const backend::Device *device;
-    cache::ProgramKey key;
-    uint64_t generation;
-    KeptError error;
-  };
-  /// The failed build of `key` on `device` since the loader last changed (those of before let go).
-  const FailedBuild *findFailedBuild(const backend::Device *device, const cache::ProgramKey &key);
-  void rememberFailure(const backend::Device *device, const cache::ProgramKey &key, uint64_t generation,
-                       llvm::Error &err);  // `err` of a build prepared at `generation`, copied
 
   Parts parts_;
   ImageTable &images_;
   cache::ProgramCache cache_;
-  std::vector<FailedBuild> failedBuilds_;
+  Instances instances_;
+  FailedBuilds failedBuilds_;
   std::vector<uint32_t> owning_;  // images whose own program is being linked to hold their interposed variables
 };
 

@@ -1,7 +1,6 @@
 // The queries beside device_dlsym: reading and writing variables (by name and by registered
 // object), specialization constants by registered object, what a symbol is, what an address is
 // (device_dladdr), a kernel's plan, and the images in search order.
-#include "host/object_registry.h"
 #include "image/registered_objects.h"
 #include "loader/loader.h"
 #include "support/error.h"
@@ -11,14 +10,12 @@
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
 
-#include <cstdio>
-
 namespace devdl {
 
 llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, void *host, size_t size,
                          bool toDevice) {
-  LoaderLock lock(mutex_);
-  auto located = lookups_.locate(lock, handlePtr, name);
+  LoaderLock lock(parts_.mutex);
+  auto located = parts_.lookups.locate(lock, handlePtr, name);
   if (!located) return located.takeError();
   if (located->definition.kind != SymbolKind::Variable)
     return fail(ErrorCode::InvalidArgument, located->label + ": `" + std::string(name) + "` is a " +
@@ -27,46 +24,19 @@ llvm::Error Loader::copy(void *handlePtr, std::string_view name, size_t offset, 
   return inImage(located->program->copyVariable(name, offset, host, size, toDevice), located->label);
 }
 
-llvm::Expected<std::pair<std::string, uint32_t>> Loader::objectIn(
-    LoaderLock &lock, void *handlePtr, const void *object, std::string_view kind, std::string_view what,
-    llvm::function_ref<bool(const DeviceImage &, std::string_view)> has) {
-  char address[32];
-  std::snprintf(address, sizeof address, "%p", object);
-  const std::optional<host::ObjectRegistry::Entry> entry = host::ObjectRegistry::instance().find(object);
-  if (!entry)
-    return fail(ErrorCode::NotFound, std::string(what) + ": no host object is registered at " + address +
-                                         " (__register_uniquely_identifiable_object, device_dlregister)");
-  if (entry->kind != kind)
-    return fail(ErrorCode::InvalidArgument, std::string(what) + ": the object at " + address + ", `" + entry->uniqueId +
-                                                "`, is a " + entry->kind + ", not a " + std::string(kind));
-  const std::optional<Handles::Target> target = handles_.targetOf(handlePtr);
-  if (!target) return fail(ErrorCode::InvalidArgument, std::string(what) + ": invalid handle");
-  const Handle *handle = target->handle == handles_.global() ? nullptr : handles_.find(target->handle);
-  scan_.scan(lock);
-  std::vector<uint32_t> scope;
-  if (handle) scope = handle->local.images;
-  for (uint32_t id : scopes_.globalOrder()) scope.push_back(id);
-  for (uint32_t id : scope)
-    if (images_.contains(id) && images_[id].loaded && has(images_[id].image, entry->uniqueId))
-      return std::pair{entry->uniqueId, id};
-  return fail(ErrorCode::NotFound, std::string(what) + ": the " + std::string(kind) + " `" + entry->uniqueId +
-                                       "` registered at " + address + " is defined by no image in the scope of " +
-                                       (handle ? handle->path : std::string("the global scope")));
-}
-
 llvm::Error Loader::copyObject(void *handlePtr, const void *object, size_t offset, void *host, size_t size,
                                bool toDevice) {
   const char *what = toDevice ? "device_dlwrite_object" : "device_dlread_object";
   std::string variable;
   uint32_t bytes = 0;
   {
-    LoaderLock lock(mutex_);
-    auto found = objectIn(lock, handlePtr, object, "device_global", what, [](const DeviceImage &image,
-                                                                             std::string_view id) {
-      return deviceGlobalOf(image, id).has_value();
-    });
+    LoaderLock lock(parts_.mutex);
+    auto found = parts_.lookups.objectIn(lock, handlePtr, object, "device_global", what,
+                                         [](const DeviceImage &image, std::string_view id) {
+                                           return deviceGlobalOf(image, id).has_value();
+                                         });
     if (!found) return found.takeError();
-    const DeviceGlobal global = *deviceGlobalOf(images_[found->second].image, found->first);
+    const DeviceGlobal global = *deviceGlobalOf(parts_.images[found->second].image, found->first);
     variable = std::string(global.variable);
     bytes = global.size;
   }
@@ -80,13 +50,13 @@ llvm::Error Loader::copyObject(void *handlePtr, const void *object, size_t offse
 llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::string_view value) {
   std::vector<SpecConstantPart> parts;
   {
-    LoaderLock lock(mutex_);
-    auto found = objectIn(lock, handlePtr, object, "specialization_id", "device_dlspecialize_object",
-                          [](const DeviceImage &image, std::string_view id) {
-                            return !specConstantPartsOf(image, id).empty();
-                          });
+    LoaderLock lock(parts_.mutex);
+    auto found = parts_.lookups.objectIn(lock, handlePtr, object, "specialization_id", "device_dlspecialize_object",
+                                         [](const DeviceImage &image, std::string_view id) {
+                                           return !specConstantPartsOf(image, id).empty();
+                                         });
     if (!found) return found.takeError();
-    parts = specConstantPartsOf(images_[found->second].image, found->first);
+    parts = specConstantPartsOf(parts_.images[found->second].image, found->first);
   }
   for (const SpecConstantPart &part : parts) {
     if (part.offset > value.size() || part.size > value.size() - part.offset)
@@ -100,11 +70,11 @@ llvm::Error Loader::specializeObject(void *handlePtr, const void *object, std::s
 }
 
 llvm::Error Loader::symbolInfo(void *handlePtr, std::string_view name, devdl_symbol_info &out) {
-  LoaderLock lock(mutex_);
-  auto found = lookups_.lookup(lock, handlePtr, name);
+  LoaderLock lock(parts_.mutex);
+  auto found = parts_.lookups.lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   const Definition &definition = found->definition;
-  const LoadedImage &image = images_[definition.image];
+  const LoadedImage &image = parts_.images[definition.image];
   out.kind = definition.kind == SymbolKind::Kernel     ? DEVDL_SYMBOL_KERNEL
              : definition.kind == SymbolKind::Variable ? DEVDL_SYMBOL_VARIABLE
                                                        : DEVDL_SYMBOL_FUNCTION;
@@ -155,15 +125,15 @@ llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
   // the mutex let go. A name defined in several of a program's images is the first's (defines()).
   std::vector<DefinedIn> programs;
   {
-    LoaderLock lock(mutex_);
-    for (const auto &linked : programs_.cache().all()) {
+    LoaderLock lock(parts_.mutex);
+    for (const auto &linked : parts_.programs.cache().all()) {
       DefinedIn &each = programs.emplace_back(DefinedIn{linked->program, {}});
       llvm::StringSet<> seen;
       for (uint32_t id : linked->images)
-        for (const Symbol &s : images_[id].image.symbols)
+        for (const Symbol &s : parts_.images[id].image.symbols)
           if ((s.kind == SymbolKind::Variable || s.kind == SymbolKind::Function) && linked->defines(id, s.name) &&
               seen.insert(s.name).second)
-            each.symbols.push_back({std::string(s.name), s.kind, images_[id].file, images_[id].index});
+            each.symbols.push_back({std::string(s.name), s.kind, parts_.images[id].file, parts_.images[id].index});
     }
   }
   const auto at = reinterpret_cast<uintptr_t>(address);
@@ -171,7 +141,7 @@ llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
     for (const Defined &symbol : linked.symbols) {
       void *start = startOf(linked, symbol, at);
       if (!start) continue;
-      LoaderLock lock(mutex_);
+      LoaderLock lock(parts_.mutex);
       out.file = addressNames_.insert(symbol.file).first->getKeyData();
       out.image = symbol.index;
       out.symbol = addressNames_.insert(symbol.name).first->getKeyData();
@@ -185,35 +155,35 @@ llvm::Error Loader::addressInfo(const void *address, devdl_addr_info &out) {
 }
 
 llvm::Expected<std::string> Loader::planText(void *handlePtr, std::string_view name) {
-  LoaderLock lock(mutex_);
-  auto found = lookups_.lookup(lock, handlePtr, name);
+  LoaderLock lock(parts_.mutex);
+  auto found = parts_.lookups.lookup(lock, handlePtr, name);
   if (!found) return found.takeError();
   if (found->definition.kind != SymbolKind::Kernel)
     return fail(ErrorCode::InvalidArgument, "`" + std::string(name) + "` is not a kernel");
-  scan_.scan(lock);
+  parts_.scan.scan(lock);
   const uint32_t root = found->definition.image;
-  if (!images_.contains(root) || !images_[root].loaded)
+  if (!parts_.images.contains(root) || !parts_.images[root].loaded)
     return fail(ErrorCode::NotFound, "`" + std::string(name) + "`: its image was unloaded meanwhile");
   std::optional<LinkPlan> made;
-  const LinkPlan &plan = programs_.planOf(root, found->place, made);
-  const Planner planner = programs_.planner(places_.placeFor(images_[root].image, found->place));
-  const std::string text = std::string(name) + ": " + images_[root].label + "\n" + planner.text(plan);
+  const LinkPlan &plan = parts_.programs.planOf(root, found->place, made);
+  const Planner planner = parts_.programs.planner(parts_.places.placeFor(parts_.images[root].image, found->place));
+  const std::string text = std::string(name) + ": " + parts_.images[root].label + "\n" + planner.text(plan);
   if (!plan.unresolved.empty() || !plan.setProblems.empty()) return fail(ErrorCode::Unresolved, text);
   return text;
 }
 
 std::vector<Loader::ImageSnapshot> Loader::snapshot() {
-  LoaderLock lock(mutex_);
-  scan_.scan(lock);
+  LoaderLock lock(parts_.mutex);
+  parts_.scan.scan(lock);
   std::vector<ImageSnapshot> list;
   auto add = [&](uint32_t id) {
-    const LoadedImage &image = images_[id];
+    const LoadedImage &image = parts_.images[id];
     list.push_back({image.file, image.index, std::string(formatName(image.image.format)),
-                    std::string(image.image.triple), scopes_.isGlobal(id), image.image.symbols.size()});
+                    std::string(image.image.triple), parts_.scopes.isGlobal(id), image.image.symbols.size()});
   };
-  for (uint32_t id : scopes_.globalOrder()) add(id);
-  for (uint32_t id = 0; id < images_.end(); ++id)
-    if (images_.contains(id) && images_[id].loaded && !scopes_.isGlobal(id)) add(id);
+  for (uint32_t id : parts_.scopes.globalOrder()) add(id);
+  for (uint32_t id = 0; id < parts_.images.end(); ++id)
+    if (parts_.images.contains(id) && parts_.images[id].loaded && !parts_.scopes.isGlobal(id)) add(id);
   return list;
 }
 

@@ -100,9 +100,9 @@ llvm::Expected<void *> Loader::symbol(void *handlePtr, std::string_view name) {
   if (const Remembered::Answer *answer = remembered.find(this, now, handlePtr, name))
     if (!answer->hostAddress || host::loadMarkOf(answer->hostAddress) == answer->hostLoad) return answer->address;
 
-  LoaderLock lock(mutex_);
+  LoaderLock lock(parts_.mutex);
   lookupsUnderLock_.fetch_add(1, std::memory_order_relaxed);
-  auto located = lookups_.locate(lock, handlePtr, name);
+  auto located = parts_.lookups.locate(lock, handlePtr, name);
   if (!located) return located.takeError();
   // The native object is made by the backend with the mutex let go.
   const Definition &definition = located->definition;

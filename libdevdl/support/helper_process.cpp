@@ -114,48 +114,170 @@ llvm::Expected<HelperProcess> HelperProcess::start(const std::string &path, std:
   return HelperProcess(pid, channel[0], errors[0], exit, path, std::move(what));
 }
 
-HelperProcess::HelperProcess(pid_t pid, int channel, int errors, int exit, std::string path, std::string what)
-    : pid_(pid), owner_(getpid()), channel_(channel), errors_(errors), exit_(exit), path_(std::move(path)),
-      what_(std::move(what)) {}
+// HelperStderr: the helper's standard error.
 
-HelperProcess::HelperProcess(HelperProcess &&other) noexcept
-    : pid_(other.pid_), owner_(other.owner_), channel_(other.channel_), errors_(other.errors_), exit_(other.exit_),
-      path_(std::move(other.path_)), what_(std::move(other.what_)), timeout_(other.timeout_),
-      deadline_(other.deadline_), stderr_(std::move(other.stderr_)), status_(other.status_), killed_(other.killed_),
-      exchanges_(other.exchanges_) {
-  other.pid_ = -1;
-  other.channel_ = other.errors_ = other.exit_ = -1;
+HelperStderr::HelperStderr(HelperStderr &&other) noexcept : fd_(other.fd_), kept_(std::move(other.kept_)) {
+  other.fd_ = -1;
 }
 
-HelperProcess::~HelperProcess() {
-  closeChannel();
+HelperStderr::~HelperStderr() { closeFd(fd_); }
+
+void HelperStderr::read() {
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd_, buffer, sizeof buffer);
+    if (got > 0) {
+      kept_.append(buffer, got);
+      if (kept_.size() > 2 * kStderrKept) kept_.erase(0, kept_.size() - kStderrKept);
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0) closeFd(fd_);  // the helper's end of the pipe closed: it has exited
+    return;
+  }
+}
+
+void HelperStderr::drain() {
+  while (fd_ >= 0) {  // what is left in the pipe
+    pollfd fd{fd_, POLLIN, 0};
+    if (poll(&fd, 1, 0) <= 0) break;
+    const size_t before = kept_.size();
+    read();
+    if (kept_.size() == before) break;
+  }
+}
+
+std::string HelperStderr::lastWords() const {
+  std::string_view said = kept_;
+  while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.remove_suffix(1);
+  if (said.empty()) return "";
+  // Its last line, and no more of it than an error message takes.
+  if (const size_t line = said.find_last_of('\n'); line != std::string_view::npos) said.remove_prefix(line + 1);
+  constexpr size_t kShown = 400;
+  if (said.size() > kShown) said = said.substr(said.size() - kShown);
+  return "; it said: " + std::string(said);
+}
+
+// HelperChild: the helper's process.
+
+HelperChild::HelperChild(pid_t pid, int exit) : pid_(pid), owner_(getpid()), exit_(exit) {}
+
+HelperChild::HelperChild(HelperChild &&other) noexcept
+    : pid_(other.pid_), owner_(other.owner_), exit_(other.exit_), status_(other.status_), killed_(other.killed_) {
+  other.pid_ = -1;
+  other.exit_ = -1;
+}
+
+HelperChild::~HelperChild() {
   if (pid_ > 0 && ownedHere()) {
     endGroup();
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
-  closeFd(errors_);
   closeFd(exit_);
 }
 
-void HelperProcess::endGroup() {
+bool HelperChild::ownedHere() const { return owner_ == getpid(); }
+
+void HelperChild::endGroup() {
   // The helper is not reaped yet (at most a zombie), so its group's id is still its own.
   ::kill(-pid_, SIGKILL);
 }
 
-bool HelperProcess::exited() {
+void HelperChild::killAtDeadline() {
+  if (pid_ <= 0) return;
+  endGroup();
+  killed_ = true;
+}
+
+bool HelperChild::exited() {
   if (pid_ <= 0) return true;
   siginfo_t info{};
   if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
   return info.si_pid == pid_;
 }
 
+void HelperChild::reap(Clock::time_point deadline, HelperStderr &errors) {
+  auto pause = std::chrono::microseconds(50);
+  while (pid_ > 0) {
+    int status = 0;
+    // Exited, and not reaped yet: what it left in its group (a wrapper's child holding the
+    // channel) ends first, while the group's id is still the helper's.
+    siginfo_t info{};
+    const int looked = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (looked == 0 && info.si_pid == pid_) {
+      endGroup();
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      status_ = status;
+      pid_ = -1;
+      break;
+    }
+    if (looked != 0 && errno == ECHILD) {  // reaped by another, as where SIGCHLD is ignored
+      status_ = -1;
+      pid_ = -1;
+      break;
+    }
+    if (looked != 0 && errno == EINTR) continue;
+    if (Clock::now() >= deadline) {
+      endGroup();
+      killed_ = true;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      status_ = status;
+      pid_ = -1;
+      break;
+    }
+    // Its last words meanwhile; it has closed the channel, and exits in a moment.
+    if (errors.fd() >= 0) {
+      pollfd fd{errors.fd(), POLLIN, 0};
+      if (poll(&fd, 1, 1) > 0) errors.read();
+    } else {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(5000));
+    }
+  }
+  errors.drain();
+}
+
+bool HelperChild::succeeded() const {
+  // Where another reaped it (SIGCHLD ignored), its status is unknown: its answer is judged.
+  return !killed_ && (status_ == -1 || (WIFEXITED(status_) && WEXITSTATUS(status_) == 0));
+}
+
+std::string HelperChild::howEnded(std::chrono::milliseconds timeout) const {
+  // How it ended, not when: whether devdl was still writing when a helper died is a race.
+  std::string how;
+  if (killed_)
+    how = "did not finish within " + seconds(timeout) + " and was killed";
+  else if (status_ != -1 && WIFSIGNALED(status_))
+    how = "was killed by signal " + std::to_string(WTERMSIG(status_)) + " (" +
+          (sigdescr_np(WTERMSIG(status_)) ? sigdescr_np(WTERMSIG(status_)) : "unknown") + ")";  // strsignal is not thread-safe
+  else if (status_ != -1 && WEXITSTATUS(status_) != 0)
+    how = "exited with status " + std::to_string(WEXITSTATUS(status_));
+  else
+    how = "exited without writing all it should";
+  return how;
+}
+
+// HelperProcess: the channel and its exchanges.
+
+HelperProcess::HelperProcess(pid_t pid, int channel, int errors, int exit, std::string path, std::string what)
+    : stderr_(errors), child_(pid, exit), channel_(channel), path_(std::move(path)), what_(std::move(what)) {}
+
+HelperProcess::HelperProcess(HelperProcess &&other) noexcept
+    : stderr_(std::move(other.stderr_)), child_(std::move(other.child_)), channel_(other.channel_),
+      path_(std::move(other.path_)), what_(std::move(other.what_)), timeout_(other.timeout_),
+      deadline_(other.deadline_), exchanges_(other.exchanges_) {
+  other.channel_ = -1;
+}
+
+HelperProcess::~HelperProcess() { closeChannel(); }
+
 void HelperProcess::closeChannel() { closeFd(channel_); }
 
-bool HelperProcess::ownedHere() const { return owner_ == getpid(); }
-
 bool HelperProcess::idleAndAlive() {
-  if (pid_ <= 0 || channel_ < 0 || exited()) return false;
+  if (!child_.unreaped() || channel_ < 0 || child_.exited()) return false;
   pollfd fd{channel_, POLLIN, 0};
   return poll(&fd, 1, 0) == 0;  // readable: it wrote unasked, or closed the channel and ended
 }
@@ -167,21 +289,6 @@ void HelperProcess::beginExchange(std::chrono::milliseconds timeout) {
   stderr_.clear();  // its last words are those of this exchange
 }
 
-void HelperProcess::readErrors() {
-  char buffer[4096];
-  for (;;) {
-    const ssize_t got = ::read(errors_, buffer, sizeof buffer);
-    if (got > 0) {
-      stderr_.append(buffer, got);
-      if (stderr_.size() > 2 * kStderrKept) stderr_.erase(0, stderr_.size() - kStderrKept);
-      continue;
-    }
-    if (got < 0 && errno == EINTR) continue;
-    if (got == 0) closeFd(errors_);  // the helper's end of the pipe closed: it has exited
-    return;
-  }
-}
-
 HelperProcess::Waited HelperProcess::wait(bool forWriting) {
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
@@ -190,15 +297,15 @@ HelperProcess::Waited HelperProcess::wait(bool forWriting) {
     pollfd fds[3];
     nfds_t count = 0;
     fds[count++] = {channel_, static_cast<short>(forWriting ? POLLOUT : POLLIN), 0};
-    pollfd *exit = exit_ >= 0 ? &(fds[count++] = {exit_, POLLIN, 0}) : nullptr;
-    pollfd *errors = errors_ >= 0 ? &(fds[count++] = {errors_, POLLIN, 0}) : nullptr;
+    pollfd *exit = child_.exitFd() >= 0 ? &(fds[count++] = {child_.exitFd(), POLLIN, 0}) : nullptr;
+    pollfd *errors = stderr_.fd() >= 0 ? &(fds[count++] = {stderr_.fd(), POLLIN, 0}) : nullptr;
     int timeout = static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
     if (!exit) timeout = std::min(timeout, kExitPollMs);  // no process descriptor: looked at below
     const int ready = poll(fds, count, timeout);
     if (ready < 0 && errno != EINTR) return Waited::Deadline;
     if (ready > 0 && fds[0].revents) return Waited::Ready;  // what it wrote before it exited is read first
-    if (exit ? ready > 0 && exit->revents : exited()) return Waited::Exited;
-    if (ready > 0 && errors && errors->revents) readErrors();
+    if (exit ? ready > 0 && exit->revents : child_.exited()) return Waited::Exited;
+    if (ready > 0 && errors && errors->revents) stderr_.read();
   }
 }
 
@@ -251,11 +358,12 @@ llvm::Expected<std::string> HelperProcess::receiveUntilExit(size_t limit) {
     const ssize_t got = ::recv(channel_, chunk.data(), chunk.size(), 0);
     if (got > 0) {
       if (bytes.size() + static_cast<size_t>(got) > limit) {
-        endGroup();
+        child_.endGroup();
         closeChannel();
-        reap();
+        child_.reap(deadline_, stderr_);
         return fail(ErrorCode::Unsupported, what_ + " wrote more than " + std::to_string(limit) +
-                                                " bytes, more than its answer can be, and was killed" + lastWords());
+                                                " bytes, more than its answer can be, and was killed" +
+                                                stderr_.lastWords());
       }
       bytes.append(chunk.data(), got);
       continue;
@@ -268,95 +376,20 @@ llvm::Expected<std::string> HelperProcess::receiveUntilExit(size_t limit) {
     if (waited == Waited::Deadline) return timedOut();
   }
   closeChannel();
-  reap();
-  // Where another reaped it (SIGCHLD ignored), its status is unknown: its answer is judged.
-  if (!killed_ && (status_ == -1 || (WIFEXITED(status_) && WEXITSTATUS(status_) == 0))) return bytes;
+  child_.reap(deadline_, stderr_);
+  if (child_.succeeded()) return bytes;
   return ended();
 }
 
-void HelperProcess::reap() {
-  auto pause = std::chrono::microseconds(50);
-  while (pid_ > 0) {
-    int status = 0;
-    // Exited, and not reaped yet: what it left in its group (a wrapper's child holding the
-    // channel) ends first, while the group's id is still the helper's.
-    siginfo_t info{};
-    const int looked = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
-    if (looked == 0 && info.si_pid == pid_) {
-      endGroup();
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-      status_ = status;
-      pid_ = -1;
-      break;
-    }
-    if (looked != 0 && errno == ECHILD) {  // reaped by another, as where SIGCHLD is ignored
-      status_ = -1;
-      pid_ = -1;
-      break;
-    }
-    if (looked != 0 && errno == EINTR) continue;
-    if (Clock::now() >= deadline_) {
-      endGroup();
-      killed_ = true;
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-      status_ = status;
-      pid_ = -1;
-      break;
-    }
-    // Its last words meanwhile; it has closed the channel, and exits in a moment.
-    if (errors_ >= 0) {
-      pollfd fd{errors_, POLLIN, 0};
-      if (poll(&fd, 1, 1) > 0) readErrors();
-    } else {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(5000));
-    }
-  }
-  while (errors_ >= 0) {  // what is left in the pipe
-    pollfd fd{errors_, POLLIN, 0};
-    if (poll(&fd, 1, 0) <= 0) break;
-    const size_t before = stderr_.size();
-    readErrors();
-    if (stderr_.size() == before) break;
-  }
-}
-
-std::string HelperProcess::lastWords() const {
-  std::string_view said = stderr_;
-  while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.remove_suffix(1);
-  if (said.empty()) return "";
-  // Its last line, and no more of it than an error message takes.
-  if (const size_t line = said.find_last_of('\n'); line != std::string_view::npos) said.remove_prefix(line + 1);
-  constexpr size_t kShown = 400;
-  if (said.size() > kShown) said = said.substr(said.size() - kShown);
-  return "; it said: " + std::string(said);
-}
-
 llvm::Error HelperProcess::timedOut() {
-  if (pid_ > 0) {
-    endGroup();
-    killed_ = true;
-  }
+  child_.killAtDeadline();
   return ended();
 }
 
 llvm::Error HelperProcess::ended() {
   closeChannel();
-  reap();
-  // How it ended, not when: whether devdl was still writing when a helper died is a race.
-  std::string how;
-  if (killed_)
-    how = "did not finish within " + seconds(timeout_) + " and was killed";
-  else if (status_ != -1 && WIFSIGNALED(status_))
-    how = "was killed by signal " + std::to_string(WTERMSIG(status_)) + " (" +
-          (sigdescr_np(WTERMSIG(status_)) ? sigdescr_np(WTERMSIG(status_)) : "unknown") + ")";  // strsignal is not thread-safe
-  else if (status_ != -1 && WEXITSTATUS(status_) != 0)
-    how = "exited with status " + std::to_string(WEXITSTATUS(status_));
-  else
-    how = "exited without writing all it should";
-  return fail(ErrorCode::Unsupported, what_ + " " + how + lastWords());
+  child_.reap(deadline_, stderr_);
+  return fail(ErrorCode::Unsupported, what_ + " " + child_.howEnded(timeout_) + stderr_.lastWords());
 }
 
 }  // namespace devdl

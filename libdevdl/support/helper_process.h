@@ -20,9 +20,75 @@
 
 namespace devdl {
 
-class HelperProcess {
+/// What a helper writes to its standard error, read from its pipe as it comes: the last bytes
+/// kept, whose last line names why it failed.
+class HelperStderr {
+ public:
+  explicit HelperStderr(int fd) : fd_(fd) {}
+  HelperStderr(HelperStderr &&other) noexcept;
+  HelperStderr &operator=(HelperStderr &&) = delete;
+  ~HelperStderr();
+
+  /// The pipe; -1 once the helper's end of it closed.
+  int fd() const { return fd_; }
+  /// Forgets what it said before: its last words are those of the next exchange.
+  void clear() { kept_.clear(); }
+  /// Reads what the pipe holds now.
+  void read();
+  /// Reads what is left in the pipe once the helper has ended.
+  void drain();
+  /// "; it said: " and its last line, or "" where it said nothing.
+  std::string lastWords() const;
+
+ private:
+  int fd_;
+  std::string kept_;  // the last bytes the helper wrote there
+};
+
+/// The helper's process: its id, the process group it leads, its process descriptor, and how it
+/// ended once reaped.
+class HelperChild {
  public:
   using Clock = std::chrono::steady_clock;
+
+  /// `exit`: its process descriptor (pidfd), readable once it exits; -1 where the kernel has none.
+  HelperChild(pid_t pid, int exit);
+  HelperChild(HelperChild &&other) noexcept;
+  HelperChild &operator=(HelperChild &&) = delete;
+  /// A helper still running is killed and reaped; in a child this process forked, whose helper
+  /// it is not, only the descriptor is closed.
+  ~HelperChild();
+
+  /// Whether the helper was started by this process (not inherited through fork).
+  bool ownedHere() const;
+  /// Whether it is still to be reaped.
+  bool unreaped() const { return pid_ > 0; }
+  int exitFd() const { return exit_; }
+  /// Whether the helper has exited (reaped or not).
+  bool exited();
+  /// Kills the helper's process group: itself and whatever it started.
+  void endGroup();
+  /// Kills it, as its exchange went past the deadline.
+  void killAtDeadline();
+  /// Reaps the helper, killing it where it has not exited by `deadline`, and its group; reads
+  /// what it says on `errors` meanwhile.
+  void reap(Clock::time_point deadline, HelperStderr &errors);
+  /// Whether, reaped, it exited with status 0 (or was reaped by another: its answer is judged).
+  bool succeeded() const;
+  /// How it ended, reaped; `timeout` the exchange's.
+  std::string howEnded(std::chrono::milliseconds timeout) const;
+
+ private:
+  pid_t pid_;
+  pid_t owner_;  // the process that started it
+  int exit_;
+  int status_ = -1;      // its wait status once reaped (-1: reaped by another, as where SIGCHLD is ignored)
+  bool killed_ = false;  // by devdl, at the deadline
+};
+
+class HelperProcess {
+ public:
+  using Clock = HelperChild::Clock;
 
   /// Starts `path` with `arguments` (its name as argv[0]) and this process's environment. `what`
   /// names the helper in errors.
@@ -37,7 +103,7 @@ class HelperProcess {
 
   const std::string &path() const { return path_; }
   /// Whether the helper was started by this process (not inherited through fork).
-  bool ownedHere() const;
+  bool ownedHere() const { return child_.ownedHere(); }
   /// Whether a helper between exchanges is still there to take one: it has neither ended nor
   /// written anything unasked.
   bool idleAndAlive();
@@ -69,30 +135,19 @@ class HelperProcess {
   // Waits until the channel can be read (or written), keeping what standard error says
   // meanwhile; or until the helper exits, or the deadline.
   Waited wait(bool forWriting);
-  // Whether the helper has exited (reaped or not).
-  bool exited();
-  // Kills the helper's process group: itself and whatever it started.
-  void endGroup();
-  void readErrors();
-  // Reaps the helper, killing it where it has not exited by the deadline, and its group.
-  void reap();
   // Why the exchange ended early: the helper's end, reaped (or killed at the deadline), and its
   // last words.
   llvm::Error ended();
   llvm::Error timedOut();
-  std::string lastWords() const;
   void closeChannel();
 
-  pid_t pid_;
-  pid_t owner_;  // the process that started it
-  int channel_, errors_;
-  int exit_;  // its process descriptor (pidfd), readable once it exits; -1 where the kernel has none
+  // Destroyed in reverse: the helper killed and reaped, then its standard error closed.
+  HelperStderr stderr_;
+  HelperChild child_;
+  int channel_;
   std::string path_, what_;
   std::chrono::milliseconds timeout_{0};
   Clock::time_point deadline_;
-  std::string stderr_;  // the last bytes the helper wrote there
-  int status_ = -1;     // its wait status once reaped (-1: reaped by another, as where SIGCHLD is ignored)
-  bool killed_ = false;  // by devdl, at the deadline
   unsigned exchanges_ = 0;
 };
 

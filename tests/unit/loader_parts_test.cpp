@@ -29,11 +29,12 @@ class LoaderParts : public ::testing::Test {
       : devices_(fake::backends(), ""),
         places_(devices_),
         candidacies_(images_, devices_, places_),
+        globalScope_(images_, scopes_, candidacies_),
         programs_({images_, scopes_, places_, devices_, mutex_, [this](LoaderLock &) { ++scans_; }},
                   noStore, std::chrono::seconds(1)),
-        handles_(images_, scopes_, candidacies_, programs_),
+        handles_(images_, scopes_, globalScope_, candidacies_, programs_),
         reader_(candidacies_, nullptr),
-        scan_(images_, scopes_, handles_, candidacies_, reader_),
+        scan_(images_, scopes_, globalScope_, handles_, candidacies_, reader_),
         lookups_({images_, scopes_, handles_, candidacies_, programs_, places_, scan_}) {
     std::lock_guard lock(fake::linksMutex());
     fake::links().clear();
@@ -100,6 +101,7 @@ class LoaderParts : public ::testing::Test {
   backend::Devices devices_;
   Places places_;
   Candidacies candidacies_;
+  GlobalScope globalScope_;
   int scans_ = 0;
   Programs programs_;
   Handles handles_;
