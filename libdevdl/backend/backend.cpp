@@ -59,18 +59,26 @@ llvm::Expected<Bytes> editedForLink(const LinkInput &input, size_t position, std
   return devdl::editedForLink(image.bytes, image.format, {}, {}, input.interposed, {}, {}, position, edits);
 }
 
-llvm::Error DriverInputs::prepare(const Device &device, std::span<const LinkInput> given, ImageFormat askedAtLink) {
+llvm::Error DriverInputs::prepare(const Device &device, std::span<const LinkInput> given,
+                                  std::optional<ImageFormat> askedAtLink, Choose choose) {
   inputs.assign(given.begin(), given.end());
   for (size_t i = 0; i < inputs.size(); ++i) {
     LinkInput &input = inputs[i];
     if (input.image->format != askedAtLink)
       if (llvm::Error refused = device.accepts(*input.image)) return inImage(std::move(refused), input.label);
+    DeviceImage *copy = nullptr;
+    if (choose) {
+      auto chosen = choose(input);
+      if (!chosen) return chosen.takeError();
+      if (*chosen) input.image = copy = &copies_.emplace_back(std::move(**chosen));
+    }
     if (input.interposed.empty() && input.elsewhere.empty() && input.statics.empty()) continue;  // interposedElsewhere is of interposed
     auto edited = editedForLink(input, i, edits_);
     if (!edited) return inImage(edited.takeError(), input.label);
-    DeviceImage &copy = copies_.emplace_back(*input.image);
-    copy.bytes = *edited;
-    input.image = &copy;
+    if (edited->data() == input.image->bytes.data()) continue;  // nothing its format edits (a cubin's statics)
+    if (!copy) copy = &copies_.emplace_back(*input.image);
+    copy->bytes = *edited;
+    input.image = copy;
   }
   return llvm::Error::success();
 }

@@ -5,12 +5,14 @@
 #include "image/aspects.h"
 #include "image/device_image.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/Support/Error.h>
 
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -136,17 +138,23 @@ llvm::Error checkInsideVariable(std::string_view name, uint64_t bytes, size_t of
 
 /// A plan's inputs as a driver is given them, the first phases of every backend's link: each one
 /// the device takes (Device::accepts; one of `askedAtLink`, a native binary, is judged by its
-/// driver as it is linked), then each one another image interposes definitions of, or that
-/// reaches instances in other programs or exports its statics, edited so (editedForLink) into a
-/// copy that lives as long as this object. An error names the input.
+/// driver as it is linked), then the image of it the driver is given where the backend chooses
+/// one (`choose`: a fat binary's member; an error it gives names the input itself), then each one
+/// another image interposes definitions of, or that reaches instances in other programs or exports
+/// its statics, edited so (editedForLink) into a copy that lives as long as this object. An error
+/// names the input.
 class DriverInputs {
  public:
+  /// The image of an input the driver is given instead of its own, where there is one.
+  using Choose = llvm::function_ref<llvm::Expected<std::optional<DeviceImage>>(const LinkInput &)>;
+
   DriverInputs() = default;
   DriverInputs(const DriverInputs &) = delete;
   DriverInputs &operator=(const DriverInputs &) = delete;
-  llvm::Error prepare(const Device &device, std::span<const LinkInput> given, ImageFormat askedAtLink);
+  llvm::Error prepare(const Device &device, std::span<const LinkInput> given,
+                      std::optional<ImageFormat> askedAtLink = std::nullopt, Choose choose = nullptr);
 
-  std::vector<LinkInput> inputs;  // `given`, each image the given one or its edited copy
+  std::vector<LinkInput> inputs;  // `given`, each image the given one, the one chosen, or its edited copy
 
  private:
   std::deque<DeviceImage> copies_;

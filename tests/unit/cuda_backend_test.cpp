@@ -70,6 +70,45 @@ TEST(CudaArch, NonsenseRunsNowhere) {
 constexpr const char *kUndefinedLog =
     "error   : Undefined reference to 'LibDeviceFunc' in 'app.cubin: image 0 (cubin)'\n";
 
+readers::FatbinMember member(ImageFormat format, std::string_view arch) {
+  readers::FatbinMember m;
+  m.format = format;
+  m.arch = arch;
+  return m;
+}
+
+TEST(CudaFatbinMember, TheHighestCubinThatRunsIsGivenBeforeAnyPtx) {
+  const std::vector<readers::FatbinMember> members = {
+      member(ImageFormat::Ptx, "compute_90"), member(ImageFormat::Cubin, "sm_80"),
+      member(ImageFormat::Cubin, "sm_86"), member(ImageFormat::Cubin, "sm_90")};
+  ASSERT_NE(backend::cuda::bestMember(members, 86, false), nullptr);
+  EXPECT_EQ(backend::cuda::bestMember(members, 86, false)->arch, "sm_86");
+  EXPECT_EQ(backend::cuda::bestMember(members, 90, false)->arch, "sm_90");
+  EXPECT_EQ(backend::cuda::bestMember(members, 89, false)->arch, "sm_86");  // sm_90's does not run on 8.9
+}
+
+TEST(CudaFatbinMember, PtxWhereNoCubinRunsOrWherePtxAloneIsAsked) {
+  const std::vector<readers::FatbinMember> members = {
+      member(ImageFormat::Cubin, "sm_80"), member(ImageFormat::Ptx, "compute_75"),
+      member(ImageFormat::Ptx, "compute_80"), member(ImageFormat::LtoIr, "lto_80")};
+  ASSERT_NE(backend::cuda::bestMember(members, 90, false), nullptr);
+  EXPECT_EQ(backend::cuda::bestMember(members, 90, false)->arch, "compute_80");
+  EXPECT_EQ(backend::cuda::bestMember(members, 80, false)->arch, "sm_80");
+  EXPECT_EQ(backend::cuda::bestMember(members, 80, true)->arch, "compute_80");
+  EXPECT_EQ(backend::cuda::bestMember(members, 75, false)->arch, "compute_75");
+  EXPECT_EQ(backend::cuda::bestMember(members, 70, false), nullptr);  // nothing runs on 7.0
+  EXPECT_EQ(backend::cuda::bestMember(std::vector{member(ImageFormat::Cubin, "sm_90")}, 90, true), nullptr);
+}
+
+TEST(CudaFatbinMember, LtoIrCompilesForItsOwnVersionAndLaterOnes) {
+  EXPECT_TRUE(backend::cuda::hasLtoIrFor(std::vector{member(ImageFormat::LtoIr, "lto_90")}, 90));
+  EXPECT_TRUE(backend::cuda::hasLtoIrFor(std::vector{member(ImageFormat::LtoIr, "lto_80")}, 90));
+  EXPECT_FALSE(backend::cuda::hasLtoIrFor(std::vector{member(ImageFormat::LtoIr, "lto_90")}, 80));
+  EXPECT_FALSE(backend::cuda::hasLtoIrFor(std::vector{member(ImageFormat::LtoIr, "lto_90a")}, 100));
+  EXPECT_FALSE(backend::cuda::hasLtoIrFor(
+      std::vector{member(ImageFormat::Ptx, "compute_90"), member(ImageFormat::Cubin, "sm_90")}, 90));
+}
+
 TEST(CudaLinkLog, UndefinedReferenceBecomesDevdlsMessage) {
   EXPECT_EQ(describeLinkLog(kUndefinedLog), "app.cubin: image 0 (cubin): undefined device symbol `LibDeviceFunc`");
 }

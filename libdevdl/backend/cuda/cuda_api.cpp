@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_api.h"
 #include "support/driver_library.h"
+#include "support/error.h"
 
 namespace devdl::backend::cuda {
 
@@ -35,6 +36,10 @@ std::string errorName(CUresult code) {
   if (driver) return nameOf(*driver, code);
   llvm::consumeError(driver.takeError());
   return "CUDA error (" + std::to_string(code) + ")";
+}
+
+llvm::Error cudaFailure(const llvm::Twine &what, CUresult code) {
+  return fail(ErrorCode::Unsupported, what + " failed: " + errorName(code));
 }
 
 }  // namespace devdl::backend::cuda

@@ -17,6 +17,9 @@ llvm::Expected<const Api &> api();
 /// "CUDA_ERROR_INVALID_IMAGE (200)".
 std::string errorName(CUresult code);
 
+/// An Unsupported error: "WHAT failed: " and the code's name.
+llvm::Error cudaFailure(const llvm::Twine &what, CUresult code);
+
 /// Makes a context current on this thread for the driver calls of one scope.
 class ContextScope {
  public:

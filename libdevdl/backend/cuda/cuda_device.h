@@ -9,6 +9,7 @@
 #include "backend/cuda/nvjitlink.h"
 #include "backend/cuda/program_parts.h"
 #include "backend/cuda/toolkit.h"
+#include "image/readers.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Error.h>
@@ -28,6 +29,15 @@ namespace devdl::backend::cuda {
 /// or a later version (JIT), an arch-specific `a` target only on its own version; a fatbin when
 /// one of its members does (`arch` lists them: "sm_80,sm_90,compute_90").
 bool runsOn(ImageFormat format, std::string_view arch, int sm);
+
+/// The member of a fat binary a device of compute capability `sm` is given: a cubin of the highest
+/// version that runs there, else PTX of the highest; with `ptxOnly`, PTX alone. Null where none of
+/// `members` runs there.
+const readers::FatbinMember *bestMember(std::span<const readers::FatbinMember> members, int sm, bool ptxOnly);
+
+/// Whether one of `members` is LTO-IR that compiles for `sm` (for its own version and later ones,
+/// as PTX does).
+bool hasLtoIrFor(std::span<const readers::FatbinMember> members, int sm);
 
 /// Rewrites the driver's or nvJitLink's link log for messages: each "Undefined reference to 'S'
 /// in 'L'" becomes devdl's "L: undefined device symbol `S`" (devdl names each input by its label),
@@ -116,19 +126,27 @@ class Device final : public backend::Device {
   /// cuLink, and nvJitLink for programs with LTO-IR or much PTX where findNvJitLink finds it; with
   /// DEVDL_CUDA_LINKER=culink cuLink alone, =nvjitlink nvJitLink for every program (required).
   /// DEVDL_LTO=0 links LTO-IR images from their PTX instead.
-  std::string_view linkMethod() const override { return linkMethod_; }
+  std::string_view linkMethod() const override { return linkers_.method; }
   void native(devdl_native &out) const override;
 
  private:
   Device(const Api &api, CUdevice device, CUcontext context, bool primary);
 
-  const Api &api_;
-  CUdevice device_;
-  CUcontext context_;
-  bool primary_;  // a primary context devdl retained, released with this object
+  struct ReadyInputs;  // what the driver is given (cuda_link.cpp)
+
   /// link()'s binary: one cubin, or the modules of a program linked in parts (packModules); one
-  /// cubin with kRuntimeAnchor in it `forRuntime`.
-  llvm::Expected<std::string> linkBinary(std::span<const LinkInput> inputs, bool forRuntime);
+  /// cubin with kRuntimeAnchor in it `forRuntime`. Its phases are in cuda_link.cpp.
+  llvm::Expected<std::string> linkBinary(std::span<const LinkInput> given, bool forRuntime);
+  // The fatbin `input` as the member of it this device is given, read into `scratch`; none where
+  // it goes whole (its LTO-IR optimized with the others', `ltoIr` then set; its member in NVIDIA's
+  // compression) or is no fatbin.
+  llvm::Expected<std::optional<DeviceImage>> memberFor(const LinkInput &input, Storage &scratch, bool &ltoIr) const;
+  // What devdl links in beside the images: its table of the images' functions, the runtime's
+  // anchor kernel `forRuntime`, the device runtime where an image needs it.
+  llvm::Error addDevdlInputs(ReadyInputs &ready, std::span<const LinkInput> inputs, bool ltoIr,
+                            bool forRuntime) const;
+  // The driver's cuLink over inputs made ready, of a plan of `images`: one cubin.
+  llvm::Expected<std::string> linkWithCuLink(std::span<const JitInput> ready, size_t images) const;
   // The nvJitLink path of linkBinary, from inputs made ready as for cuLink, on `threads`
   // (DEVDL_JOBS): one cubin, or (unless `whole`) the modules of a program linked in parts.
   llvm::Expected<std::string> linkWithJit(std::span<const JitInput> inputs, bool lto, unsigned threads,
@@ -136,14 +154,23 @@ class Device final : public backend::Device {
   // The modules of a program linked in parts, loaded, each answering for its part's names.
   llvm::Expected<std::unique_ptr<backend::Program>> loadModules(std::span<const PartModule> modules);
 
+  /// The linkers the device may use, as found when it was opened.
+  struct Linkers {
+    std::optional<NvJitLinkFile> jitLink;            // nvJitLink, where the device may link with it
+    std::optional<DeviceRuntimeFile> deviceRuntime;  // libcudadevrt.a, where the toolkit has it
+    bool jitAlways = false;                          // DEVDL_CUDA_LINKER=nvjitlink: for every program
+    std::string error;  // why not, where DEVDL_CUDA_LINKER=nvjitlink asked for it
+    bool lto = true;
+    std::string method;  // linkMethod()
+  };
+
+  const Api &api_;
+  CUdevice device_;
+  CUcontext context_;
+  bool primary_;  // a primary context devdl retained, released with this object
   int sm_ = 0;
   std::string name_;
-  std::optional<NvJitLinkFile> jitLink_;  // nvJitLink, where the device may link with it
-  std::optional<DeviceRuntimeFile> deviceRuntime_;  // libcudadevrt.a, where the toolkit has it
-  bool jitAlways_ = false;                // DEVDL_CUDA_LINKER=nvjitlink: for every program
-  std::string linkerError_;               // why not, where DEVDL_CUDA_LINKER=nvjitlink asked for it
-  bool lto_ = true;
-  std::string linkMethod_;
+  Linkers linkers_;
   std::string identity_;  // made when the device is opened: the driver's answers do not change
 };
 
