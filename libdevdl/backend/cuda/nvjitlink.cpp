@@ -128,71 +128,110 @@ llvm::Expected<std::string> nvJitLinkVersion(const NvJitLinkFile &file) {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+namespace {
+
+// One nvJitLink handle, destroyed with this object, and what it logs.
+class JitLink {
+ public:
+  explicit JitLink(const JitApi &jit) : jit_(jit) {}
+  JitLink(const JitLink &) = delete;
+  JitLink &operator=(const JitLink &) = delete;
+  ~JitLink() {
+    if (handle_) jit_.destroy(&handle_);
+  }
+
+  // nvJitLinkCreate for `sm`, -lto where `lto`, with -no-cache and `more` (-time where `timed`); an
+  // nvJitLink that refuses one of those links without them.
+  llvm::Error create(int sm, bool lto, std::span<const std::string> more, bool timed) {
+    const std::vector<std::string> given = optionList(sm, lto);
+    std::vector<const char *> options;
+    for (const std::string &option : given) options.push_back(option.c_str());
+    const size_t required = options.size();
+    options.push_back("-no-cache");
+    for (const std::string &option : more) options.push_back(option.c_str());
+    if (timed) options.push_back("-time");
+    nvJitLinkResult err = jit_.create(&handle_, options.size(), options.data());
+    if (err == kUnrecognizedOption || err == kIncompatibleOptions) err = jit_.create(&handle_, required, options.data());
+    if (err != 0)
+      return fail(ErrorCode::Unsupported, "nvJitLinkCreate (" + nvJitLinkOptions(sm, lto) + ") failed: error " +
+                                              llvm::Twine(err));
+    return llvm::Error::success();
+  }
+
+  llvm::Error add(const JitInput &input) {
+    const nvJitLinkInputType type = input.kind == JitInputKind::Cubin ? NVJITLINK_INPUT_CUBIN
+                                    : input.kind == JitInputKind::Ptx ? NVJITLINK_INPUT_PTX
+                                                                      : NVJITLINK_INPUT_FATBIN;
+    nvJitLinkResult err = jit_.addData(handle_, type, input.data.data(), input.data.size(), input.label->c_str());
+    if (err == 0) return llvm::Error::success();
+    const std::string text = errors();
+    return fail(ErrorCode::Unsupported, *input.label + ": nvJitLinkAddData failed: error " + std::to_string(err) +
+                                            (text.empty() ? "" : "\n" + text));
+  }
+
+  // nvJitLinkComplete; `options` name the link in its error.
+  llvm::Error complete(const std::string &options) {
+    nvJitLinkResult err = jit_.complete(handle_);
+    if (err == 0) return llvm::Error::success();
+    const std::string text = errors();
+    const bool undefined = text.find("undefined device symbol `") != std::string::npos;
+    return fail(undefined ? ErrorCode::Unresolved : ErrorCode::Unsupported,
+                (text.empty() ? "" : text + "\n") + "nvJitLinkComplete (" + options + ") failed: error " +
+                    std::to_string(err));
+  }
+
+  // What -time logged, "nvJitLinkComplete time to create PTX: 490.014008" and the like: one line.
+  std::string times() const {
+    std::string out;
+    llvm::SmallVector<llvm::StringRef, 4> lines;
+    const std::string info = read(jit_.infoLogSize, jit_.infoLog);
+    llvm::StringRef(info).split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      if (line.contains(" time ")) out += (out.empty() ? "" : "; ") + line.trim().str();
+    return out;
+  }
+
+  llvm::Expected<std::string> linkedCubin() const {
+    size_t size = 0;
+    if (nvJitLinkResult err = jit_.cubinSize(handle_, &size); err != 0)
+      return fail(ErrorCode::Unsupported, "nvJitLinkGetLinkedCubinSize failed: error " + llvm::Twine(err));
+    std::string cubin(size, '\0');
+    if (nvJitLinkResult err = jit_.cubin(handle_, cubin.data()); err != 0)
+      return fail(ErrorCode::Unsupported, "nvJitLinkGetLinkedCubin failed: error " + llvm::Twine(err));
+    return cubin;
+  }
+
+ private:
+  // Its error log, in devdl's words (describeLinkLog).
+  std::string errors() const { return describeLinkLog(read(jit_.errorLogSize, jit_.errorLog)); }
+
+  template <typename Size, typename Get>
+  std::string read(Size logSize, Get getLog) const {
+    size_t size = 0;
+    if (logSize(handle_, &size) != 0 || size == 0) return std::string();
+    std::string text(size, '\0');
+    if (getLog(handle_, text.data()) != 0) return std::string();
+    text.resize(std::strlen(text.c_str()));
+    return text;
+  }
+
+  const JitApi &jit_;
+  nvJitLinkHandle handle_ = nullptr;
+};
+
+}  // namespace
+
 llvm::Expected<std::string> linkWithNvJitLink(const NvJitLinkFile &file, std::span<const JitInput> inputs, int sm,
                                               bool lto, std::span<const std::string> more, std::string *times) {
   auto loaded = api(file);
   if (!loaded) return loaded.takeError();
-  const JitApi &jit = *loaded;
-  const std::vector<std::string> given = optionList(sm, lto);
-  std::vector<const char *> options;
-  for (const std::string &option : given) options.push_back(option.c_str());
-  const size_t required = options.size();
-  options.push_back("-no-cache");
-  for (const std::string &option : more) options.push_back(option.c_str());
-  if (times) options.push_back("-time");
-  nvJitLinkHandle handle = nullptr;
-  nvJitLinkResult err = jit.create(&handle, options.size(), options.data());
-  if (err == kUnrecognizedOption || err == kIncompatibleOptions) err = jit.create(&handle, required, options.data());
-  if (err != 0)
-    return fail(ErrorCode::Unsupported, "nvJitLinkCreate (" + nvJitLinkOptions(sm, lto) + ") failed: error " +
-                                            llvm::Twine(err));
-  struct Destroy {
-    const JitApi &jit;
-    nvJitLinkHandle handle;
-    ~Destroy() { jit.destroy(&handle); }
-  } destroy{jit, handle};
-  auto read = [&](auto logSize, auto getLog) {
-    size_t size = 0;
-    if (logSize(handle, &size) != 0 || size == 0) return std::string();
-    std::string text(size, '\0');
-    if (getLog(handle, text.data()) != 0) return std::string();
-    text.resize(std::strlen(text.c_str()));
-    return text;
-  };
-  auto log = [&] { return describeLinkLog(read(jit.errorLogSize, jit.errorLog)); };
-  for (const JitInput &input : inputs) {
-    const nvJitLinkInputType type = input.kind == JitInputKind::Cubin ? NVJITLINK_INPUT_CUBIN
-                                    : input.kind == JitInputKind::Ptx ? NVJITLINK_INPUT_PTX
-                                                                      : NVJITLINK_INPUT_FATBIN;
-    if (nvJitLinkResult err = jit.addData(handle, type, input.data.data(), input.data.size(), input.label->c_str());
-        err != 0) {
-      const std::string text = log();
-      return fail(ErrorCode::Unsupported, *input.label + ": nvJitLinkAddData failed: error " + std::to_string(err) +
-                                              (text.empty() ? "" : "\n" + text));
-    }
-  }
-  if (nvJitLinkResult err = jit.complete(handle); err != 0) {
-    const std::string text = log();
-    const bool undefined = text.find("undefined device symbol `") != std::string::npos;
-    return fail(undefined ? ErrorCode::Unresolved : ErrorCode::Unsupported,
-                (text.empty() ? "" : text + "\n") + "nvJitLinkComplete (" + nvJitLinkOptions(sm, lto) +
-                    ") failed: error " + std::to_string(err));
-  }
-  if (times) {
-    // "nvJitLinkComplete time to create PTX: 490.014008" and the like: one line.
-    llvm::SmallVector<llvm::StringRef, 4> lines;
-    const std::string info = read(jit.infoLogSize, jit.infoLog);
-    llvm::StringRef(info).split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines)
-      if (line.contains(" time ")) *times += (times->empty() ? "" : "; ") + line.trim().str();
-  }
-  size_t size = 0;
-  if (nvJitLinkResult err = jit.cubinSize(handle, &size); err != 0)
-    return fail(ErrorCode::Unsupported, "nvJitLinkGetLinkedCubinSize failed: error " + llvm::Twine(err));
-  std::string cubin(size, '\0');
-  if (nvJitLinkResult err = jit.cubin(handle, cubin.data()); err != 0)
-    return fail(ErrorCode::Unsupported, "nvJitLinkGetLinkedCubin failed: error " + llvm::Twine(err));
-  return cubin;
+  JitLink link(*loaded);
+  if (llvm::Error err = link.create(sm, lto, more, times != nullptr)) return err;
+  for (const JitInput &input : inputs)
+    if (llvm::Error err = link.add(input)) return err;
+  if (llvm::Error err = link.complete(nvJitLinkOptions(sm, lto))) return err;
+  if (times) *times = link.times();
+  return link.linkedCubin();
 }
 
 }  // namespace devdl::backend::cuda
