@@ -118,124 +118,169 @@ llvm::Expected<std::unique_ptr<backend::Program>> withCellsSet(llvm::Expected<st
 
 }  // namespace
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t nanosecondsSince(Clock::time_point since) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
+}
+
+// One call of ProgramCache::build: what it was asked, and its phases in the order it tries them.
+class Building {
+ public:
+  Building(backend::Device &device, std::span<const backend::LinkInput> inputs,
+           std::span<const InstanceAddress> instances, bool keepBinary, const backend::RuntimeLoad *runtime)
+      : device_(device), inputs_(inputs), instances_(instances), keepBinary_(keepBinary), runtime_(runtime) {}
+
+  // Another device of this model linked it in this process: its binary is this device's too.
+  std::optional<Built> fromSameModel(const SameModel &sameModel) const {
+    auto loaded = withCellsSet(device_.load(*sameModel.binary), instances_);
+    if (loaded) return Built{std::move(*loaded), sameModel.source, sameModel.binary};
+    if (Debug::get().on(Debug::Statistics))
+      Debug::get().print(sameModel.source + ": refused by " + device_.name() + ": " + llvm::toString(loaded.takeError()));
+    else
+      llvm::consumeError(loaded.takeError());
+    return std::nullopt;
+  }
+
+  // The store's entry for the plan, where it has one or another process stores one while this one
+  // waits its turn (the build lock, held then until the program built here is stored).
+  std::optional<Built> fromStore(store::BinaryStore &binaries, const ProgramKey &key) {
+    storeKey_ = key.storeKey(device_.identity());
+    const auto start = Clock::now();
+    std::optional<store::Entry> entry = binaries.load(*storeKey_);
+    bool awaited = false;  // the entry came after the miss: another process's, or remote
+    if (!entry) {
+      if (Debug::get().on(Debug::Statistics) && binaries.enabled())
+        Debug::get().print("cache: miss " + storeKey_->hex() + " for " + inputs_.front().label);
+      // Another process may be building it: its entry, once stored, beats building it again.
+      store::BuildTurn turn = binaries.awaitTurn(*storeKey_);
+      awaited = turn.entry.has_value();
+      entry = std::move(turn.entry);
+      if (!awaited) lock_ = std::move(turn.lock);  // else let go now: the others waiting find the entry too
+    }
+    if (!entry) return std::nullopt;
+    // What came after the miss was reported by the store (the wait, the remote store).
+    const uint64_t read = awaited ? 0 : nanosecondsSince(start);
+    const auto loading = Clock::now();
+    std::shared_ptr<const std::string> keep;
+    auto loaded = withCellsSet(load(keep, entry->binary()), instances_);
+    if (loaded) {
+      const uint64_t load = nanosecondsSince(loading);
+      binaries.saved(entry->buildNanoseconds, read + load);
+      if (Debug::get().on(Debug::Statistics))
+        Debug::get().print("cache: hit " + storeKey_->hex() + " for " + inputs_.front().label + ": " +
+                           std::to_string(entry->binary().size()) + " bytes " +
+                           (awaited ? "from " + std::string(entry->source)
+                                    : "read and verified in " + llvm::formatv("{0:f1}", read / 1e3).str() + " us") +
+                           ", loaded by the driver in " + llvm::formatv("{0:f1}", load / 1e3).str() + " us");
+      return Built{std::move(*loaded), std::string(entry->source), keep ? keep : kept(entry->binary())};
+    }
+    llvm::Error refused = loaded.takeError();
+    // A sound entry this process cannot take now (the address its variables were placed at is
+    // another program's here) stays for the others; the program built instead is not stored.
+    busy_ = hasCode(refused, ErrorCode::Busy);
+    const std::string why = "refused by " + device_.name() + ": " + llvm::toString(std::move(refused));
+    if (busy_)
+      binaries.unusable(*storeKey_, why);
+    else
+      binaries.discard(*storeKey_, why);
+    return std::nullopt;
+  }
+
+  // The images to link as the link takes them: those taken from their files' summaries read now,
+  // for this link only; and every image checked, those of bundles that recorded their symbols too,
+  // and linked as the reader leaves it (its bytes in this host's order, laid out as SPIR-V asks);
+  // one the SPIR-V validator could not vouch for is linked as such (DeviceImage::unvalidated).
+  llvm::Error readInputs() {
+    linked_.assign(inputs_.begin(), inputs_.end());
+    for (backend::LinkInput &input : linked_) {
+      if (!input.image->unread) continue;
+      auto image = readUnread(*input.image, files_);
+      if (!image) return inImage(image.takeError(), input.label);
+      input.image = &read_.emplace_back(std::move(*image));
+    }
+    // The copy's other views are of the image's own storage, which the image keeps.
+    for (backend::LinkInput &input : linked_) {
+      auto checked = checkImage(*input.image);
+      if (!checked) return inImage(checked.takeError(), input.label);
+      if (!*checked) continue;
+      DeviceImage &copy = read_.emplace_back(*input.image);
+      copy.bytes = (*checked)->bytes;
+      if (copy.unvalidated.empty()) copy.unvalidated = (*checked)->unvalidated;
+      copy.storage = (*checked)->storage;  // holds the bytes and the verdict read now
+      input.image = &copy;
+    }
+    return llvm::Error::success();
+  }
+
+  // The program linked by the device, and stored where the store takes it.
+  llvm::Expected<Built> link(store::BinaryStore &binaries) {
+    // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored, or
+    // kept for another device of the model.
+    const bool storing = storeKey_ && binaries.enabled() && !busy_;
+    const bool asking = storing || keepBinary_;
+    std::string binary;
+    const auto start = Clock::now();
+    if (runtime_) {
+      auto linkedBinary = device_.linkForRuntime(linked_);
+      if (!linkedBinary) return linkedBinary.takeError();
+      binary = std::move(*linkedBinary);
+    }
+    std::shared_ptr<const std::string> keep;
+    auto built = withCellsSet(runtime_ ? load(keep, binary) : device_.link(linked_, asking ? &binary : nullptr),
+                              instances_);
+    if (!built) return built.takeError();
+    if (storing && !binary.empty()) {
+      std::string description = device_.name();
+      for (const backend::LinkInput &input : linked_) description += "\n" + input.label;
+      binaries.store(*storeKey_, description, binary, nanosecondsSince(start));
+    }
+    return Built{std::move(*built), {}, keep ? keep : kept(binary)};
+  }
+
+ private:
+  std::shared_ptr<const std::string> kept(std::string_view binary) const {
+    return (keepBinary_ || runtime_) && !binary.empty() ? std::make_shared<const std::string>(binary) : nullptr;
+  }
+
+  // The runtime reads the binary it loads while the program lives: it loads the copy kept.
+  llvm::Expected<std::unique_ptr<backend::Program>> load(std::shared_ptr<const std::string> &keep,
+                                                        std::string_view binary) const {
+    if (!runtime_) return device_.load(binary);
+    keep = kept(binary);
+    if (!keep) return fail(ErrorCode::Unsupported, "an empty binary");
+    return device_.loadThrough(*keep, *runtime_);
+  }
+
+  backend::Device &device_;
+  std::span<const backend::LinkInput> inputs_;
+  std::span<const InstanceAddress> instances_;
+  bool keepBinary_;
+  const backend::RuntimeLoad *runtime_;
+  std::optional<store::Key> storeKey_;
+  std::unique_ptr<store::BuildLock> lock_;  // held until the program built here is stored
+  bool busy_ = false;  // the entry is sound, but cannot be loaded in this process now
+  std::vector<backend::LinkInput> linked_;
+  std::deque<DeviceImage> read_;
+  UnreadFiles files_;
+};
+
+}  // namespace
+
 llvm::Expected<Built> ProgramCache::build(backend::Device &device, const ProgramKey &key,
                                           std::span<const backend::LinkInput> inputs,
                                           std::span<const InstanceAddress> instances, const SameModel &sameModel,
                                           bool keepBinary, const backend::RuntimeLoad *runtime) {
-  using Clock = std::chrono::steady_clock;
-  auto nanoseconds = [](Clock::time_point since) {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
-  };
-  auto kept = [&](std::string_view binary) {
-    return (keepBinary || runtime) && !binary.empty() ? std::make_shared<const std::string>(binary) : nullptr;
-  };
-  // The runtime reads the binary it loads while the program lives: it loads the copy kept.
-  auto load = [&](std::shared_ptr<const std::string> &keep, std::string_view binary) {
-    if (!runtime) return device.load(binary);
-    keep = kept(binary);
-    if (!keep) return llvm::Expected<std::unique_ptr<backend::Program>>(fail(ErrorCode::Unsupported, "an empty binary"));
-    return device.loadThrough(*keep, *runtime);
-  };
-  // Another device of this model linked it in this process: its binary is this device's too.
-  if (sameModel.binary && !runtime) {
-    auto loaded = withCellsSet(device.load(*sameModel.binary), instances);
-    if (loaded) return Built{std::move(*loaded), sameModel.source, sameModel.binary};
-    if (Debug::get().on(Debug::Statistics))
-      Debug::get().print(sameModel.source + ": refused by " + device.name() + ": " +
-                         llvm::toString(loaded.takeError()));
-    else
-      llvm::consumeError(loaded.takeError());
-  }
+  Building building(device, inputs, instances, keepBinary, runtime);
+  if (sameModel.binary && !runtime)
+    if (std::optional<Built> built = building.fromSameModel(sameModel)) return std::move(*built);
   store::BinaryStore &binaries = store_();
-  std::optional<store::Key> storeKey;
-  std::unique_ptr<store::BuildLock> lock;  // held until the program built here is stored
-  bool awaited = false;              // the entry came after the miss: another process's, or remote
-  bool busy = false;                 // the entry is sound, but cannot be loaded in this process now
-  if (binaries.enabled()) {
-    storeKey = key.storeKey(device.identity());
-    const auto start = Clock::now();
-    std::optional<store::Entry> entry = binaries.load(*storeKey);
-    if (!entry) {
-      if (Debug::get().on(Debug::Statistics) && binaries.enabled())
-        Debug::get().print("cache: miss " + storeKey->hex() + " for " + inputs.front().label);
-      // Another process may be building it: its entry, once stored, beats building it again.
-      store::BuildTurn turn = binaries.awaitTurn(*storeKey);
-      awaited = turn.entry.has_value();
-      entry = std::move(turn.entry);
-      if (!awaited) lock = std::move(turn.lock);  // else let go now: the others waiting find the entry too
-    }
-    if (entry) {
-      // What came after the miss was reported by the store (the wait, the remote store).
-      const uint64_t read = awaited ? 0 : nanoseconds(start);
-      const auto loading = Clock::now();
-      std::shared_ptr<const std::string> keep;
-      auto loaded = withCellsSet(load(keep, entry->binary()), instances);
-      if (loaded) {
-        const uint64_t load = nanoseconds(loading);
-        binaries.saved(entry->buildNanoseconds, read + load);
-        if (Debug::get().on(Debug::Statistics))
-          Debug::get().print("cache: hit " + storeKey->hex() + " for " + inputs.front().label + ": " +
-                             std::to_string(entry->binary().size()) + " bytes " +
-                             (awaited ? "from " + std::string(entry->source)
-                                   : "read and verified in " + llvm::formatv("{0:f1}", read / 1e3).str() + " us") +
-                             ", loaded by the driver in " + llvm::formatv("{0:f1}", load / 1e3).str() + " us");
-        return Built{std::move(*loaded), std::string(entry->source), keep ? keep : kept(entry->binary())};
-      }
-      llvm::Error refused = loaded.takeError();
-      // A sound entry this process cannot take now (the address its variables were placed at is
-      // another program's here) stays for the others; the program built instead is not stored.
-      busy = hasCode(refused, ErrorCode::Busy);
-      const std::string why = "refused by " + device.name() + ": " + llvm::toString(std::move(refused));
-      if (busy)
-        binaries.unusable(*storeKey, why);
-      else
-        binaries.discard(*storeKey, why);
-    }
-  }
-  // Asking for the binary costs (PoCL compiles the kernels for it): only when it is stored, or
-  // kept for another device of the model.
-  const bool storing = storeKey && binaries.enabled() && !busy;
-  const bool asking = storing || keepBinary;
-  // The images taken from their files' summaries are read now, for this link only.
-  std::vector<backend::LinkInput> linked(inputs.begin(), inputs.end());
-  std::deque<DeviceImage> read;
-  UnreadFiles files;
-  for (backend::LinkInput &input : linked) {
-    if (!input.image->unread) continue;
-    auto image = readUnread(*input.image, files);
-    if (!image) return inImage(image.takeError(), input.label);
-    input.image = &read.emplace_back(std::move(*image));
-  }
-  // And every image checked, those of bundles that recorded their symbols too, and linked as the
-  // reader leaves it (its bytes in this host's order, laid out as SPIR-V asks); one the SPIR-V
-  // validator could not vouch for is linked as such (DeviceImage::unvalidated). The copy's
-  // other views are of the image's own storage, which the image keeps.
-  for (backend::LinkInput &input : linked) {
-    auto checked = checkImage(*input.image);
-    if (!checked) return inImage(checked.takeError(), input.label);
-    if (!*checked) continue;
-    DeviceImage &copy = read.emplace_back(*input.image);
-    copy.bytes = (*checked)->bytes;
-    if (copy.unvalidated.empty()) copy.unvalidated = (*checked)->unvalidated;
-    copy.storage = (*checked)->storage;  // holds the bytes and the verdict read now
-    input.image = &copy;
-  }
-  std::string binary;
-  const auto start = Clock::now();
-  if (runtime) {
-    auto linkedBinary = device.linkForRuntime(linked);
-    if (!linkedBinary) return linkedBinary.takeError();
-    binary = std::move(*linkedBinary);
-  }
-  std::shared_ptr<const std::string> keep;
-  auto built = withCellsSet(runtime ? load(keep, binary) : device.link(linked, asking ? &binary : nullptr), instances);
-  if (!built) return built.takeError();
-  if (storing && !binary.empty()) {
-    std::string description = device.name();
-    for (const backend::LinkInput &input : linked) description += "\n" + input.label;
-    binaries.store(*storeKey, description, binary, nanoseconds(start));
-  }
-  return Built{std::move(*built), {}, keep ? keep : kept(binary)};
+  if (binaries.enabled())
+    if (std::optional<Built> built = building.fromStore(binaries, key)) return std::move(*built);
+  if (llvm::Error err = building.readInputs()) return err;
+  return building.link(binaries);
 }
 
 LinkedProgram *ProgramCache::add(ProgramKey key, std::vector<uint32_t> images,
