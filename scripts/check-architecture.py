@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """Checks the shape of libdevdl/ that docs/architecture.md draws: each folder includes only its own
-files and those of the folders below it, the includes between files make no cycle, and no file
-is longer than 500 lines. Prints each violation; exits 1 if there is any."""
+files and those of the folders below it, the includes between files make no cycle, no file is
+longer than 500 lines, no function longer than 60 and no class or struct declares more than 30
+members (measured by universal-ctags: its functions' extents, and its members in headers). Prints
+each violation; exits 1 if there is any."""
+import collections
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 # Lowest first: a folder may include its own files and those of the folders before it.
 LAYERS = ["support", "bundle", "image", "host", "resolve", "backend", "store", "cache", "loader", "api"]
 MOST_LINES = 500
+MOST_FUNCTION_LINES = 60
+MOST_MEMBERS = 30
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -57,11 +64,43 @@ def main(root):
     for path in sorted(graph):
         if path not in state:
             visit(path, [])
+    problems += sizes(library, files)
     for problem in problems:
         print(problem)
     if not problems:
-        print(f"{len(files)} files of libdevdl/ in {len(LAYERS)} layers: no upward include, no cycle, none over {MOST_LINES} lines")
+        print(f"{len(files)} files of libdevdl/ in {len(LAYERS)} layers: no upward include, no cycle, none over "
+              f"{MOST_LINES} lines, no function over {MOST_FUNCTION_LINES}, no class over {MOST_MEMBERS} members")
     return 1 if problems else 0
+
+
+def sizes(library, files):
+    """The functions over MOST_FUNCTION_LINES lines (from their signature to their closing brace) and
+    the classes and structs that declare over MOST_MEMBERS members (data, functions, prototypes; not
+    the functions they delete), as universal-ctags reads them."""
+    ctags = shutil.which("ctags")
+    if not ctags or "Universal Ctags" not in subprocess.run([ctags, "--version"], capture_output=True,
+                                                            text=True).stdout:
+        return ["no universal-ctags to measure functions and classes with (scripts/setup-debian.sh installs it)"]
+    listing = subprocess.run(
+        [ctags, "-R", "--languages=C++", "--map-C++=+.h", "--kinds-C++=+p-l", "--extras=-q", "--fields=+neKZs",
+         "-x", "--_xformat=%K\t%N\t%{scope}\t%{scopeKind}\t%n\t%{end}\t%F", library],
+        capture_output=True, text=True, check=True).stdout
+    problems = []
+    members = collections.Counter()
+    for line in listing.splitlines():
+        kind, name, scope, scope_kind, start, end, path = line.split("\t")
+        where = os.path.relpath(path, os.path.dirname(library))
+        if kind == "function" and end.isdigit() and int(end) - int(start) + 1 > MOST_FUNCTION_LINES:
+            problems.append(f"{where}:{start}: function {name} has {int(end) - int(start) + 1} lines "
+                            f"(at most {MOST_FUNCTION_LINES})")
+        if kind in ("member", "prototype", "function") and path.endswith(".h") and scope_kind in ("class", "struct"):
+            declaration = files[os.path.relpath(path, library)].splitlines()[int(start) - 1]
+            if "= delete" not in declaration:
+                members[scope] += 1
+    for name, count in sorted(members.items()):
+        if count > MOST_MEMBERS:
+            problems.append(f"class {name} declares {count} members (at most {MOST_MEMBERS})")
+    return problems
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config git file
+  # the architecture check's measure of functions and classes (scripts/check-architecture.py)
+  universal-ctags
   # the linker that lays out the hit path together (libdevdl/hit_path.order)
   lld-15
   # LLVM 15 (Object, BitReader) and the SPIRV-LLVM-Translator built on it: PoCL 3 uses the same LLVM
