@@ -7,7 +7,7 @@
 #   scripts/hit-path.sh count   counts what the seed's hit on CUDA touches for the first time:
 #                               instructions, and cache lines of code and data (bench/README.md)
 #
-# The hits are CUDA's, over a stand-in libcuda.so.1 whose calls do nothing (scripts/hit-path-libcuda.c):
+# The hits are CUDA's, over a stand-in libcuda.so.1 whose calls do nothing (scripts/libcuda-stand-in.c):
 # devdl's own part is what is followed, and no GPU is needed. (PoCL here takes SPIR, which the
 # portable build translates to in another process, so OpenCL's hit is not followed; the loader and the cache,
 # most of a hit, are the same.) Needs nvcc (/usr/local/cuda) for the test cubins, as
@@ -36,7 +36,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cc -shared -fPIC -O2 -o "$work/libcuda.so.1" scripts/hit-path-libcuda.c
+cc -shared -fPIC -O2 -o "$work/libcuda.so.1" scripts/libcuda-stand-in.c
 
 # follow OUT BACKEND LIB APP [valgrind's options]: one process fills a fresh cache, then the hit
 # runs under callgrind, which counts only inside device_dlopen and device_dlsym.

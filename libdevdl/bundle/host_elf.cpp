@@ -236,7 +236,7 @@ llvm::Expected<std::vector<std::string>> cudaModuleIds(Bytes file) {
     if (!isElf(file)) return fail(ErrorCode::BadFormat, "neither an ELF object nor a static library");
     auto object = elfObject(file, "");
     if (!object) return fail(ErrorCode::BadFormat, llvm::toString(object.takeError()));
-    if (llvm::Error err = addModuleIds(**object, ids, "the object")) return std::move(err);
+    if (llvm::Error err = addModuleIds(**object, ids, "the object")) return err;
     return ids;
   }
   auto members = archiveMembers(file);
@@ -247,7 +247,7 @@ llvm::Expected<std::vector<std::string>> cudaModuleIds(Bytes file) {
     const std::string name = "member " + member.name;
     auto object = elfObject(member.bytes, member.name);
     if (!object) return fail(ErrorCode::BadFormat, name + ": " + llvm::toString(object.takeError()));
-    if (llvm::Error err = addModuleIds(**object, ids, name)) return std::move(err);
+    if (llvm::Error err = addModuleIds(**object, ids, name)) return err;
   }
   return ids;
 }

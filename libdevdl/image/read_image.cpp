@@ -111,7 +111,7 @@ llvm::Expected<std::vector<DeviceImage>> imagesOfElf(Bytes bytes, std::shared_pt
     for (auto &[index, why] : bundlePast) past->emplace_back(images.size() + index, std::move(why));
     for (auto &image : *more) images.push_back(std::move(image));
   }
-  if (llvm::Error err = addFatbinImages(*fatbinSections, storage, images, past)) return std::move(err);
+  if (llvm::Error err = addFatbinImages(*fatbinSections, storage, images, past)) return err;
   return images;
 }
 

@@ -54,8 +54,13 @@ spv_result_t visit(void *user, const spv_parsed_instruction_t *inst) {
   Function &function = scan.functions.back();
   if (opcode == SpvOpLabel || opcode == SpvOpFunctionEnd) {
     if (!function.blocks.empty()) function.blocks.back().end = at;
-    if (opcode == SpvOpLabel) function.blocks.push_back({.begin = at, .end = 0, .label = inst->result_id});
-    else scan.inFunction = false;
+    if (opcode == SpvOpLabel) {
+      Block &block = function.blocks.emplace_back();
+      block.begin = at;
+      block.label = inst->result_id;
+    } else {
+      scan.inFunction = false;
+    }
     return SPV_SUCCESS;
   }
   if (function.blocks.empty() || opcode == SpvOpLine || opcode == SpvOpNoLine) return SPV_SUCCESS;

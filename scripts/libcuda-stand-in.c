@@ -1,14 +1,33 @@
-// A stand-in libcuda.so.1 for scripts/hit-path.sh, not a driver: every call succeeds and does
-// nothing, so that valgrind can follow devdl's CUDA hit path on a machine without an NVIDIA GPU.
-// No test uses it. It has the calls devdl and bench_cache's child make, with the driver's names
-// (the _v2 entry points where cuda.h maps a name to one).
+// A stand-in libcuda.so.1, not a driver: every call succeeds and does nothing, so that devdl's CUDA
+// paths run on a machine without an NVIDIA GPU: scripts/hit-path.sh follows its hit path under
+// valgrind; scripts/cuda-link-record.sh records what devdl gives the driver (with
+// DEVDL_STAND_IN_RECORD=DIR: each cuLinkAddData's input, named, and each module cuModuleLoadData
+// loads, one file each in DIR, numbered in call order). No test uses it. It has the calls devdl
+// and bench_cache's child make, with the driver's names (the _v2 entry points where cuda.h maps a
+// name to one).
 #include <stddef.h>
 #include <stdlib.h>
+#include <elf.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef int CUresult;  // CUDA_SUCCESS is 0
 static char context, module, function, linkState;
 static char linked[64];
+static int recorded;
+
+// Writes `size` bytes at `data` to DEVDL_STAND_IN_RECORD/NNN-WHAT, after a line naming it.
+static void record(const char *what, const void *data, size_t size, const char *name) {
+  const char *dir = getenv("DEVDL_STAND_IN_RECORD");
+  if (!dir) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%03d-%s", dir, recorded++, what);
+  FILE *file = fopen(path, "wb");
+  if (!file) return;
+  if (name) fprintf(file, "%s\n", name);
+  fwrite(data, 1, size, file);
+  fclose(file);
+}
 
 CUresult cuInit(unsigned flags) { return 0; }
 CUresult cuDriverGetVersion(int *version) { *version = 13000; return 0; }
@@ -34,6 +53,9 @@ CUresult cuCtxSynchronize(void) { return 0; }
 CUresult cuLinkCreate_v2(unsigned n, void *options, void **values, void **state) { *state = &linkState; return 0; }
 CUresult cuLinkAddData_v2(void *state, int type, void *data, size_t size, const char *name, unsigned n,
                           void *options, void **values) {
+  char what[32];
+  snprintf(what, sizeof what, "input-type%d", type);
+  record(what, data, size, name);
   return 0;
 }
 CUresult cuLinkAddFile_v2(void *state, int type, const char *path, unsigned n, void *options, void **values) {
@@ -46,13 +68,22 @@ CUresult cuLinkComplete(void *state, void **out, size_t *size) {
   return 0;
 }
 CUresult cuLinkDestroy(void *state) { return 0; }
-CUresult cuModuleLoadData(void **mod, const void *image) { *mod = &module; return 0; }
+// A module is a cubin (an ELF file, whose section headers end it), or devdl's packed parts.
+CUresult cuModuleLoadData(void **mod, const void *image) {
+  const Elf64_Ehdr *elf = image;
+  if (memcmp(elf->e_ident, ELFMAG, SELFMAG) == 0)
+    record("module", image, elf->e_shoff + (size_t)elf->e_shnum * elf->e_shentsize, NULL);
+  else
+    record("module-not-a-cubin", image, 16, NULL);
+  *mod = &module;
+  return 0;
+}
 CUresult cuModuleUnload(void *mod) { return 0; }
 CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) { *fn = &function; return 0; }
 CUresult cuFuncGetModule(void **mod, void *fn) { *mod = &module; return 0; }
 CUresult cuModuleGetGlobal_v2(unsigned long long *address, size_t *size, void *mod, const char *name) {
   *address = 0x1000;
-  *size = 4;
+  *size = 64;  // room for a cell's address
   return 0;
 }
 CUresult cuMemAlloc_v2(unsigned long long *pointer, size_t size) {
