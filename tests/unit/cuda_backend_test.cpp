@@ -1,8 +1,10 @@
 // The parts of the CUDA backend that need no GPU: the driver's architecture rules as devdl
 // applies them to candidates, the driver's link log in devdl's words, and linking with nvJitLink
 // (a compiler library: it links for an sm_90 device on a machine without one).
+#include "backend/cuda/architecture.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/function_table.h"
+#include "backend/cuda/link_log.h"
 #include "backend/cuda/nvjitlink.h"
 #include "backend/cuda/program_parts.h"
 #include "backend/cuda/toolkit.h"

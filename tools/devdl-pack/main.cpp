@@ -4,7 +4,7 @@
 // Image options apply to the input file that follows them (to every image of it, when it is a
 // bundle or host file), so that one command packs a library's images with their own settings.
 #include "backend/backend.h"
-#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/architecture.h"
 #include "backend/registry.h"
 #include "backend/spirv/translation.h"
 #include "bundle/host_elf.h"

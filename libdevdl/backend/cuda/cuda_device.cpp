@@ -1,3 +1,6 @@
+// A CUDA device opened through the driver API: what it is (name, compute capability, aspects), the
+// linkers it may use, found as it opens (cuda_link.cpp links with them), the images it takes
+// (architecture.h), and programs loaded from their binaries.
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/function_table.h"
 #include "backend/cuda/toolkit.h"
@@ -22,106 +25,6 @@
 #include <vector>
 
 namespace devdl::backend::cuda {
-
-namespace {
-
-// "sm_90", "compute_90", "lto_90", "sm_90a": the version (90) and the suffix ('a', 'f' or 0).
-struct Arch {
-  int version;
-  char suffix;
-};
-std::optional<Arch> parseArch(llvm::StringRef arch) {
-  if (!arch.consume_front("sm_") && !arch.consume_front("compute_") && !arch.consume_front("lto_"))
-    return std::nullopt;
-  char suffix = 0;
-  if (!arch.empty() && (arch.back() == 'a' || arch.back() == 'f')) {
-    suffix = arch.back();
-    arch = arch.drop_back();
-  }
-  int version;
-  if (arch.getAsInteger(10, version) || version <= 0) return std::nullopt;
-  return Arch{version, suffix};
-}
-
-bool cubinRunsOn(const Arch &a, int sm) {
-  if (a.suffix == 'a') return a.version == sm;
-  return a.version / 10 == sm / 10 && a.version <= sm;
-}
-
-bool ptxRunsOn(const Arch &a, int sm) {
-  if (a.suffix == 'a') return a.version == sm;
-  if (a.suffix == 'f') return a.version / 10 == sm / 10 && a.version <= sm;
-  return a.version <= sm;
-}
-
-}  // namespace
-
-bool runsOn(ImageFormat format, std::string_view arch, int sm) {
-  if (format == ImageFormat::Fatbin) {
-    llvm::SmallVector<llvm::StringRef, 8> members;
-    llvm::StringRef(arch.data(), arch.size()).split(members, ',', -1, false);
-    // LTO-IR members are left out: nvcc puts PTX beside them, and only nvJitLink reads them.
-    return llvm::any_of(members, [&](llvm::StringRef member) {
-      return !member.startswith("lto_") &&
-             runsOn(member.startswith("compute_") ? ImageFormat::Ptx : ImageFormat::Cubin, member, sm);
-    });
-  }
-  auto parsed = parseArch(llvm::StringRef(arch.data(), arch.size()));
-  if (!parsed) return false;
-  if (format == ImageFormat::Cubin) return cubinRunsOn(*parsed, sm);
-  if (format == ImageFormat::Ptx) return ptxRunsOn(*parsed, sm);
-  return false;
-}
-
-const readers::FatbinMember *bestMember(std::span<const readers::FatbinMember> members, int sm, bool ptxOnly) {
-  const readers::FatbinMember *best = nullptr;
-  auto version = [](const readers::FatbinMember &m) { return parseArch(m.arch)->version; };
-  for (const readers::FatbinMember &m : members) {
-    if (m.format == ImageFormat::Unknown || !runsOn(m.format, m.arch, sm)) continue;
-    if (ptxOnly && m.format != ImageFormat::Ptx) continue;
-    const bool better = !best || (m.format == ImageFormat::Cubin && best->format == ImageFormat::Ptx) ||
-                        (m.format == best->format && version(m) > version(*best));
-    if (better) best = &m;
-  }
-  return best;
-}
-
-bool hasLtoIrFor(std::span<const readers::FatbinMember> members, int sm) {
-  return llvm::any_of(members, [&](const readers::FatbinMember &m) {
-    auto arch = parseArch(m.arch);  // LTO-IR compiles for its own and later versions, as PTX does
-    return m.format == ImageFormat::LtoIr && arch && ptxRunsOn(*arch, sm);
-  });
-}
-
-std::string describeLinkLog(std::string_view log) {
-  std::string out;
-  llvm::SmallVector<llvm::StringRef, 16> lines;
-  llvm::StringRef(log.data(), log.size()).split(lines, '\n', -1, false);
-  for (llvm::StringRef line : lines) {
-    line = line.trim();
-    if (line.consume_front("error")) line = line.ltrim().drop_while([](char c) { return c == ':'; }).ltrim();
-    if (line.empty()) continue;
-    // Undefined reference to 'SYMBOL' in 'INPUT'
-    llvm::StringRef rest = line;
-    if (rest.consume_front("Undefined reference to '")) {
-      auto [symbol, tail] = rest.split("' in '");
-      if (!tail.empty() && tail.consume_back("'")) {
-        out += (out.empty() ? "" : "\n") + tail.str() + ": undefined device symbol `" + symbol.str() + "`";
-        continue;
-      }
-    }
-    // ptxas fatal   : Unresolved extern function 'SYMBOL' (nvJitLink after LTO: no input named)
-    if (size_t at = line.find("Unresolved extern "); at != llvm::StringRef::npos) {
-      auto [before, symbol] = line.drop_front(at).split('\'');
-      if (symbol.consume_back("'")) {
-        out += (out.empty() ? "" : "\n") + std::string("undefined device symbol `") + symbol.str() + "`";
-        continue;
-      }
-    }
-    out += (out.empty() ? "" : "\n") + line.str();
-  }
-  return out;
-}
 
 Device::Device(const Api &api, CUdevice device, CUcontext context, bool primary)
     : api_(api), device_(device), context_(context), primary_(primary) {

@@ -4,12 +4,12 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/cuda/architecture.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/kernel_table.h"
 #include "backend/cuda/nvjitlink.h"
 #include "backend/cuda/program_parts.h"
 #include "backend/cuda/toolkit.h"
-#include "image/readers.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Error.h>
@@ -23,27 +23,6 @@
 #include <vector>
 
 namespace devdl::backend::cuda {
-
-/// Whether code of `format` for `arch` runs on a device of compute capability `sm` (90 for
-/// 9.0): a cubin on the same major version at the same or a higher minor one, PTX on the same
-/// or a later version (JIT), an arch-specific `a` target only on its own version; a fatbin when
-/// one of its members does (`arch` lists them: "sm_80,sm_90,compute_90").
-bool runsOn(ImageFormat format, std::string_view arch, int sm);
-
-/// The member of a fat binary a device of compute capability `sm` is given: a cubin of the highest
-/// version that runs there, else PTX of the highest; with `ptxOnly`, PTX alone. Null where none of
-/// `members` runs there.
-const readers::FatbinMember *bestMember(std::span<const readers::FatbinMember> members, int sm, bool ptxOnly);
-
-/// Whether one of `members` is LTO-IR that compiles for `sm` (for its own version and later ones,
-/// as PTX does).
-bool hasLtoIrFor(std::span<const readers::FatbinMember> members, int sm);
-
-/// Rewrites the driver's or nvJitLink's link log for messages: each "Undefined reference to 'S'
-/// in 'L'" becomes devdl's "L: undefined device symbol `S`" (devdl names each input by its label),
-/// ptxas's "Unresolved extern function 'S'" (after LTO) "undefined device symbol `S`"; other lines
-/// are kept, without the driver's "error   : " prefixes.
-std::string describeLinkLog(std::string_view log);
 
 /// The kernel devdl links into a program a runtime loads (RuntimeLoad): the runtime finds the
 /// module by it.

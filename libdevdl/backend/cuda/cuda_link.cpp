@@ -4,6 +4,7 @@
 // (or nvJitLinkCreate) on only the driver runs.
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/function_table.h"
+#include "backend/cuda/link_log.h"
 #include "backend/cuda/toolkit.h"
 #include "image/readers.h"
 #include "support/debug.h"

@@ -1,5 +1,5 @@
 #include "backend/cuda/nvjitlink.h"
-#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/link_log.h"
 #include "backend/cuda/toolkit.h"
 #include "support/driver_library.h"
 #include "support/environment.h"

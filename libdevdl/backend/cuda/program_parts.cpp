@@ -1,5 +1,5 @@
 #include "backend/cuda/program_parts.h"
-#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/architecture.h"
 #include "image/code_graph.h"
 #include "image/readers.h"
 #include "support/error.h"
