@@ -90,7 +90,9 @@ struct Reach {
   std::vector<int64_t> owner;    // by node
 };
 
-Reach reachFromKernels(const NameGraph &graph) {
+// `joinVariables`: a variable joins the kernels that reach it (else only code whose address is
+// taken does; a variable's `owner` is set either way).
+Reach reachFromKernels(const NameGraph &graph, bool joinVariables = true) {
   const std::vector<uint32_t> &kernels = graph.kernels;
   const std::vector<Node> &nodes = graph.nodes;
   Reach reach{Components(kernels.size()), std::vector<uint64_t>(kernels.size()),
@@ -105,7 +107,8 @@ Reach reachFromKernels(const NameGraph &graph) {
       reach.weight[k] += nodes[n].size;
       if (nodes[n].shared) {
         if (reach.owner[n] < 0) reach.owner[n] = k;
-        else reach.components.join(k, static_cast<uint32_t>(reach.owner[n]));
+        else if (joinVariables || nodes[n].kind != SymbolKind::Variable)
+          reach.components.join(k, static_cast<uint32_t>(reach.owner[n]));
       }
       for (uint32_t use : nodes[n].uses)
         if (seen[use] != k + 1) seen[use] = k + 1, stack.push_back(use);
@@ -170,7 +173,55 @@ std::vector<ProgramPart> collectParts(const NameGraph &graph, Reach &reach, std:
   return result;
 }
 
+// The kernels, by position, of the components `roots` name: a kernel's own, a variable's first
+// kernel's. Empty where none is either.
+std::vector<bool> kernelsOfRoots(const NameGraph &graph, Reach &reach, std::span<const std::string_view> roots) {
+  std::vector<int64_t> position(graph.nodes.size(), -1);
+  for (uint32_t k = 0; k < graph.kernels.size(); ++k) position[graph.kernels[k]] = k;
+  std::vector<bool> rootComponent(graph.kernels.size(), false), inPart(graph.kernels.size(), false);
+  bool any = false;
+  for (std::string_view root : roots) {
+    auto it = graph.index.find(root);
+    if (it == graph.index.end()) continue;
+    const int64_t k = graph.nodes[it->second].kind == SymbolKind::Kernel ? position[it->second] : reach.owner[it->second];
+    if (k < 0) continue;
+    rootComponent[reach.components.find(static_cast<uint32_t>(k))] = any = true;
+  }
+  if (!any) return {};
+  for (uint32_t k = 0; k < graph.kernels.size(); ++k) inPart[k] = rootComponent[reach.components.find(k)];
+  return inPart;
+}
+
 }  // namespace
+
+std::vector<ProgramPart> partReaching(std::span<const CodeGraph> graphs, std::span<const std::string_view> roots,
+                                      bool joinVariables) {
+  const NameGraph graph = buildNameGraph(graphs);
+  Reach reach = reachFromKernels(graph, joinVariables);
+  const std::vector<bool> inPart = kernelsOfRoots(graph, reach, roots);
+  if (inPart.empty()) return {};
+  // What the part's kernels reach, each name once.
+  std::vector<bool> reached(graph.nodes.size(), false);
+  std::vector<uint32_t> stack;
+  for (uint32_t k = 0; k < graph.kernels.size(); ++k)
+    if (inPart[k]) reached[graph.kernels[k]] = true, stack.push_back(graph.kernels[k]);
+  std::vector<ProgramPart> parts(2);
+  while (!stack.empty()) {
+    const uint32_t n = stack.back();
+    stack.pop_back();
+    parts[0].size += graph.nodes[n].size;
+    for (uint32_t use : graph.nodes[n].uses)
+      if (!reached[use]) reached[use] = true, stack.push_back(use);
+  }
+  for (uint32_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node &node = graph.nodes[n];
+    ProgramPart &into = parts[reached[n] ? 0 : 1];
+    if (node.kind == SymbolKind::Kernel) into.kernels.emplace_back(node.name);
+    else if (node.kind == SymbolKind::Variable) into.variables.emplace_back(node.name);
+    else into.functions.emplace_back(node.name);
+  }
+  return parts;
+}
 
 std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, size_t parts,
                                           std::span<const std::pair<std::string_view, std::string_view>> together,

@@ -21,6 +21,9 @@ struct ProgramPart {
   // kernel reaches.
   std::vector<std::string> variables;
   uint64_t size = 0;  // the code its kernels reach, in bytes: the work of its link
+  // The functions its kernels reach, where a part is cut to what it uses (partReaching): a cut
+  // keeps these of each image's exported functions. Empty in partitionKernels' parts.
+  std::vector<std::string> functions;
 };
 
 /// The kernels the `graphs` of a plan's images define (names bind across images) in at most
@@ -31,5 +34,15 @@ struct ProgramPart {
 std::vector<ProgramPart> partitionKernels(std::span<const CodeGraph> graphs, size_t parts,
                                           std::span<const std::pair<std::string_view, std::string_view>> together = {},
                                           std::string *why = nullptr);
+
+/// What `roots` use of a program, for a link of that alone (a kernel linked when it is first
+/// used): [0] the roots' kernels (a variable stands for the first kernel that reaches it), with
+/// every kernel that must share their module (it reaches a function whose address their code
+/// takes, or with `joinVariables`, where the variables' instances cannot be reached from another
+/// program, a variable their code reaches), and every variable and function those kernels reach;
+/// [1] the rest: the other kernels, and the variables and functions no kernel of [0] reaches.
+/// Empty where no root is a kernel, or a variable a kernel reaches.
+std::vector<ProgramPart> partReaching(std::span<const CodeGraph> graphs, std::span<const std::string_view> roots,
+                                      bool joinVariables);
 
 }  // namespace devdl

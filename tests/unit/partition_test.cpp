@@ -209,5 +209,58 @@ TEST(Partition, PartsAreBalancedByTheCodeTheirKernelsReach) {
   EXPECT_EQ(kernelsOf(partitionKernels(graphs, 2)), kernelsOf(parts));
 }
 
+// A part cut to what its roots use (issue 67: a kernel linked when it is first used).
+TEST(PartReaching, TheRootsKernelsAndWhatTheyReachTheRestApart) {
+  const CodeGraph lib = graphOf({variable("Counter"), function("Bump", {}, {"Counter"}), function("Helper"),
+                                 function("Unused"), kernel("D", {"Helper"})});
+  const CodeGraph app = graphOf({kernel("A", {"Bump"}), kernel("B", {}, {"Counter"}), kernel("C")});
+  const CodeGraph graphs[] = {lib, app};
+  const std::string_view a[] = {"A"};
+  auto parts = partReaching(graphs, a, false);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].kernels, Names{"A"});
+  EXPECT_EQ(parts[0].variables, Names{"Counter"});
+  EXPECT_EQ(parts[0].functions, Names{"Bump"});
+  EXPECT_EQ(parts[0].size, 24u) << "A, Bump and Counter";
+  EXPECT_EQ(parts[1].kernels, (Names{"D", "B", "C"}));
+  EXPECT_TRUE(parts[1].variables.empty());
+  EXPECT_EQ(parts[1].functions, (Names{"Helper", "Unused"}));
+  // Where another program cannot reach the part's variables, the kernels reaching them come along.
+  parts = partReaching(graphs, a, true);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].kernels, (Names{"A", "B"}));
+  EXPECT_EQ(parts[1].kernels, (Names{"D", "C"}));
+}
+
+TEST(PartReaching, AFunctionWhoseAddressIsTakenBringsEveryKernelReachingIt) {
+  const CodeGraph graphs[] = {graphOf({function("Target"), function("Caller", {"Target"}), kernel("Calls", {"Caller"}),
+                                       kernel("TakesAddress", {}, {"Target"}), kernel("Apart")})};
+  const std::string_view calls[] = {"Calls"};
+  auto parts = partReaching(graphs, calls, false);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].kernels, (Names{"Calls", "TakesAddress"})) << "one instance of Target, whose address is taken";
+  EXPECT_EQ(parts[1].kernels, Names{"Apart"});
+  const CodeGraph called[] = {graphOf({function("Target"), kernel("Calls", {"Target"}), kernel("Other", {"Target"})})};
+  parts = partReaching(called, calls, false);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].kernels, Names{"Calls"}) << "called only: each part its own copy";
+  EXPECT_EQ(parts[0].functions, Names{"Target"});
+  EXPECT_EQ(parts[1].kernels, Names{"Other"});
+  EXPECT_TRUE(parts[1].functions.empty());
+}
+
+TEST(PartReaching, AVariableStandsForTheFirstKernelThatReachesIt) {
+  const CodeGraph graphs[] = {graphOf({variable("Unused"), variable("Used"), kernel("A"), function("Read", {}, {"Used"}),
+                                       kernel("B", {"Read"}), kernel("C", {}, {"Used"})})};
+  const std::string_view used[] = {"Used"};
+  auto parts = partReaching(graphs, used, false);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].kernels, Names{"B"});
+  EXPECT_EQ(parts[0].variables, Names{"Used"});
+  EXPECT_EQ(parts[1].variables, Names{"Unused"});
+  const std::string_view nothing[] = {"Unused", "NoSuchName", "Read"};
+  EXPECT_TRUE(partReaching(graphs, nothing, false).empty()) << "no kernel, nor a variable a kernel reaches";
+}
+
 }  // namespace
 }  // namespace devdl::test

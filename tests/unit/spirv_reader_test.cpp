@@ -330,13 +330,40 @@ TEST(SpirvCodeGraph, AModuleCutToAPartHoldsItsKernelsAlone) {
   }
   // A plan that parts two kernels of one variable (a graph that missed a use) is refused: the part
   // without the variable would have an instance of its own.
-  const std::vector<ProgramPart> wrong = {{{"BumpShared", "Square", "Negate", "NegateTwice"}, {"Shared"}, 0},
-                                          {{"ReadShared"}, {}, 0}};
+  const std::vector<ProgramPart> wrong = {{{"BumpShared", "Square", "Negate", "NegateTwice"}, {"Shared"}, 0, {}},
+                                          {{"ReadShared"}, {}, 0, {}}};
   EXPECT_TRUE(!!backend::spirvForPart(words, wrong, 0, {}));
   auto refused = backend::spirvForPart(words, wrong, 1, {});
   ASSERT_FALSE(!!refused);
   EXPECT_EQ(errorText(refused), "part 1's code uses variable `Shared`, which another part holds: it would have two "
                                 "instances");
+}
+
+// A program cut to what one kernel uses (partReaching): that kernel's entry point, what it reaches
+// (here a variable another kernel reaches too), and none of the library's other code or exports.
+TEST(SpirvCodeGraph, AModuleCutToWhatAKernelUsesHoldsThatAlone) {
+  auto cutTo = [](const std::string &file, std::string_view root, bool joinVariables) {
+    const DeviceImage lib = readOne(image(file));
+    auto graph = readers::spirvCodeGraph(lib.bytes);
+    EXPECT_TRUE(!!graph) << errorText(graph);
+    const std::string_view roots[] = {root};
+    const std::vector<ProgramPart> parts = partReaching({&*graph, 1}, roots, joinVariables);
+    EXPECT_EQ(parts.size(), 2u);
+    std::vector<uint32_t> words(lib.bytes.size() / 4);
+    std::memcpy(words.data(), lib.bytes.data(), words.size() * 4);
+    auto cut = backend::spirvForPart(words, parts, 0, {});
+    EXPECT_TRUE(!!cut) << errorText(cut);
+    auto read = readImageMemory(Bytes(reinterpret_cast<const uint8_t *>(cut->data()), cut->size() * 4), "part",
+                                std::make_shared<Storage>());
+    EXPECT_TRUE(!!read) << errorText(read) << " (validated as it is read)";
+    return symbolLines(read->images[0]);
+  };
+  EXPECT_EQ(cutTo("parts.spv", "ReadShared", false), (std::vector<std::string>{"D Shared", "K ReadShared"}));
+  EXPECT_EQ(cutTo("parts.spv", "ReadShared", true),
+            (std::vector<std::string>{"D Shared", "K BumpShared", "K ReadShared"}));
+  EXPECT_EQ(cutTo("parts.spv", "Square", false), std::vector<std::string>{"K Square"});
+  EXPECT_EQ(cutTo("lib_kernels1.spv", "SmallKernel000", false), std::vector<std::string>{"K SmallKernel000"})
+      << "the library's exported function, which the kernel does not call, is gone";
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ namespace devdl::backend {
 namespace {
 
 // The names other parts answer for: their kernels, and those whose exports go (a kernel's body,
-// exported under its name by llvm-spirv, where no image calls it; a variable).
+// exported under its name by llvm-spirv, where no image calls it; a variable; a function of a part
+// cut to what it uses, which no image of this part calls).
 struct OthersNames {
   llvm::StringSet<> kernels, local, variables;
 };
@@ -30,6 +31,8 @@ OthersNames othersNames(std::span<const ProgramPart> parts, size_t part, const l
         if (!imported.contains(name)) others.local.insert(name);
       }
       for (const std::string &name : parts[p].variables) others.local.insert(name), others.variables.insert(name);
+      for (const std::string &name : parts[p].functions)
+        if (!imported.contains(name)) others.local.insert(name);
     }
   return others;
 }
