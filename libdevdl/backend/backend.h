@@ -103,10 +103,12 @@ class Device {
   /// but for native binaries (OpenCL's, Intel's), which only their driver can judge, from their
   /// bytes: other images may come without them (DeviceImage::unread).
   virtual llvm::Error accepts(const DeviceImage &image) const = 0;
-  /// Links the images of a plan, in plan order, into one program. Errors name the image and
-  /// the symbol, and carry what the driver logged. With `binary`, also the program's native
-  /// binary, as load() takes it back (for the disk cache); left empty, saying why under
-  /// DEVDL_DEBUG=statistics, where the driver does not give one: the program is not stored.
+  /// Links the images of a plan, in plan order, into one program: the phases every backend
+  /// shares first (DriverInputs::prepare: accept, choose, edit), then the driver's own
+  /// (docs/architecture.md, "The link pipeline"). Errors name the image and the symbol, and carry
+  /// what the driver logged. With `binary`, also the program's native binary, as load() takes it
+  /// back (for the disk cache); left empty, saying why under DEVDL_DEBUG=statistics, where the
+  /// driver does not give one: the program is not stored.
   virtual llvm::Expected<std::unique_ptr<Program>> link(std::span<const LinkInput> inputs,
                                                         std::string *binary = nullptr) = 0;
   /// A program from a native binary link() gave on this device (same identity()).
