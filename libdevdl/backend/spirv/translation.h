@@ -8,19 +8,16 @@
 #pragma once
 
 #include "backend/spirv/place_variables.h"
+#include "backend/spirv/spec_constant.h"
 
 #include <llvm/Support/Error.h>
 
 #include <cstdint>
 #include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace devdl::backend {
-
-/// A specialization constant: SpecId and value.
-using SpecConstant = std::pair<uint32_t, uint64_t>;
 
 /// Whether this build has the SPIRV-LLVM-Translator and its helper, devdl-translate (not the
 /// portable one): what load-time LTO and programs built in parts need.

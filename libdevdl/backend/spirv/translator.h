@@ -5,7 +5,7 @@
 // DEVDL_PORTABLE): its includers include it under DEVDL_HAVE_SPIRV_TRANSLATOR.
 #pragma once
 
-#include "backend/spirv/translation.h"
+#include "backend/spirv/spec_constant.h"
 
 #include <LLVMSPIRVLib/LLVMSPIRVLib.h>
 #include <llvm/IR/LLVMContext.h>

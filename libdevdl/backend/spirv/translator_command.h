@@ -8,7 +8,7 @@
 // here, with the LLVM linked into devdl.
 #pragma once
 
-#include "backend/spirv/translation.h"
+#include "backend/spirv/spec_constant.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>

@@ -13,7 +13,7 @@
 #pragma once
 
 #include "backend/spirv/place_variables.h"
-#include "backend/spirv/translation.h"
+#include "backend/spirv/spec_constant.h"
 #include "support/error.h"
 
 #include <llvm/Support/Error.h>
