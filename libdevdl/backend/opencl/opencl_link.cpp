@@ -4,9 +4,10 @@
 // else translated to SPIR (the program's variables moved to host memory where the device builds
 // each kernel apart). devdl's copy kernels join a program whose variables the host has no other
 // way to.
+#include "backend/opencl/linker.h"
 #include "backend/opencl/kept_regions.h"
-#include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
+#include "backend/opencl/program_builder.h"
 #include "backend/spirv/copy_kernels.h"
 #include "backend/spirv/link.h"
 #include "backend/spirv/place_variables.h"
@@ -40,15 +41,6 @@ std::vector<SpecConstant> specConstantValues(const SpecConstants &specs) {
 }
 
 }  // namespace
-
-llvm::Expected<std::unique_ptr<backend::Program>> Device::link(std::span<const LinkInput> given, std::string *binary) {
-  // The inputs as the driver takes them (the driver copies what it is given: the edited copies
-  // live for this call); a native binary is asked of the driver where linkObjects makes its
-  // program: once.
-  DriverInputs prepared;
-  if (llvm::Error err = prepared.prepare(*this, given, ImageFormat::OpenClBinary)) return err;
-  return linker_.link(prepared.inputs, binary);
-}
 
 llvm::Expected<std::unique_ptr<backend::Program>> Linker::link(std::vector<LinkInput> &inputs,
                                                               std::string *binary) const {

@@ -3,8 +3,8 @@
 // the driver in a helper process of its own (devdl-translate), whose binary this process loads,
 // so that a library of many kernels compiles on every core. In one process the parts would gain
 // nothing: Intel's CPU runtime builds one program at a time in a process, whatever the context.
-#include "backend/opencl/opencl_device.h"
-#include "backend/packed_parts.h"
+#include "backend/opencl/linker.h"
+#include "backend/opencl/program_builder.h"
 #include "backend/spirv/program_part.h"
 #include "backend/spirv/translation.h"
 #include "backend/spirv/translator_process.h"
@@ -18,17 +18,6 @@
 #include <thread>
 
 namespace devdl::backend::opencl {
-
-ProgramOfParts::ProgramOfParts(std::vector<std::unique_ptr<opencl::Program>> parts, std::vector<std::vector<std::string>> names)
-    : parts_(std::move(parts)), names_(std::move(names)) {
-  for (size_t i = 0; i < names_.size(); ++i)
-    for (const std::string &name : names_[i]) owner_.try_emplace(name, i);
-}
-
-Program &ProgramOfParts::partOf(std::string_view name) const {
-  auto it = owner_.find(name);
-  return *parts_[it == owner_.end() ? 0 : it->second];
-}
 
 std::vector<ProgramPart> Linker::planParts(std::span<const LinkInput> inputs, unsigned jobs, std::string *why) const {
   auto onePart = [&](std::string reason) {
@@ -105,21 +94,6 @@ llvm::Expected<std::unique_ptr<ProgramOfParts>> Linker::linkParts(std::span<cons
     held.insert(held.end(), parts[p].variables.begin(), parts[p].variables.end());
   }
   if (first) return first;
-  return std::make_unique<ProgramOfParts>(std::move(programs), std::move(names));
-}
-
-llvm::Expected<std::unique_ptr<backend::Program>> ProgramBuilder::loadParts(std::string_view packed) const {
-  auto parts = unpackParts(kPackedPrograms, packed, "OpenCL programs");
-  if (!parts) return parts.takeError();
-  std::vector<std::unique_ptr<Program>> programs;
-  std::vector<std::vector<std::string>> names;
-  for (PartBinary &part : *parts) {
-    auto program =
-        buildBinary(part.binary, device_.options, "a cached program's part " + std::to_string(programs.size()));
-    if (!program) return program.takeError();
-    programs.push_back(std::move(*program));
-    names.push_back(std::move(part.names));
-  }
   return std::make_unique<ProgramOfParts>(std::move(programs), std::move(names));
 }
 

@@ -1,8 +1,9 @@
 // A program built on an OpenCL device: its kernels, and its variables as the host reaches them:
 // in host memory where devdl placed them there, else at the driver's address where it gives one
-// (cl_intel_global_variable_pointers), else through the copy kernels devdl linked into it.
+// (cl_intel_global_variable_pointers), else through the copy kernels devdl linked into it. A
+// program linked in parts answers each name from the part that holds it.
+#include "backend/opencl/opencl_program.h"
 #include "backend/opencl/kept_regions.h"
-#include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
 #include "backend/spirv/copy_kernels.h"
 #include "backend/spirv/place_variables.h"
@@ -153,6 +154,17 @@ llvm::Error Program::copyThroughKernel(std::string_view name, size_t offset, voi
 llvm::Expected<void *> Program::function(std::string_view name) {
   return fail(ErrorCode::Unsupported, "`" + llvm::Twine(name) + "` is a device function: OpenCL device " + device_ +
                                           " gives no device function pointers");
+}
+
+ProgramOfParts::ProgramOfParts(std::vector<std::unique_ptr<opencl::Program>> parts, std::vector<std::vector<std::string>> names)
+    : parts_(std::move(parts)), names_(std::move(names)) {
+  for (size_t i = 0; i < names_.size(); ++i)
+    for (const std::string &name : names_[i]) owner_.try_emplace(name, i);
+}
+
+Program &ProgramOfParts::partOf(std::string_view name) const {
+  auto it = owner_.find(name);
+  return *parts_[it == owner_.end() ? 0 : it->second];
 }
 
 }  // namespace devdl::backend::opencl

@@ -1,8 +1,8 @@
 // Programs built on an OpenCL device (ProgramBuilder): from one SPIR-V module as IL, from SPIR,
 // from a binary (a native object, a stored program); and the binary a linked program is stored
 // as, and loaded from, in the disk cache.
+#include "backend/opencl/program_builder.h"
 #include "backend/opencl/kept_regions.h"
-#include "backend/opencl/opencl_device.h"
 #include "backend/opencl/opencl_info.h"
 #include "backend/packed_parts.h"
 
@@ -118,6 +118,21 @@ llvm::Expected<std::unique_ptr<backend::Program>> ProgramBuilder::load(std::stri
   if (!program) return program.takeError();
   (*program)->holdVariables(std::move(variables));
   return std::unique_ptr<backend::Program>(std::move(*program));
+}
+
+llvm::Expected<std::unique_ptr<backend::Program>> ProgramBuilder::loadParts(std::string_view packed) const {
+  auto parts = unpackParts(kPackedPrograms, packed, "OpenCL programs");
+  if (!parts) return parts.takeError();
+  std::vector<std::unique_ptr<Program>> programs;
+  std::vector<std::vector<std::string>> names;
+  for (PartBinary &part : *parts) {
+    auto program =
+        buildBinary(part.binary, device_.options, "a cached program's part " + std::to_string(programs.size()));
+    if (!program) return program.takeError();
+    programs.push_back(std::move(*program));
+    names.push_back(std::move(part.names));
+  }
+  return std::make_unique<ProgramOfParts>(std::move(programs), std::move(names));
 }
 
 std::unique_ptr<Program> ProgramBuilder::own(cl_program program) const {
