@@ -1,6 +1,6 @@
 // An OpenCL device: opened (the default, or the program's own), which images it accepts, and its
 // links begun (the inputs prepared). The rest of the backend: device_info.cpp (what it can take,
-// read from its info queries, and the identity its programs are cached under), opencl_link.cpp
+// read from its info queries, and the identity its programs are cached under), linker.cpp
 // and opencl_parts.cpp (link strategies), program_builder.cpp (programs built and stored),
 // opencl_program.cpp (kernels and variables), kept_regions.cpp, host_variables.cpp.
 #include "backend/opencl/opencl_device.h"
