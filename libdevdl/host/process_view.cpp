@@ -14,10 +14,10 @@ bool sameLoad(const LoadedBundle &a, const LoadedBundle &b) {
 
 namespace {
 
-// The images of an object the loader did not know, read while a reference keeps it loaded; none
-// (nullopt) where it was unloaded meanwhile.
-std::optional<std::vector<DeviceImage>> readNew(const LoadedBundle &found) {
-  auto reference = ObjectReference::take(found.object, found.base);
+// The images of an object the loader did not know, read while `reference` keeps it loaded (the
+// caller keeps it until the images are added); none (nullopt) where it was unloaded meanwhile.
+std::optional<std::vector<DeviceImage>> readNew(const LoadedBundle &found, std::shared_ptr<const void> &reference) {
+  reference = ObjectReference::take(found.object, found.base);
   if (!reference && !found.object.empty()) return std::nullopt;
   // Images carried in the object's file are read from it, while it is loaded.
   const std::string file = found.object.empty() ? "/proc/self/exe" : found.object;
@@ -50,7 +50,7 @@ ProcessView observeProcess(const KnownObjects &known) {
     // RTLD_GLOBAL) can have changed what is global, and that counts as neither.
     for (const LoadedBundle &found : known.others) {
       const std::optional<bool> global = inGlobalScope(found);
-      view.objects.push_back({found, global.value_or(true), global.has_value(), std::nullopt});
+      view.objects.push_back({found, global.value_or(true), global.has_value(), std::nullopt, nullptr});
     }
     return view;
   }
@@ -61,7 +61,7 @@ ProcessView observeProcess(const KnownObjects &known) {
   LoadedObjects listed = findLoadedBundles();
   view.generation = listed.generation;  // of the list itself, whatever was loaded meanwhile
   for (LoadedBundle &found : listed.bundles) {
-    ProcessView::Object object{std::move(found), false, true, std::nullopt};
+    ProcessView::Object object{std::move(found), false, true, std::nullopt, nullptr};
     const bool isKnown = in(known.global, object.found) || in(known.others, object.found);
     // Every object is asked again once objects were loaded or unloaded: one unloaded and loaded
     // again RTLD_LOCAL at the same address is the same find, but no longer global. One that
@@ -69,7 +69,7 @@ ProcessView observeProcess(const KnownObjects &known) {
     const std::optional<bool> asked = inGlobalScope(object.found);
     object.global = asked.value_or(true);
     object.told = asked.has_value();
-    if (!isKnown) object.images = readNew(object.found);
+    if (!isKnown) object.images = readNew(object.found, object.reference);
     view.objects.push_back(std::move(object));
   }
   return view;

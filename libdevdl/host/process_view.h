@@ -8,6 +8,7 @@
 #include "image/device_image.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct ProcessView {
     bool global = false;
     bool told = true;  // its exports told whether it is global (inGlobalScope)
     std::optional<std::vector<DeviceImage>> images;  // read for a bundle the loader did not know
+    /// Keeps an object whose images were read loaded until the loader has added them: their bytes
+    /// are its memory, which the host may unmap as soon as another thread closes it.
+    std::shared_ptr<const void> reference;
   };
   std::vector<Object> objects;  // in link-map order; unlisted: the known ones not told global
 };

@@ -21,6 +21,10 @@ using host::sameLoad;
 
 void ProcessScan::scan(LoaderLock &lock) {
   View view = observe(lock);
+  // The references that keep new objects loaded while their images are added go once the mutex
+  // does: closing an object runs its destructors, which may call devdl.
+  for (host::ProcessView::Object &object : view.host.objects)
+    if (object.reference) lock.mutex().destroyLater(std::move(object.reference));
   apply(std::move(view));
   candidacies_.decide(lock);
   globalScope_.reportWaiting();
