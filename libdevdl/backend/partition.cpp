@@ -38,11 +38,12 @@ struct NameGraph {
   llvm::StringMap<uint32_t> index;  // name -> its node
   std::vector<Node> nodes;
   std::vector<uint32_t> kernels;  // node indices, in definition order
+  std::vector<int64_t> positionOf;  // by node: a kernel's position in `kernels`, -1 for the others
 };
 
 NameGraph buildNameGraph(std::span<const CodeGraph> graphs) {
   NameGraph graph;
-  auto &[index, nodes, kernels] = graph;
+  auto &[index, nodes, kernels, positionOf] = graph;
   for (const CodeGraph &code : graphs)
     for (const CodeGraph::Definition &d : code.definitions) {
       auto [it, added] = index.try_emplace(d.name, static_cast<uint32_t>(nodes.size()));
@@ -63,8 +64,9 @@ NameGraph buildNameGraph(std::span<const CodeGraph> graphs) {
           nodes[it->second].shared = true;  // a variable already; code: its address is taken
         }
     }
+  positionOf.assign(nodes.size(), -1);
   for (uint32_t n = 0; n < nodes.size(); ++n)
-    if (nodes[n].kind == SymbolKind::Kernel) kernels.push_back(n);
+    if (nodes[n].kind == SymbolKind::Kernel) positionOf[n] = static_cast<int64_t>(kernels.size()), kernels.push_back(n);
   return graph;
 }
 
@@ -120,8 +122,7 @@ Reach reachFromKernels(const NameGraph &graph, bool joinVariables = true) {
 // Joins each pair of kernels `together` names, by their positions in `kernels`.
 void joinTogether(const NameGraph &graph, std::span<const std::pair<std::string_view, std::string_view>> together,
                   Components &components) {
-  std::vector<int64_t> position(graph.nodes.size(), -1);  // a kernel's node -> its position in `kernels`
-  for (uint32_t k = 0; k < graph.kernels.size(); ++k) position[graph.kernels[k]] = k;
+  const std::vector<int64_t> &position = graph.positionOf;
   for (const auto &[a, b] : together) {
     auto ia = graph.index.find(a), ib = graph.index.find(b);
     if (ia != graph.index.end() && ib != graph.index.end() && position[ia->second] >= 0 && position[ib->second] >= 0)
@@ -176,14 +177,12 @@ std::vector<ProgramPart> collectParts(const NameGraph &graph, Reach &reach, std:
 // The kernels, by position, of the components `roots` name: a kernel's own, a variable's first
 // kernel's. Empty where none is either.
 std::vector<bool> kernelsOfRoots(const NameGraph &graph, Reach &reach, std::span<const std::string_view> roots) {
-  std::vector<int64_t> position(graph.nodes.size(), -1);
-  for (uint32_t k = 0; k < graph.kernels.size(); ++k) position[graph.kernels[k]] = k;
   std::vector<bool> rootComponent(graph.kernels.size(), false), inPart(graph.kernels.size(), false);
   bool any = false;
   for (std::string_view root : roots) {
     auto it = graph.index.find(root);
     if (it == graph.index.end()) continue;
-    const int64_t k = graph.nodes[it->second].kind == SymbolKind::Kernel ? position[it->second] : reach.owner[it->second];
+    const int64_t k = graph.nodes[it->second].kind == SymbolKind::Kernel ? graph.positionOf[it->second] : reach.owner[it->second];
     if (k < 0) continue;
     rootComponent[reach.components.find(static_cast<uint32_t>(k))] = any = true;
   }
