@@ -1,8 +1,7 @@
 // A program linked in parts on an OpenCL device whose driver compiles and links SPIR-V IL (Intel's
 // CPU runtime, the IntelOpenCl configuration): each part built in a helper process, each kernel and
 // variable the one of the part that holds it, the program stored and loaded back whole.
-#include "backend/opencl/opencl_device.h"
-#include "e2e/opencl_run.h"
+#include "e2e/opencl_device_fixture.h"
 #include "image/instance_cells.h"
 #include "image/read_image.h"
 #include "test_support.h"
@@ -19,32 +18,14 @@ namespace {
 using backend::opencl::Device;
 using backend::opencl::ProgramOfParts;
 
-class OpenClDriverLinkParts : public ::testing::Test {
+class OpenClDriverLinkParts : public OnOpenClDevice {
  protected:
   void SetUp() override {
-    const bool intel = std::getenv("DEVDL_TEST_INTEL_OPENCL");
-    if (intel) setenv("OCL_ICD_VENDORS", DEVDL_TEST_INTEL_OPENCL_ICD, 1);
-    auto device = Device::openDefault();
-    if (!device && intel) FAIL() << DEVDL_TEST_INTEL_OPENCL_ICD << ": " << llvm::toString(device.takeError());
-    if (!device) GTEST_SKIP() << "no OpenCL device to run on: " << llvm::toString(device.takeError());
-    device_ = std::move(*device);
+    OnOpenClDevice::SetUp();
+    if (notSetUp()) return;
     if (!device_->capabilities().spirvIl || !device_->capabilities().linker)
       GTEST_SKIP() << "OpenCL device " << device_->name() << " has no linker of SPIR-V IL, where programs are "
                    << "linked in parts (the IntelOpenCl configuration runs this test on Intel's runtime)";
-  }
-
-  void read(const std::string &name) {
-    auto file = readImageFile(image(name));
-    ASSERT_TRUE(!!file) << errorText(file);
-    files_.push_back(std::move(*file));
-    inputs_.push_back({&files_.back().images[0], name + ": image 0 (spirv)"});
-  }
-
-  std::vector<int> run(backend::Program &program, const char *kernel, size_t n) {
-    auto made = program.kernel(kernel);
-    EXPECT_TRUE(!!made) << errorText(made);
-    if (!made) return {};
-    return runIntKernel(device_->context(), device_->id(), static_cast<cl_kernel>(*made), n);
   }
 
   // The kernels a part's program holds, as the driver names them.
@@ -60,10 +41,6 @@ class OpenClDriverLinkParts : public ::testing::Test {
     std::sort(list.begin(), list.end());
     return list;
   }
-
-  std::unique_ptr<Device> device_;
-  std::deque<ImageFile> files_;
-  std::vector<backend::LinkInput> inputs_;
 };
 
 TEST_F(OpenClDriverLinkParts, EachPartHoldsItsOwnKernelsAndTheVariableOnce) {

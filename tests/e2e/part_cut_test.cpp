@@ -1,41 +1,14 @@
 // A plan's SPIR-V cut to what one kernel uses (backend/part_cut.h), linked by an OpenCL device
 // (PoCL here; Intel's CPU runtime in the IntelOpenCl configuration) and run: the program holds that
 // kernel alone, computes what the whole would, and keeps each variable with the kernels using it.
-#include "backend/opencl/opencl_device.h"
 #include "backend/part_cut.h"
-#include "e2e/opencl_run.h"
-#include "image/read_image.h"
-#include "test_support.h"
-
-#include <llvm/ADT/StringExtras.h>
-
-#include <algorithm>
-#include <cstdlib>
-#include <deque>
+#include "e2e/opencl_device_fixture.h"
 
 namespace devdl::test {
 namespace {
 
-using backend::opencl::Device;
-
-class OpenClPartCut : public ::testing::Test {
+class OpenClPartCut : public OnOpenClDevice {
  protected:
-  void SetUp() override {
-    const bool intel = std::getenv("DEVDL_TEST_INTEL_OPENCL");
-    if (intel) setenv("OCL_ICD_VENDORS", DEVDL_TEST_INTEL_OPENCL_ICD, 1);
-    auto device = Device::openDefault();
-    if (!device && intel) FAIL() << DEVDL_TEST_INTEL_OPENCL_ICD << ": " << llvm::toString(device.takeError());
-    if (!device) GTEST_SKIP() << "no OpenCL device to run on: " << llvm::toString(device.takeError());
-    device_ = std::move(*device);
-  }
-
-  void read(const std::string &name) {
-    auto file = readImageFile(image(name));
-    ASSERT_TRUE(!!file) << errorText(file);
-    files_.push_back(std::move(*file));
-    inputs_.push_back({&files_.back().images[0], name + ": image 0 (spirv)"});
-  }
-
   backend::CutInputs cutTo(std::string_view root, bool joinVariables) {
     const std::string_view roots[] = {root};
     auto cut = backend::cutToRoots(inputs_, roots, joinVariables);
@@ -49,17 +22,6 @@ class OpenClPartCut : public ::testing::Test {
     EXPECT_TRUE(!!program) << errorText(program);
     return program ? std::move(*program) : nullptr;
   }
-
-  std::vector<int> run(backend::Program &program, const char *kernel, size_t n) {
-    auto made = program.kernel(kernel);
-    EXPECT_TRUE(!!made) << errorText(made);
-    if (!made) return {};
-    return runIntKernel(device_->context(), device_->id(), static_cast<cl_kernel>(*made), n);
-  }
-
-  std::unique_ptr<Device> device_;
-  std::deque<ImageFile> files_;
-  std::vector<backend::LinkInput> inputs_;
 };
 
 TEST_F(OpenClPartCut, AProgramCutToOneKernelHoldsThatKernelAndWhatItCalls) {
