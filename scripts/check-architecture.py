@@ -87,6 +87,7 @@ def sizes(library, files):
         capture_output=True, text=True, check=True).stdout
     problems = []
     members = collections.Counter()
+    lines = {}  # a header's lines, split once
     for line in listing.splitlines():
         kind, name, scope, scope_kind, start, end, path = line.split("\t")
         where = os.path.relpath(path, os.path.dirname(library))
@@ -94,7 +95,10 @@ def sizes(library, files):
             problems.append(f"{where}:{start}: function {name} has {int(end) - int(start) + 1} lines "
                             f"(at most {MOST_FUNCTION_LINES})")
         if kind in ("member", "prototype", "function") and path.endswith(".h") and scope_kind in ("class", "struct"):
-            declaration = files[os.path.relpath(path, library)].splitlines()[int(start) - 1]
+            relative = os.path.relpath(path, library)
+            if relative not in lines:
+                lines[relative] = files[relative].splitlines()
+            declaration = lines[relative][int(start) - 1]
             if "= delete" not in declaration:
                 members[scope] += 1
     for name, count in sorted(members.items()):
